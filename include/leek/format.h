@@ -1,0 +1,120 @@
+/* format.h: the leek profile file, the one contract between libleek.so and the leek CLI.
+ *
+ * docs/format.md describes the same layout in prose, byte by byte; keep the two in step and bump
+ * LK_FORMAT_VERSION on any change a version-1 reader could misread. This header holds constants
+ * and plain structs only: no code, no allocation, nothing that needs a library.
+ *
+ * A profile is a fixed header, a variable tail of strings, then a stream of records. Every integer
+ * in the header is little-endian. Every record is one tag byte followed by a payload of unsigned
+ * LEB128 varints (and, where stated, raw bytes). A writer stores the payload first and the tag last,
+ * so a process that dies mid-record leaves a zero tag behind it: a reader stops there and reports
+ * the profile as ending at its last complete record.
+ *
+ *   +-----------------------+  offset 0
+ *   | struct lk_file_header |  LK_HEADER_FIXED_SIZE bytes
+ *   +-----------------------+
+ *   | exe path              |  exe_len bytes, no NUL
+ *   | command line          |  cmdline_len bytes, arguments separated by NUL
+ *   | zero padding to 8     |
+ *   +-----------------------+  offset header_size
+ *   | record | record | ... |  until LK_REC_TRAILER, a zero tag, or the end of the file
+ *   +-----------------------+
+ *
+ * Glossary: dt = nanoseconds since the previous timed record (the first one counts from
+ * start_monotonic_ns); tid = the kernel thread id; addr = the pointer the program received;
+ * size = the bytes the program asked for (not the allocator's rounded size).
+ */
+#ifndef LEEK_FORMAT_H
+#define LEEK_FORMAT_H
+
+#include <stdint.h>
+
+#define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
+#define LK_FORMAT_VERSION 1
+#define LK_HEADER_FIXED_SIZE 88
+#define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
+#define LK_MAX_BUILD_ID 64      /* bytes */
+#define LK_MAX_PATH 4096        /* bytes, module and exe paths */
+#define LK_MAX_SEGMENTS 16      /* PT_LOAD segments per module record */
+#define LK_VARINT_MAX 10        /* bytes of one LEB128 uint64 */
+
+/* Header flags. */
+enum {
+	LK_HDR_EXACT = 1u << 0,      /* period 1: every allocation is recorded, weights are 1 */
+	LK_HDR_FORKED = 1u << 1,     /* written by the child of a fork(); ppid's profile is its parent */
+	LK_HDR_CMDLINE_CUT = 1u << 2 /* the command line was longer than the header allows */
+};
+
+/* The clock that every record time counts on. */
+enum { LK_CLOCK_MONOTONIC = 1 };
+
+/* Offset, size: all little-endian, naturally aligned, no implicit padding. */
+struct lk_file_header {
+	char magic[8];               /*  0  8  LK_FORMAT_MAGIC */
+	uint16_t version;            /*  8  2  LK_FORMAT_VERSION */
+	uint16_t fixed_size;         /* 10  2  LK_HEADER_FIXED_SIZE as written */
+	uint32_t header_size;        /* 12  4  fixed part + strings + padding; records start here */
+	uint32_t flags;              /* 16  4  LK_HDR_* */
+	uint32_t pid;                /* 20  4 */
+	uint32_t ppid;               /* 24  4 */
+	uint32_t clock;              /* 28  4  LK_CLOCK_MONOTONIC */
+	uint64_t period;             /* 32  8  mean sampling period in bytes; 1 = exact mode */
+	uint64_t start_realtime_ns;  /* 40  8  CLOCK_REALTIME at start, ns since the epoch */
+	uint64_t start_monotonic_ns; /* 48  8  CLOCK_MONOTONIC at start: record times count from it */
+	uint64_t session;            /* 56  8  LEEK_SESSION: ties the files of one `leek run` */
+	uint64_t seed;               /* 64  8  the seed the sampler used (LEEK_SEED or a random one) */
+	uint32_t page_size;          /* 72  4 */
+	uint32_t max_frames;         /* 76  4  stack depth limit in force */
+	uint32_t exe_len;            /* 80  4 */
+	uint32_t cmdline_len;        /* 84  4 */
+};                               /* 88 */
+
+_Static_assert(sizeof(struct lk_file_header) == LK_HEADER_FIXED_SIZE, "header layout");
+
+/* Record tags. Payload fields are varints unless marked [bytes]. Sizes are for x86-64 user
+ * addresses (47 bits, so an address varint takes 7 bytes). */
+enum lk_rec_tag {
+	LK_REC_END = 0,     /* never written: a zero tag marks where a crashed writer stopped */
+	LK_REC_ALLOC = 1,   /* dt tid addr size stack                      9..46 B, typically 15 */
+	LK_REC_FREE = 2,    /* dt tid addr                                 4..26 B, typically 11 */
+	LK_REC_STACK = 3,   /* id nframes frame...                         see below */
+	LK_REC_MODULE = 4,  /* dt id base nseg (start len)... idlen [id] pathlen [path] */
+	LK_REC_UNLOAD = 5,  /* dt id                                       3..21 B */
+	LK_REC_RSS = 6,     /* dt rss_bytes                                3..21 B, typically 8 */
+	LK_REC_LOSS = 7,    /* dt n (counter value)...                     absolute counter values */
+	LK_REC_INHERIT = 8, /* addr size stack alloc_monotonic_ns          a live block from before fork */
+	LK_REC_TRAILER = 9, /* dt end_realtime_ns n (counter value)...     clean exit; nothing follows */
+	LK_REC_MAX_KNOWN = 9,
+	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
+	 * skips the ones it does not know. Tags 10..0x7f are reserved and are an error. */
+	LK_REC_EXT_FIRST = 0x80
+};
+
+/* STACK: frame 0 is the innermost caller of the allocation function (libleek's own frames are
+ * stripped). Every frame is a return address, so a symbolizer looks up frame - 1. Frames are
+ * stored as zigzag-encoded differences: frame[0] - 0, then frame[i] - frame[i-1]. Stack ids
+ * start at 1 and are assigned in order; id 0 means "no stack" (the unwinder failed). A stack is
+ * written once per file, before the first record that names it. */
+
+/* MODULE: a loaded ELF object. id is assigned in order from 1 and never reused in a file. base
+ * is the load bias (dl_phdr_info.dlpi_addr); each segment is a PT_LOAD range relative to base
+ * (start = p_vaddr, len = p_memsz). A module stays mapped until an UNLOAD names its id. A stack's
+ * frames resolve against the modules mapped when the stack record was written. */
+
+/* Loss and event counters, in LOSS and TRAILER records as (counter, value) pairs. A reader
+ * shows unknown counters by number. */
+enum lk_counter {
+	LK_CNT_ARENA_FULL = 1,     /* sampled but the arena could not serve it: forwarded unsampled */
+	LK_CNT_UNWIND_FAILED = 2,  /* sampled with no stack (stack id 0) */
+	LK_CNT_STACK_TRUNCATED = 3,/* stacks cut at max_frames (not a loss of samples) */
+	LK_CNT_INTERN_FULL = 4,    /* stack table full: sample recorded with stack id 0 */
+	LK_CNT_RECORDS_DROPPED = 5,/* records that could not be written (disk full, file gone) */
+	LK_CNT_BAD_FREE = 6,       /* free/realloc of an arena pointer that was not live: ignored */
+	LK_CNT_MODULES_DROPPED = 7,/* modules beyond the module table */
+	LK_CNT_DEFERRED_FREES = 8, /* frees of sampled blocks from signal handlers, done later */
+	LK_CNT_SAMPLES = 9,        /* sampled allocations recorded */
+	LK_CNT_FREES = 10,         /* sampled frees recorded */
+	LK_CNT_MAX = 10
+};
+
+#endif /* LEEK_FORMAT_H */

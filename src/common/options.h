@@ -1,0 +1,43 @@
+/* options.h: every LEEK_* environment variable, its type, default and reason, in one table.
+ *
+ * The launcher (`leek run`) talks to libleek.so only through these variables; the library parses
+ * them once at start-up (src/preload/config.c), the CLI prints them in `leek help env`. Nothing
+ * here allocates. Keep README.md's table of knobs in step with this one.
+ *
+ * X(field, ENV_NAME, type, default, reason)
+ *   type: SIZE (bytes, optional K/M/G suffix), UINT, BOOL (0/1), STR.
+ */
+#ifndef LEEK_OPTIONS_H
+#define LEEK_OPTIONS_H
+
+#define LK_OPTIONS(X)                                                                              \
+	X(period, "LEEK_PERIOD", SIZE, "524288",                                                   \
+	  "mean bytes between samples; 1 records every allocation. 512 KiB is the default of "      \
+	  "jemalloc and Go: about 2 samples per MiB allocated, well under 1% overhead")              \
+	X(seed, "LEEK_SEED", UINT, "",                                                             \
+	  "seed of the sampler's random stream, for reproducible runs; empty means a fresh "        \
+	  "random seed (written to the profile header)")                                            \
+	X(output, "LEEK_OUTPUT", STR, "leek.%e.%p.lk",                                             \
+	  "profile path; %p is the pid, %e the executable's name, %% a percent sign. An "           \
+	  "existing file is never overwritten: a .1, .2... suffix is added")                        \
+	X(inherit, "LEEK_INHERIT", BOOL, "1",                                                      \
+	  "profile exec'd children too (they inherit LD_PRELOAD); 0 removes libleek from the "     \
+	  "environment the program's children see")                                                \
+	X(max_frames, "LEEK_MAX_FRAMES", UINT, "128",                                              \
+	  "deepest stack recorded; 128 covers deep C++ and Rust stacks, and the cut is counted")    \
+	X(arena_size, "LEEK_ARENA_SIZE", SIZE, "64G",                                              \
+	  "address space reserved for sampled blocks (not memory: pages are committed as used); "   \
+	  "64 GiB is 0.05% of the 47-bit address space and holds the sampled part of any heap "     \
+	  "that fits in this machine class")                                                        \
+	X(arena_retain, "LEEK_ARENA_RETAIN", SIZE, "4M",                                           \
+	  "freed arena pages kept mapped for reuse before they are returned to the kernel; 4 MiB "  \
+	  "lets a churning 1 MiB sampled block be reused without page faults, at a fixed cost")     \
+	X(rss_interval_ms, "LEEK_RSS_INTERVAL_MS", UINT, "100",                                    \
+	  "least milliseconds between two RSS records (read at sample time, no thread): 10 per "    \
+	  "second resolves a heap timeline without a syscall per sample")                           \
+	X(session, "LEEK_SESSION", UINT, "0",                                                      \
+	  "set by `leek run` so that it can find the profiles of its process tree")                 \
+	X(quiet, "LEEK_QUIET", BOOL, "0",                                                          \
+	  "1 silences the one line libleek prints when it cannot write its profile")
+
+#endif /* LEEK_OPTIONS_H */

@@ -1,0 +1,153 @@
+/* record.h: encoders for profile records (include/leek/format.h, docs/format.md).
+ *
+ * The preload writer builds each record in a stack buffer with these, then commits it; the unit
+ * tests use them to build profiles for the reader. They only fill the caller's buffer: no
+ * allocation, no I/O. Each returns the record's length, tag included, and never writes more than
+ * the LK_*_MAX bound beside it.
+ */
+#ifndef LEEK_RECORD_H
+#define LEEK_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "leek/format.h"
+#include "varint.h"
+
+#define LK_ALLOC_MAX (1 + 5 * LK_VARINT_MAX)
+#define LK_FREE_MAX (1 + 3 * LK_VARINT_MAX)
+#define LK_STACK_MAX (1 + (2 + LK_MAX_FRAMES) * LK_VARINT_MAX)
+#define LK_MODULE_MAX                                                                              \
+	(1 + (5 + 2 * LK_MAX_SEGMENTS) * LK_VARINT_MAX + LK_MAX_BUILD_ID + LK_MAX_PATH)
+#define LK_COUNTERS_MAX (1 + (3 + 2 * LK_CNT_MAX) * LK_VARINT_MAX)
+
+struct lk_module_seg {
+	uint64_t start, len; /* relative to the module's base */
+};
+
+struct lk_module_info {
+	uint64_t id, base;
+	uint32_t nseg, build_id_len, path_len;
+	struct lk_module_seg seg[LK_MAX_SEGMENTS];
+	uint8_t build_id[LK_MAX_BUILD_ID];
+	const char *path;
+};
+
+static inline size_t lk_rec_alloc(uint8_t *b, uint8_t tag, uint64_t dt, uint64_t tid, uint64_t addr,
+				  uint64_t size, uint64_t stack)
+{
+	size_t n = 1;
+
+	b[0] = tag;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, tid);
+	n += lk_varint_put(b + n, addr);
+	n += lk_varint_put(b + n, size);
+	n += lk_varint_put(b + n, stack);
+	return n;
+}
+
+static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t tid, uint64_t addr)
+{
+	size_t n = 1;
+
+	b[0] = LK_REC_FREE;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, tid);
+	n += lk_varint_put(b + n, addr);
+	return n;
+}
+
+/* INHERIT: a block that was live in the parent when this process forked. */
+static inline size_t lk_rec_inherit(uint8_t *b, uint64_t addr, uint64_t size, uint64_t stack,
+				    uint64_t alloc_monotonic_ns)
+{
+	size_t n = 1;
+
+	b[0] = LK_REC_INHERIT;
+	n += lk_varint_put(b + n, addr);
+	n += lk_varint_put(b + n, size);
+	n += lk_varint_put(b + n, stack);
+	n += lk_varint_put(b + n, alloc_monotonic_ns);
+	return n;
+}
+
+static inline size_t lk_rec_stack(uint8_t *b, uint64_t id, const uint64_t *frames, uint32_t nframes)
+{
+	size_t n = 1;
+	uint64_t prev = 0;
+
+	if (nframes > LK_MAX_FRAMES)
+		nframes = LK_MAX_FRAMES;
+	b[0] = LK_REC_STACK;
+	n += lk_varint_put(b + n, id);
+	n += lk_varint_put(b + n, nframes);
+	for (uint32_t i = 0; i < nframes; i++) {
+		n += lk_varint_put(b + n, lk_zigzag((int64_t)(frames[i] - prev)));
+		prev = frames[i];
+	}
+	return n;
+}
+
+static inline size_t lk_rec_module(uint8_t *b, uint64_t dt, const struct lk_module_info *m)
+{
+	size_t n = 1;
+	uint32_t nseg = m->nseg > LK_MAX_SEGMENTS ? LK_MAX_SEGMENTS : m->nseg;
+	uint32_t idlen = m->build_id_len > LK_MAX_BUILD_ID ? LK_MAX_BUILD_ID : m->build_id_len;
+	uint32_t plen = m->path_len > LK_MAX_PATH ? LK_MAX_PATH : m->path_len;
+
+	b[0] = LK_REC_MODULE;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, m->id);
+	n += lk_varint_put(b + n, m->base);
+	n += lk_varint_put(b + n, nseg);
+	for (uint32_t i = 0; i < nseg; i++) {
+		n += lk_varint_put(b + n, m->seg[i].start);
+		n += lk_varint_put(b + n, m->seg[i].len);
+	}
+	n += lk_varint_put(b + n, idlen);
+	memcpy(b + n, m->build_id, idlen);
+	n += idlen;
+	n += lk_varint_put(b + n, plen);
+	memcpy(b + n, m->path, plen);
+	n += plen;
+	return n;
+}
+
+/* UNLOAD and RSS share a shape: dt and one value. */
+static inline size_t lk_rec_pair(uint8_t *b, uint8_t tag, uint64_t dt, uint64_t v)
+{
+	size_t n = 1;
+
+	b[0] = tag;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, v);
+	return n;
+}
+
+/* LOSS (LK_REC_LOSS) or TRAILER (LK_REC_TRAILER, with end_realtime_ns); counters[i] is the value
+ * of counter i, i = 1..LK_CNT_MAX; zero counters are left out. */
+static inline size_t lk_rec_counters(uint8_t *b, uint8_t tag, uint64_t dt, uint64_t end_realtime_ns,
+				     const uint64_t counters[LK_CNT_MAX + 1])
+{
+	size_t n = 1;
+	uint64_t count = 0;
+
+	b[0] = tag;
+	n += lk_varint_put(b + n, dt);
+	if (tag == LK_REC_TRAILER)
+		n += lk_varint_put(b + n, end_realtime_ns);
+	for (int i = 1; i <= LK_CNT_MAX; i++)
+		count += counters[i] != 0;
+	n += lk_varint_put(b + n, count);
+	for (int i = 1; i <= LK_CNT_MAX; i++) {
+		if (!counters[i])
+			continue;
+		n += lk_varint_put(b + n, (uint64_t)i);
+		n += lk_varint_put(b + n, counters[i]);
+	}
+	return n;
+}
+
+#endif /* LEEK_RECORD_H */

@@ -1,0 +1,524 @@
+/* arena.c: where sampled blocks live.
+ *
+ * All sampled blocks sit in one reserved address range, so `free` of any other pointer costs one
+ * compare (lk_arena_owns). The range is reserved PROT_NONE once and made read-write from the bottom
+ * up as it fills, so it uses two kernel mappings however many blocks it holds; its page map (one
+ * struct page per 4 KiB page) lives in a second range grown the same way.
+ *
+ * Layout (docs/design.md): the range is a sequence of runs of whole pages. A run is FREE, LARGE (one
+ * block), SLAB (one page of equal slots for small blocks) or BOOT (the bump area that serves dlsym's
+ * calloc before the real allocator is known). Every block is preceded by a 32-byte struct lk_block.
+ * Free runs are coalesced and kept in size bins; up to `retain` bytes of freed pages stay mapped
+ * (dirty) so that blocks are reused without a syscall, and the excess is returned with MADV_DONTNEED
+ * in batches. A later guard-page mode can place a block at the end of a LARGE run followed by a
+ * PROT_NONE page; nothing here assumes runs are contiguous with their neighbours' contents.
+ *
+ * Overhead bound: a block wastes less than one page plus its header, and a block of s bytes is
+ * sampled with probability at most s/T, so the expected waste is under 4128/T of the bytes
+ * allocated: 0.79% at the default period (docs/sampling.md).
+ *
+ * Never: call malloc or stdio; touch a page it has not committed; trust a pointer it is given
+ * (lk_arena_block validates everything). All functions but lk_arena_owns and lk_arena_boot_alloc
+ * run under lk_lock.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "preload.h"
+
+#define PAGE 4096u
+#define PAGE_SHIFT 12
+#define NIL UINT32_MAX
+#define COMMIT_STEP (32u << 20)
+#define BOOT_PAGES 64u /* 256 KiB: dlsym's calloc and early libc need a few KiB */
+#define NBINS 192
+#define SLAB_MAX 2048u /* largest slot; bigger blocks get their own run */
+
+enum { K_NONE = 0, K_FREE, K_LARGE, K_SLAB, K_BOOT };
+
+struct page {
+	uint32_t len;        /* run head: pages in the run */
+	uint32_t head;       /* run tail: index of the head page */
+	uint32_t prev, next; /* bin list (FREE) or partial-slab list (SLAB) */
+	uint8_t kind, dirty, cls, unused;
+	uint16_t nused, unused2;
+	uint64_t bits[2];    /* SLAB: slots in use */
+};
+
+static const uint16_t slot_size[] = { 48,  64,  80,  96,  112, 128, 160, 192, 224, 256,
+				      320, 384, 448, 512, 576, 672, 816, 1024, 1360, 2048 };
+#define NCLASSES (sizeof(slot_size) / sizeof(slot_size[0]))
+
+uintptr_t lk_arena_base, lk_arena_span;
+
+static struct {
+	struct page *map;
+	uint32_t npages;     /* pages reserved */
+	uint32_t top;        /* pages ever used: [0, top) are tiled by runs */
+	uint32_t committed;  /* pages made read-write (arena and map alike) */
+	uint32_t bins[NBINS];
+	uint64_t binmask[NBINS / 64];
+	uint32_t partial[NCLASSES];
+	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
+	uintptr_t boot_next, boot_end;
+} A;
+
+static inline uintptr_t page_addr(uint32_t i)
+{
+	return lk_arena_base + ((uintptr_t)i << PAGE_SHIFT);
+}
+
+static unsigned slot_count(unsigned cls)
+{
+	return PAGE / slot_size[cls];
+}
+
+static unsigned bin_of(uint32_t n)
+{
+	if (n <= 64)
+		return n - 1;
+	unsigned lg = 31 - __builtin_clz(n);
+	return 64 + (lg - 6) * 4 + ((n >> (lg - 2)) & 3);
+}
+
+/* ---- lists: doubly linked through struct page, NIL-terminated ---- */
+
+static void list_push(uint32_t *headp, uint32_t i)
+{
+	A.map[i].prev = NIL;
+	A.map[i].next = *headp;
+	if (*headp != NIL)
+		A.map[*headp].prev = i;
+	*headp = i;
+}
+
+static void list_remove(uint32_t *headp, uint32_t i)
+{
+	struct page *e = &A.map[i];
+
+	if (e->prev != NIL)
+		A.map[e->prev].next = e->next;
+	else
+		*headp = e->next;
+	if (e->next != NIL)
+		A.map[e->next].prev = e->prev;
+	e->prev = e->next = NIL;
+}
+
+/* ---- runs ---- */
+
+static void set_run(uint32_t h, uint32_t len, uint8_t kind)
+{
+	A.map[h].len = len;
+	A.map[h].kind = kind;
+	A.map[h + len - 1].head = h;
+}
+
+static void bin_insert(uint32_t h)
+{
+	unsigned b = bin_of(A.map[h].len);
+
+	list_push(&A.bins[b], h);
+	A.binmask[b / 64] |= 1ull << (b % 64);
+	A.free_pages += A.map[h].len;
+	if (A.map[h].dirty)
+		A.dirty_pages += A.map[h].len;
+}
+
+static void bin_remove(uint32_t h)
+{
+	unsigned b = bin_of(A.map[h].len);
+
+	list_remove(&A.bins[b], h);
+	if (A.bins[b] == NIL)
+		A.binmask[b / 64] &= ~(1ull << (b % 64));
+	A.free_pages -= A.map[h].len;
+	if (A.map[h].dirty)
+		A.dirty_pages -= A.map[h].len;
+}
+
+static int commit_to(uint32_t pages)
+{
+	if (pages <= A.committed)
+		return 0;
+	uint64_t step = COMMIT_STEP >> PAGE_SHIFT;
+	uint64_t want = (pages + step - 1) / step * step;
+	if (want > A.npages)
+		want = A.npages;
+	size_t off = (size_t)A.committed << PAGE_SHIFT;
+	size_t len = (size_t)(want - A.committed) << PAGE_SHIFT;
+	size_t moff = (size_t)A.committed * sizeof(struct page) & ~(size_t)(PAGE - 1);
+	size_t mend = ((size_t)want * sizeof(struct page) + PAGE - 1) & ~(size_t)(PAGE - 1);
+
+	if (mprotect((char *)A.map + moff, mend - moff, PROT_READ | PROT_WRITE) < 0)
+		return -errno;
+	if (mprotect((char *)lk_arena_base + off, len, PROT_READ | PROT_WRITE) < 0)
+		return -errno;
+	A.committed = (uint32_t)want;
+	return 0;
+}
+
+/* Takes a free run of at least n pages, splitting it; returns its head or NIL. */
+static uint32_t run_take(uint32_t n)
+{
+	unsigned b = bin_of(n);
+	uint32_t h = NIL;
+
+	if (b >= 64)
+		for (uint32_t i = A.bins[b]; i != NIL; i = A.map[i].next)
+			if (A.map[i].len >= n) {
+				h = i;
+				break;
+			}
+	for (unsigned w = (b + (h == NIL && b >= 64)) / 64; h == NIL && w < NBINS / 64; w++) {
+		uint64_t m = A.binmask[w];
+		unsigned first = b + (b >= 64);
+		if (w == first / 64)
+			m &= ~0ull << (first % 64);
+		if (m)
+			h = A.bins[w * 64 + __builtin_ctzll(m)];
+	}
+	if (h == NIL) {
+		if (n > A.npages - A.top || commit_to(A.top + n) < 0)
+			return NIL;
+		h = A.top;
+		A.top += n;
+		A.map[h].dirty = 0;
+		set_run(h, n, K_NONE);
+		return h;
+	}
+	bin_remove(h);
+	uint32_t len = A.map[h].len;
+	if (len > n) {
+		uint32_t r = h + n;
+		A.map[r].dirty = A.map[h].dirty;
+		set_run(r, len - n, K_FREE);
+		bin_insert(r);
+		A.map[h].len = n;
+		A.map[h + n - 1].head = h;
+	}
+	return h;
+}
+
+static void purge(void)
+{
+	/* Largest runs first: fewest madvise calls for the most memory. */
+	for (int b = NBINS - 1; b >= 0 && A.dirty_pages > A.retain_pages / 2; b--)
+		for (uint32_t i = A.bins[b]; i != NIL; i = A.map[i].next) {
+			if (!A.map[i].dirty)
+				continue;
+			madvise((void *)page_addr(i), (size_t)A.map[i].len << PAGE_SHIFT, MADV_DONTNEED);
+			A.map[i].dirty = 0;
+			A.dirty_pages -= A.map[i].len;
+		}
+}
+
+/* Returns run h to the free bins, merged with free neighbours. */
+static void run_release(uint32_t h)
+{
+	uint32_t len = A.map[h].len;
+	uint8_t dirty = 1;
+
+	A.map[h].kind = K_NONE;
+	if (h + len < A.top && A.map[h + len].kind == K_FREE) {
+		uint32_t r = h + len;
+		bin_remove(r);
+		dirty |= A.map[r].dirty;
+		len += A.map[r].len;
+		A.map[r].kind = K_NONE;
+	}
+	if (h > 0) {
+		uint32_t p = A.map[h - 1].head;
+		if (p < h && A.map[p].kind == K_FREE && p + A.map[p].len == h) {
+			bin_remove(p);
+			len += A.map[p].len;
+			A.map[h].kind = K_NONE;
+			h = p;
+		}
+	}
+	A.map[h].dirty = dirty;
+	set_run(h, len, K_FREE);
+	bin_insert(h);
+	if (A.dirty_pages > A.retain_pages)
+		purge();
+}
+
+/* ---- public ---- */
+
+int lk_arena_init(uint64_t size, uint64_t retain)
+{
+	int saved = errno;
+	uint64_t npages = size >> PAGE_SHIFT;
+
+	if (npages < 2 * BOOT_PAGES)
+		npages = 2 * BOOT_PAGES;
+	if (npages > UINT32_MAX - 1)
+		npages = UINT32_MAX - 1;
+	void *base = MAP_FAILED, *map = MAP_FAILED;
+	for (;; npages /= 2) { /* an address-space limit (ulimit -v, valgrind) gets a smaller arena */
+		base = mmap(NULL, npages << PAGE_SHIFT, PROT_NONE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		map = mmap(NULL, npages * sizeof(struct page), PROT_NONE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if ((base != MAP_FAILED && map != MAP_FAILED) || npages <= 4 * BOOT_PAGES)
+			break;
+		if (base != MAP_FAILED)
+			munmap(base, npages << PAGE_SHIFT);
+		if (map != MAP_FAILED)
+			munmap(map, npages * sizeof(struct page));
+	}
+	if (base == MAP_FAILED || map == MAP_FAILED) {
+		int r = -errno;
+		if (base != MAP_FAILED)
+			munmap(base, npages << PAGE_SHIFT);
+		if (map != MAP_FAILED)
+			munmap(map, npages * sizeof(struct page));
+		errno = saved;
+		return r;
+	}
+	A.map = map;
+	A.npages = (uint32_t)npages;
+	A.retain_pages = retain >> PAGE_SHIFT;
+	for (unsigned i = 0; i < NBINS; i++)
+		A.bins[i] = NIL;
+	for (unsigned i = 0; i < NCLASSES; i++)
+		A.partial[i] = NIL;
+	lk_arena_base = (uintptr_t)base;
+	int r = commit_to(BOOT_PAGES);
+	if (r < 0) {
+		errno = saved;
+		return r;
+	}
+	set_run(0, BOOT_PAGES, K_BOOT);
+	A.top = BOOT_PAGES;
+	A.boot_next = lk_arena_base;
+	A.boot_end = page_addr(BOOT_PAGES);
+	lk_arena_span = (uintptr_t)npages << PAGE_SHIFT; /* last: owns() turns on */
+	errno = saved;
+	return 0;
+}
+
+void *lk_arena_boot_alloc(size_t size)
+{
+	size_t need = (sizeof(struct lk_block) + size + 15) & ~(size_t)15;
+	uintptr_t at = __atomic_fetch_add(&A.boot_next, need, __ATOMIC_RELAXED);
+
+	if (size > PAGE * BOOT_PAGES || at + need > A.boot_end)
+		return NULL;
+	struct lk_block *b = (struct lk_block *)at; /* fresh pages are zero: calloc is served */
+	b->magic = LK_BLOCK_LIVE;
+	b->size = size;
+	b->usable = need - sizeof(*b);
+	return b + 1;
+}
+
+void *lk_arena_alloc(size_t usable, size_t align)
+{
+	size_t hdr = sizeof(struct lk_block);
+	struct lk_block *b;
+
+	if (align < 16)
+		align = 16;
+	if (align == 16 && usable + hdr <= SLAB_MAX) {
+		unsigned c = 0;
+		while (slot_size[c] < usable + hdr)
+			c++;
+		uint32_t s = A.partial[c];
+		if (s == NIL) {
+			s = run_take(1);
+			if (s == NIL)
+				return NULL;
+			set_run(s, 1, K_SLAB);
+			A.map[s].cls = (uint8_t)c;
+			A.map[s].nused = 0;
+			A.map[s].bits[0] = A.map[s].bits[1] = 0;
+			list_push(&A.partial[c], s);
+		}
+		struct page *e = &A.map[s];
+		unsigned w = ~e->bits[0] ? 0 : 1;
+		unsigned i = w * 64 + __builtin_ctzll(~e->bits[w]);
+		e->bits[w] |= 1ull << (i % 64);
+		if (++e->nused == slot_count(c))
+			list_remove(&A.partial[c], s);
+		b = (struct lk_block *)(page_addr(s) + (uintptr_t)i * slot_size[c]);
+	} else {
+		if (usable > ((uint64_t)A.npages << PAGE_SHIFT) || align > (1u << 30))
+			return NULL;
+		uint64_t lead = align <= PAGE ? (hdr + align - 1) / align * align : align;
+		uint64_t n = (lead + usable + PAGE - 1) >> PAGE_SHIFT;
+		if (n > A.npages)
+			return NULL;
+		uint32_t h = run_take((uint32_t)n);
+		if (h == NIL)
+			return NULL;
+		uintptr_t user = align <= PAGE ? page_addr(h) + lead
+					       : ((page_addr(h) + hdr + align - 1) & ~(uintptr_t)(align - 1));
+		uint32_t first = (uint32_t)((user - hdr - lk_arena_base) >> PAGE_SHIFT);
+		uint32_t last = (uint32_t)((user + usable - 1 - lk_arena_base) >> PAGE_SHIFT);
+		if (usable == 0)
+			last = first;
+		uint32_t len = A.map[h].len;
+		set_run(h, len, K_NONE);
+		if (first > h) { /* over-aligned: give back the pages in front of the header */
+			set_run(h, first - h, K_FREE);
+			run_release(h);
+		}
+		if (last + 1 < h + len) {
+			set_run(last + 1, h + len - last - 1, K_FREE);
+			run_release(last + 1);
+		}
+		set_run(first, last - first + 1, K_LARGE);
+		A.map[first].nused = (uint16_t)(((user - hdr) & (PAGE - 1)) >> 4);
+		b = (struct lk_block *)(user - hdr);
+	}
+	b->magic = LK_BLOCK_LIVE;
+	b->usable = usable;
+	A.live_blocks++;
+	return b + 1;
+}
+
+struct lk_block *lk_arena_block(const void *p)
+{
+	uintptr_t hdr = (uintptr_t)p - sizeof(struct lk_block);
+
+	if ((uintptr_t)p & 15 || hdr - lk_arena_base >= lk_arena_span)
+		return NULL;
+	uint32_t i = (uint32_t)((hdr - lk_arena_base) >> PAGE_SHIFT);
+	if (i >= A.top)
+		return NULL;
+	struct page *e = &A.map[i];
+	if (e->kind == K_SLAB) {
+		uintptr_t off = hdr - page_addr(i);
+		unsigned s = slot_size[e->cls], k = (unsigned)(off / s);
+		if (off % s || k >= slot_count(e->cls) || !(e->bits[k / 64] >> (k % 64) & 1))
+			return NULL;
+	} else if (e->kind == K_BOOT) {
+		if (hdr >= A.boot_end)
+			return NULL;
+	} else if (e->kind != K_LARGE || (hdr & (PAGE - 1)) != (uintptr_t)e->nused << 4) {
+		return NULL;
+	}
+	struct lk_block *b = (struct lk_block *)hdr;
+	return b->magic == LK_BLOCK_LIVE ? b : NULL;
+}
+
+bool lk_arena_is_boot(const void *p)
+{
+	return (uintptr_t)p >= lk_arena_base && (uintptr_t)p < A.boot_end;
+}
+
+void lk_arena_free(void *p)
+{
+	struct lk_block *b = (struct lk_block *)p - 1;
+	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);
+	struct page *e = &A.map[i];
+
+	b->magic = LK_BLOCK_FREE;
+	A.live_blocks--;
+	if (e->kind == K_LARGE) {
+		run_release(i);
+		return;
+	}
+	unsigned c = e->cls, k = (unsigned)(((uintptr_t)b - page_addr(i)) / slot_size[c]);
+	if (e->nused == slot_count(c))
+		list_push(&A.partial[c], i);
+	e->bits[k / 64] &= ~(1ull << (k % 64));
+	if (--e->nused == 0) {
+		list_remove(&A.partial[c], i);
+		run_release(i);
+	}
+}
+
+void lk_arena_foreach(lk_block_visit_fn fn, void *ctx)
+{
+	for (uint32_t i = BOOT_PAGES; i < A.top; i += A.map[i].len) {
+		struct page *e = &A.map[i];
+		if (e->kind == K_LARGE) {
+			struct lk_block *b = (struct lk_block *)(page_addr(i) + ((uintptr_t)e->nused << 4));
+			fn(b, b + 1, ctx);
+		} else if (e->kind == K_SLAB) {
+			for (unsigned k = 0; k < slot_count(e->cls); k++)
+				if (e->bits[k / 64] >> (k % 64) & 1) {
+					struct lk_block *b = (struct lk_block *)(page_addr(i) + k * slot_size[e->cls]);
+					fn(b, b + 1, ctx);
+				}
+		}
+	}
+}
+
+void lk_arena_get_stats(struct lk_arena_stats *s)
+{
+	s->reserved = (uint64_t)A.npages << PAGE_SHIFT;
+	s->committed = (uint64_t)A.committed << PAGE_SHIFT;
+	s->used_pages = A.top - A.free_pages;
+	s->free_pages = A.free_pages;
+	s->dirty_pages = A.dirty_pages;
+	s->live_blocks = A.live_blocks;
+}
+
+/* Checks every invariant (mimalloc's page_is_valid, for the whole arena). */
+bool lk_arena_check(void)
+{
+	uint64_t free_pages = 0, dirty = 0, live = 0;
+	uint8_t prev_kind = K_NONE;
+
+	if (A.top > A.committed || A.committed > A.npages || A.map[0].kind != K_BOOT)
+		return false;
+	for (uint32_t i = 0; i < A.top;) {
+		struct page *e = &A.map[i];
+		if (e->len == 0 || i + e->len > A.top || A.map[i + e->len - 1].head != i)
+			return false;
+		for (uint32_t j = i + 1; j < i + e->len; j++)
+			if (A.map[j].kind != K_NONE)
+				return false;
+		switch (e->kind) {
+		case K_FREE: {
+			if (prev_kind == K_FREE)
+				return false; /* not coalesced */
+			free_pages += e->len;
+			dirty += e->dirty ? e->len : 0;
+			bool found = false;
+			for (uint32_t k = A.bins[bin_of(e->len)]; k != NIL; k = A.map[k].next)
+				found |= k == i;
+			if (!found)
+				return false;
+			break;
+		}
+		case K_SLAB: {
+			unsigned n = __builtin_popcountll(e->bits[0]) + __builtin_popcountll(e->bits[1]);
+			if (e->len != 1 || e->cls >= NCLASSES || n != e->nused || n == 0 ||
+			    n > slot_count(e->cls))
+				return false;
+			bool listed = false;
+			for (uint32_t k = A.partial[e->cls]; k != NIL; k = A.map[k].next)
+				listed |= k == i;
+			if (listed != (n < slot_count(e->cls)))
+				return false;
+			live += n;
+			break;
+		}
+		case K_LARGE:
+			live++;
+			break;
+		case K_BOOT:
+			if (i != 0)
+				return false;
+			break;
+		default:
+			return false;
+		}
+		prev_kind = e->kind;
+		i += e->len;
+	}
+	for (unsigned b = 0; b < NBINS; b++) {
+		bool nonempty = A.bins[b] != NIL;
+		if (nonempty != !!(A.binmask[b / 64] >> (b % 64) & 1))
+			return false;
+		for (uint32_t k = A.bins[b]; k != NIL; k = A.map[k].next)
+			if (A.map[k].kind != K_FREE || bin_of(A.map[k].len) != b)
+				return false;
+	}
+	return free_pages == A.free_pages && dirty == A.dirty_pages && live == A.live_blocks &&
+	       A.dirty_pages <= A.retain_pages + A.top;
+}

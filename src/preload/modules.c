@@ -1,0 +1,191 @@
+/* modules.c: the loaded ELF objects, with their build-ids, written as MODULE and UNLOAD records.
+ *
+ * Symbolization happens offline (leek report), so the profile must say which file was mapped
+ * where, and which build of it. Each sample first asks dl_iterate_phdr for the loader's adds/subs
+ * counters (one callback, then stop); only when they moved does it walk every object. The walk
+ * fills this file's table under its own mutex, taken with trylock: a program's dl_iterate_phdr
+ * callback that allocates must never wait for us while we wait for the loader lock it holds. The
+ * records are then written under lk_lock, never while the loader lock is held by us.
+ *
+ * Never: allocate (paths go to a fixed pool), call dl_iterate_phdr under lk_lock, block on the
+ * table mutex from the sample path.
+ */
+#include <elf.h>
+#include <link.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "record.h"
+
+#define MAX_MODULES 1024
+#define POOL_SIZE (256u << 10)
+
+struct module {
+	uint64_t base;
+	const void *phdr;  /* with base and the path: which object this is */
+	uint32_t path_off, path_len;
+	uint32_t id;       /* 0 = slot free */
+	uint8_t seen, emitted, build_id_len, nseg;
+	uint8_t build_id[LK_MAX_BUILD_ID];
+	struct lk_module_seg seg[LK_MAX_SEGMENTS];
+};
+
+static pthread_mutex_t mods_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct module mods[MAX_MODULES];
+static char pool[POOL_SIZE];
+static uint32_t pool_len, next_id;
+static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
+static char exe[LK_MAX_PATH];
+
+struct counts {
+	unsigned long long adds, subs;
+};
+
+static int first_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct counts *c = data;
+
+	c->adds = info->dlpi_adds;
+	c->subs = info->dlpi_subs;
+	return 1;
+}
+
+static void read_build_id(struct module *m, const struct dl_phdr_info *info)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		while (p + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+			const uint8_t *name = p + sizeof(*n);
+			const uint8_t *desc = name + ((n->n_namesz + 3) & ~3u);
+			if (desc + n->n_descsz > end)
+				break;
+			if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+			    n->n_descsz <= LK_MAX_BUILD_ID) {
+				memcpy(m->build_id, desc, n->n_descsz);
+				m->build_id_len = (uint8_t)n->n_descsz;
+				return;
+			}
+			p = desc + ((n->n_descsz + 3) & ~3u);
+		}
+	}
+}
+
+static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : exe;
+	size_t len = strlen(name);
+	struct module *free_slot = NULL;
+
+	for (unsigned i = 0; i < MAX_MODULES; i++) {
+		struct module *m = &mods[i];
+		if (!m->id) {
+			free_slot = free_slot ? free_slot : m;
+			continue;
+		}
+		if (m->base == info->dlpi_addr && m->phdr == info->dlpi_phdr && m->path_len == len &&
+		    !memcmp(pool + m->path_off, name, len)) {
+			m->seen = 1;
+			return 0;
+		}
+	}
+	if (!free_slot || pool_len + len > POOL_SIZE) {
+		lk_counters[LK_CNT_MODULES_DROPPED]++;
+		return 0;
+	}
+	struct module *m = free_slot;
+	memset(m, 0, sizeof(*m));
+	m->base = info->dlpi_addr;
+	m->phdr = info->dlpi_phdr;
+	m->path_off = pool_len;
+	m->path_len = (uint32_t)len;
+	memcpy(pool + pool_len, name, len);
+	pool_len += (uint32_t)len;
+	for (int i = 0; i < info->dlpi_phnum && m->nseg < LK_MAX_SEGMENTS; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD)
+			m->seg[m->nseg++] = (struct lk_module_seg){ ph->p_vaddr, ph->p_memsz };
+	}
+	read_build_id(m, info);
+	m->id = ++next_id;
+	m->seen = 1;
+	return 0;
+}
+
+static void emit(struct module *m, uint64_t now)
+{
+	uint8_t rec[LK_MODULE_MAX];
+	struct lk_module_info info = { .id = m->id, .base = m->base, .nseg = m->nseg,
+				       .build_id_len = m->build_id_len, .path_len = m->path_len,
+				       .path = pool + m->path_off };
+
+	memcpy(info.seg, m->seg, sizeof(info.seg));
+	memcpy(info.build_id, m->build_id, sizeof(info.build_id));
+	lk_writer_put(rec, lk_rec_module(rec, lk_writer_dt(now), &info));
+	m->emitted = 1;
+}
+
+void lk_modules_refresh(bool force)
+{
+	struct counts c = { 0, 0 };
+
+	dl_iterate_phdr(first_cb, &c);
+	if (!force && c.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
+	    c.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
+		return;
+	if (pthread_mutex_trylock(&mods_lock))
+		return; /* another thread is at it; this sample's frames resolve at its next refresh */
+	if (!exe[0]) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+	}
+	for (unsigned i = 0; i < MAX_MODULES; i++)
+		mods[i].seen = 0;
+	dl_iterate_phdr(walk_cb, NULL);
+
+	uint64_t now = lk_now_ns();
+	lk_lock();
+	for (unsigned i = 0; i < MAX_MODULES; i++) {
+		struct module *m = &mods[i];
+		if (!m->id)
+			continue;
+		if (!m->seen) {
+			uint8_t rec[LK_FREE_MAX];
+			if (m->emitted)
+				lk_writer_put(rec, lk_rec_pair(rec, LK_REC_UNLOAD, lk_writer_dt(now), m->id));
+			m->id = 0;
+		} else if (!m->emitted) {
+			emit(m, now);
+		}
+	}
+	lk_unlock();
+	__atomic_store_n(&seen_adds, c.adds, __ATOMIC_RELAXED);
+	__atomic_store_n(&seen_subs, c.subs, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&mods_lock);
+}
+
+/* A new file (a forked child's): every module again. Caller holds lk_lock. */
+void lk_modules_emit_all(void)
+{
+	uint64_t now = lk_now_ns();
+
+	for (unsigned i = 0; i < MAX_MODULES; i++)
+		if (mods[i].id)
+			emit(&mods[i], now);
+}
+
+void lk_modules_atfork(int phase)
+{
+	if (phase == LK_FORK_PREPARE)
+		pthread_mutex_lock(&mods_lock);
+	else if (phase == LK_FORK_PARENT)
+		pthread_mutex_unlock(&mods_lock);
+	else
+		pthread_mutex_init(&mods_lock, NULL);
+}

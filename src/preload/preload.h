@@ -1,0 +1,142 @@
+/* preload.h: the internal interfaces between the parts of libleek.so.
+ *
+ * Nothing declared here is exported (exports.map lets only the libc names out). Every function
+ * here may run inside malloc, so none of them may call malloc, stdio or anything else that
+ * allocates; most run with the thread's reentrancy guard up (see sampler.c).
+ *
+ * Glossary: real = the next allocator (glibc, jemalloc, ...); arena = leek's own address range
+ * for sampled blocks; slow path = everything that is not the few-instruction forwarding call.
+ */
+#ifndef LEEK_PRELOAD_H
+#define LEEK_PRELOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "leek/format.h"
+
+/* Everything below is internal: hidden, so the hot path reaches it without the GOT. */
+#pragma GCC visibility push(hidden)
+
+#define LK_EXPORT __attribute__((visibility("default")))
+#define LK_HIDDEN __attribute__((visibility("hidden")))
+#define LK_COLD __attribute__((noinline, cold))
+#define lk_likely(x) __builtin_expect(!!(x), 1)
+#define lk_unlikely(x) __builtin_expect(!!(x), 0)
+
+/* ---- config.c: LEEK_* variables, parsed once ---- */
+struct lk_config {
+	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
+	bool seed_set, inherit, quiet;
+	char output[LK_MAX_PATH];
+};
+extern struct lk_config lk_cfg;
+void lk_config_load(void);
+
+/* ---- real.c: the next allocator ---- */
+void lk_init(void); /* sampler.c: once per process; safe to call again */
+struct lk_real {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	void *(*reallocarray)(void *, size_t, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	void *(*valloc)(size_t);
+	void *(*pvalloc)(size_t);
+	size_t (*malloc_usable_size)(void *);
+	void (*free_sized)(void *, size_t);
+	void (*free_aligned_sized)(void *, size_t, size_t);
+	size_t (*nallocx)(size_t, int); /* jemalloc/tcmalloc: exact usable size of a request */
+	bool realloc_zero_frees;        /* realloc(p, 0) frees p and returns NULL (glibc) */
+	bool is_glibc;
+};
+extern struct lk_real lk_real;
+int lk_real_init(void);
+size_t lk_real_usable(size_t size, size_t align);
+
+/* ---- sampler.c: per-thread state and the slow paths ---- */
+struct lk_thread {
+	uint64_t bytes_left; /* countdown; 0 = take the slow path; UINT64_MAX = never sample */
+	uint32_t tid;
+	uint8_t state;       /* enum lk_thread_state */
+	uint8_t in_slow;     /* reentrancy guard: inside leek's slow path */
+	uint64_t rng[4];     /* struct lk_rng, kept flat so this header needs no rng.h */
+};
+enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
+extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
+
+void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero); /* NULL: forward */
+void *lk_realloc_slow(void *p, size_t size);
+void lk_free_sampled(void *p);
+size_t lk_usable_sampled(const void *p);
+
+/* ---- arena.c: where sampled blocks live ---- */
+struct lk_arena_stats {
+	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
+};
+extern uintptr_t lk_arena_base, lk_arena_span; /* [base, base + span); span 0 before init */
+
+static inline bool lk_arena_owns(const void *p)
+{
+	return (uintptr_t)p - lk_arena_base < lk_arena_span;
+}
+
+struct lk_block {         /* 32 bytes, right before every pointer handed out */
+	uint32_t magic;   /* LK_BLOCK_LIVE while allocated */
+	uint32_t stack;   /* stack id */
+	uint64_t size;    /* bytes asked for */
+	uint64_t usable;  /* what malloc_usable_size answers; room is at least this */
+	uint64_t time_ns; /* CLOCK_MONOTONIC at allocation */
+};
+#define LK_BLOCK_LIVE 0x6b65656cu /* "leek" */
+#define LK_BLOCK_FREE 0x65657266u
+
+int lk_arena_init(uint64_t size, uint64_t retain);
+void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
+struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
+void lk_arena_free(void *p);                              /* caller holds lk_lock */
+void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
+bool lk_arena_is_boot(const void *p);
+typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
+void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
+void lk_arena_get_stats(struct lk_arena_stats *s);
+bool lk_arena_check(void);                                /* invariant checker, for tests */
+
+/* ---- stack.c: unwinding and interning ---- */
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max);  /* no lock held */
+uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n); /* caller holds lk_lock */
+uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
+int lk_stack_init(void);
+void lk_stack_new_file(void); /* every stack must be written again to a new file */
+
+/* ---- modules.c: loaded ELF objects ---- */
+void lk_modules_refresh(bool force); /* no lock held; takes lk_lock to write */
+void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
+void lk_modules_atfork(int phase);
+
+/* ---- writer.c: the profile file ---- */
+int lk_writer_open(void);           /* caller holds lk_lock */
+void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
+uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
+void lk_writer_rss_maybe(uint64_t now_ns);
+void lk_writer_close(void);         /* clean exit: trailer, truncate */
+void lk_writer_atfork_child(void);
+bool lk_writer_ready(void);         /* a file is open, or can be opened */
+extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
+
+/* ---- lock.c: the one lock of the slow path ---- */
+void lk_lock(void);
+void lk_unlock(void);
+void lk_lock_atfork(int phase);
+enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
+
+uint64_t lk_now_ns(void);
+void lk_log(const char *msg); /* one line to stderr, unless LEEK_QUIET */
+
+#pragma GCC visibility pop
+
+#endif /* LEEK_PRELOAD_H */

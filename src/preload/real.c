@@ -1,0 +1,243 @@
+/* real.c: finds the next allocator and learns what the program would see from it.
+ *
+ * Every function comes from dlsym(RTLD_NEXT, ...), so leek works in front of glibc and in front of
+ * jemalloc, tcmalloc or mimalloc preloaded after it. A function that does not come from the same
+ * object as the real malloc (Debian's jemalloc exports no pvalloc or reallocarray, so RTLD_NEXT
+ * finds glibc's) would hand the program memory from a second heap; those are rebuilt here from the
+ * malloc library's own functions instead. dlsym may call calloc (glibc: dlerror's buffer): the hooks
+ * serve that from the arena's boot area, because lk_real is not ready yet.
+ *
+ * Never: call any lk_real function before lk_real_init has filled it in, or keep a function whose
+ * object differs from malloc's.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+/* Until lk_real_init runs, the entries that a hook can reach without passing the countdown (free
+ * and malloc_usable_size take no sample) start leek first. */
+static void boot_free(void *p)
+{
+	lk_init();
+	lk_real.free(p);
+}
+
+static size_t boot_usable(void *p)
+{
+	lk_init();
+	return lk_real.malloc_usable_size ? lk_real.malloc_usable_size(p) : 0;
+}
+
+static void boot_free_sized(void *p, size_t size)
+{
+	lk_init();
+	lk_real.free_sized(p, size);
+}
+
+static void boot_free_aligned_sized(void *p, size_t align, size_t size)
+{
+	lk_init();
+	lk_real.free_aligned_sized(p, align, size);
+}
+
+struct lk_real lk_real = {
+	.free = boot_free,
+	.malloc_usable_size = boot_usable,
+	.free_sized = boot_free_sized,
+	.free_aligned_sized = boot_free_aligned_sized,
+};
+
+/* ---- stand-ins built from the real allocator's own functions ---- */
+
+static void *via_memalign_calloc(size_t n, size_t m)
+{
+	size_t size;
+	if (__builtin_mul_overflow(n, m, &size)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	void *p = lk_real.malloc(size);
+	if (p)
+		memset(p, 0, size);
+	return p;
+}
+
+static void *via_realloc_reallocarray(void *p, size_t n, size_t m)
+{
+	size_t size;
+	if (__builtin_mul_overflow(n, m, &size)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return lk_real.realloc(p, size);
+}
+
+static void *via_posix_memalign_memalign(size_t align, size_t size)
+{
+	void *p = NULL;
+	int r;
+
+	if (align < sizeof(void *))
+		align = sizeof(void *);
+	r = lk_real.posix_memalign(&p, align, size);
+	if (r) {
+		errno = r;
+		return NULL;
+	}
+	return p;
+}
+
+static int via_memalign_posix_memalign(void **out, size_t align, size_t size)
+{
+	if (align % sizeof(void *) || align & (align - 1))
+		return EINVAL;
+	int saved = errno;
+	void *p = lk_real.memalign(align, size);
+	if (!p) {
+		int r = errno;
+		errno = saved;
+		return r ? r : ENOMEM;
+	}
+	*out = p;
+	return 0;
+}
+
+static void *via_memalign_aligned_alloc(size_t align, size_t size)
+{
+	return lk_real.memalign(align, size);
+}
+
+static void *via_memalign_valloc(size_t size)
+{
+	return lk_real.memalign((size_t)getpagesize(), size);
+}
+
+static void *via_memalign_pvalloc(size_t size)
+{
+	size_t page = (size_t)getpagesize();
+	size_t rounded;
+
+	if (__builtin_add_overflow(size, page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(page - 1);
+	return lk_real.memalign(page, rounded ? rounded : page);
+}
+
+static void via_free_free_sized(void *p, size_t size)
+{
+	lk_real.free(p);
+}
+
+static void via_free_free_aligned_sized(void *p, size_t align, size_t size)
+{
+	lk_real.free(p);
+}
+
+/* dlsym(RTLD_NEXT, name), kept only if it lives in the same object as the real malloc. */
+static void *next(const char *name, const void *malloc_base)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+	Dl_info info;
+
+	if (!f || !malloc_base)
+		return f;
+	if (!dladdr(f, &info) || info.dli_fbase != malloc_base)
+		return NULL;
+	return f;
+}
+
+int lk_real_init(void)
+{
+	Dl_info info;
+	const void *base = NULL;
+
+	void *f = dlsym(RTLD_NEXT, "free");
+	lk_real.malloc = dlsym(RTLD_NEXT, "malloc");
+	if (!lk_real.malloc || !f)
+		return -ENOSYS;
+	lk_real.free = f;
+	if (dladdr((void *)lk_real.malloc, &info)) {
+		base = info.dli_fbase;
+		lk_real.is_glibc = info.dli_fname && strstr(info.dli_fname, "/libc.so");
+	}
+	if (!next("free", base))
+		return -ENOSYS;
+#define FIND(name, fallback)                                                                       \
+	do {                                                                                       \
+		*(void **)&lk_real.name = next(#name, base);                                       \
+		if (!lk_real.name)                                                                 \
+			lk_real.name = fallback;                                                   \
+	} while (0)
+	FIND(realloc, NULL);
+	FIND(posix_memalign, NULL);
+	FIND(memalign, lk_real.posix_memalign ? via_posix_memalign_memalign : NULL);
+	if (!lk_real.realloc || !lk_real.memalign)
+		return -ENOSYS;
+	FIND(posix_memalign, via_memalign_posix_memalign);
+	FIND(calloc, via_memalign_calloc);
+	FIND(reallocarray, via_realloc_reallocarray);
+	FIND(aligned_alloc, via_memalign_aligned_alloc);
+	FIND(valloc, via_memalign_valloc);
+	FIND(pvalloc, via_memalign_pvalloc);
+	FIND(malloc_usable_size, NULL);
+	FIND(free_sized, via_free_free_sized);
+	FIND(free_aligned_sized, via_free_free_aligned_sized);
+	FIND(nallocx, NULL);
+#undef FIND
+
+	/* What does realloc(p, 0) do here? glibc frees p and returns NULL; jemalloc may not. */
+	void *p = lk_real.malloc(1);
+	if (p) {
+		void *q = lk_real.realloc(p, 0);
+		lk_real.realloc_zero_frees = !q;
+		if (q)
+			lk_real.free(q);
+	}
+	return 0;
+}
+
+/* glibc's chunk arithmetic (malloc.c, 2.26 to 2.40): request2size, and musable() for heap and
+ * mmapped chunks. Requests from 128 KiB (glibc's default mmap threshold) are assumed mmapped; if
+ * the program moved the threshold, usable sizes of sampled blocks that large may differ by less
+ * than a page from what glibc would give. */
+static size_t glibc_usable(size_t size, size_t align)
+{
+	size_t nb = size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
+
+	if (size >= (128u << 10) && align <= 16) {
+		size_t page = (size_t)getpagesize();
+		return ((nb + 8 + page - 1) & ~(page - 1)) - 16;
+	}
+	return nb - 8;
+}
+
+/* What malloc_usable_size would answer for this request without leek. The sampled block is given at
+ * least that much room, so a program that uses its usable size (redis does) stays in bounds. */
+size_t lk_real_usable(size_t size, size_t align)
+{
+	if (lk_real.nallocx) {
+		int flags = align > 16 ? __builtin_ctzl(align) : 0; /* MALLOCX_LG_ALIGN */
+		size_t u = lk_real.nallocx(size ? size : 1, flags);
+		if (u >= size)
+			return u;
+	}
+	if (lk_real.is_glibc && size < SIZE_MAX / 2)
+		return glibc_usable(size, align);
+	if (lk_real.malloc_usable_size && size <= (1u << 20)) {
+		/* Unknown allocator: ask it, once per sample. Small requests only: a large probe could
+		 * cost a syscall. */
+		void *p = align > 16 ? lk_real.memalign(align, size) : lk_real.malloc(size);
+		if (p) {
+			size_t u = lk_real.malloc_usable_size(p);
+			lk_real.free(p);
+			if (u >= size)
+				return u;
+		}
+	}
+	return size;
+}

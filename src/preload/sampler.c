@@ -1,0 +1,375 @@
+/* sampler.c: decides which allocations are sampled, and takes the samples.
+ *
+ * Each thread counts down the bytes left until its next sample (lk_tls.bytes_left). The distance
+ * is drawn from an exponential distribution with mean LEEK_PERIOD, so every byte has the same
+ * chance of being sampled and an allocation of s bytes is sampled with probability
+ * 1 - exp(-s/T) (docs/sampling.md). The countdown starts at 0, so a thread's first allocation
+ * comes here, and that is where the thread (and, the first time, the process) is initialised.
+ * While a thread is in here its countdown is UINT64_MAX: whatever allocates underneath us
+ * (libunwind, dlsym, a signal handler) goes straight to the real allocator, unsampled.
+ *
+ * Never: allocate through libc, leave errno changed, hold lk_lock while unwinding or while calling
+ * into the dynamic linker, or fail an allocation that the real allocator would have served.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "record.h"
+#include "rng.h"
+
+__thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
+
+enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
+static int init_state;
+static __thread uint8_t booting; /* this thread is running lk_init */
+static bool enabled;             /* a profile is being written */
+static uint64_t seed, thread_seq, forks;
+static struct lk_block *deferred; /* frees that arrived while their thread held lk_lock */
+
+_Static_assert(sizeof(((struct lk_thread *)0)->rng) == sizeof(struct lk_rng), "rng state");
+
+static uint64_t next_interval(struct lk_thread *t)
+{
+	if (lk_cfg.period <= 1)
+		return 0; /* exact mode: every call takes the slow path, even malloc(0) */
+	return lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
+}
+
+/* LEEK_INHERIT=0: cut libleek out of LD_PRELOAD in place, so exec'd children run unprofiled.
+ * (setenv would allocate.) */
+static void scrub_ld_preload(void)
+{
+	extern char **environ;
+
+	for (char **e = environ; e && *e; e++) {
+		if (strncmp(*e, "LD_PRELOAD=", 11))
+			continue;
+		char *s = *e + 11, *w = s;
+		bool first = true;
+		while (*s) {
+			s += strspn(s, ": ");
+			size_t n = strcspn(s, ": ");
+			if (n && !memmem(s, n, "libleek", 7)) {
+				if (!first)
+					*w++ = ':';
+				memmove(w, s, n);
+				w += n;
+				first = false;
+			}
+			s += n;
+		}
+		*w = 0;
+	}
+}
+
+static void atfork_prepare(void)
+{
+	forks++;
+	lk_modules_atfork(LK_FORK_PREPARE);
+	lk_lock_atfork(LK_FORK_PREPARE);
+}
+
+static void atfork_parent(void)
+{
+	lk_lock_atfork(LK_FORK_PARENT);
+	lk_modules_atfork(LK_FORK_PARENT);
+}
+
+static void atfork_child(void)
+{
+	lk_lock_atfork(LK_FORK_CHILD);
+	lk_modules_atfork(LK_FORK_CHILD);
+	deferred = NULL;
+	lk_writer_atfork_child();
+	/* A stream of its own, or the child would repeat its parent's sampling decisions; derived
+	 * from the parent's seed and fork count, so LEEK_SEED still makes runs repeatable. */
+	uint64_t x = seed ^ forks;
+	seed = lk_splitmix64(&x);
+	thread_seq = 1;
+	lk_rng_seed((struct lk_rng *)lk_tls.rng, seed, 0);
+	lk_cfg.seed = seed;
+	lk_tls.tid = (uint32_t)gettid();
+}
+
+static void init_process(void)
+{
+	lk_config_load();
+	int r = lk_arena_init(lk_cfg.arena_size, lk_cfg.arena_retain);
+	if (lk_real_init() < 0) {
+		lk_log("cannot find the real malloc (dlsym failed); leek cannot run");
+		_exit(127);
+	}
+	if (r < 0) {
+		lk_log("cannot reserve address space for the arena; running unprofiled");
+		return;
+	}
+	seed = lk_cfg.seed;
+	if (!lk_cfg.seed_set && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = lk_now_ns() ^ ((uint64_t)getpid() << 32);
+	lk_cfg.seed = seed;
+	if (!lk_cfg.inherit)
+		scrub_ld_preload();
+	lk_stack_init();
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	lk_lock();
+	enabled = lk_writer_ready();
+	lk_unlock();
+	if (enabled)
+		lk_modules_refresh(true);
+}
+
+void lk_init(void)
+{
+	int expected = INIT_NONE;
+
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE)
+		return;
+	if (__atomic_compare_exchange_n(&init_state, &expected, INIT_RUNNING, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		int saved = errno;
+		booting = 1;
+		lk_tls.in_slow = 1;
+		lk_tls.bytes_left = UINT64_MAX;
+		init_process();
+		lk_tls.in_slow = 0;
+		lk_tls.bytes_left = 0;
+		booting = 0;
+		__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
+		errno = saved;
+		return;
+	}
+	if (booting)
+		return;
+	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
+		sched_yield();
+}
+
+static void thread_init(struct lk_thread *t)
+{
+	uint64_t stream = __atomic_fetch_add(&thread_seq, 1, __ATOMIC_RELAXED);
+
+	t->tid = (uint32_t)gettid();
+	lk_rng_seed((struct lk_rng *)t->rng, seed, stream);
+	t->state = enabled ? LK_T_ACTIVE : LK_T_OFF;
+	t->bytes_left = t->state == LK_T_ACTIVE ? next_interval(t) : UINT64_MAX;
+}
+
+/* Frees pushed by signal handlers; caller holds lk_lock. */
+static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now);
+
+static void drain_deferred(uint32_t tid, uint64_t now)
+{
+	struct lk_block *b = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
+
+	while (b) {
+		struct lk_block *next = (struct lk_block *)(uintptr_t)b->time_ns;
+		free_locked(b, tid, now);
+		b = next;
+	}
+}
+
+static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+{
+	uint64_t frames[LK_MAX_FRAMES];
+	int saved = errno;
+	void *p = NULL;
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	uint32_t n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames);
+	lk_modules_refresh(false);
+	size_t usable = lk_real_usable(size, align);
+	uint64_t now = lk_now_ns();
+
+	lk_lock();
+	drain_deferred(t->tid, now);
+	if (!lk_writer_ready()) {
+		enabled = false;
+	} else if (!(p = lk_arena_alloc(usable, align))) {
+		lk_counters[LK_CNT_ARENA_FULL]++;
+	} else {
+		struct lk_block *b = (struct lk_block *)p - 1;
+		uint8_t rec[LK_ALLOC_MAX];
+		b->stack = lk_stack_intern(frames, n);
+		b->size = size;
+		b->time_ns = now;
+		uint32_t sid = lk_stack_file_id(b->stack); /* writes the stack first if new */
+		lk_writer_put(rec, lk_rec_alloc(rec, LK_REC_ALLOC, lk_writer_dt(now), t->tid,
+						(uintptr_t)p, size, sid));
+		lk_counters[LK_CNT_SAMPLES]++;
+		lk_writer_rss_maybe(now);
+	}
+	lk_unlock();
+	if (p && zero)
+		memset(p, 0, usable);
+	if (enabled) {
+		t->bytes_left = next_interval(t);
+	} else {
+		t->state = LK_T_OFF;
+	}
+	t->in_slow = 0;
+	errno = saved;
+	return p;
+}
+
+/* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
+ * forward to the real allocator. */
+void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+{
+	if (lk_likely(size < t->bytes_left)) {
+		t->bytes_left -= size;
+		return NULL;
+	}
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE) {
+		lk_init();
+		if (booting) /* dlsym's calloc, before lk_real exists */
+			return lk_arena_boot_alloc(size);
+	}
+	if (t->in_slow)
+		return NULL;
+	if (t->state == LK_T_NEW) {
+		thread_init(t);
+		if (size < t->bytes_left) {
+			t->bytes_left -= size;
+			return NULL;
+		}
+	}
+	if (t->state != LK_T_ACTIVE || !enabled) {
+		t->state = LK_T_OFF;
+		t->bytes_left = UINT64_MAX;
+		return NULL;
+	}
+	return take_sample(t, size, align, zero);
+}
+
+static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
+{
+	uint8_t rec[LK_FREE_MAX];
+	void *p = b + 1;
+
+	if (lk_arena_block(p) != b) {
+		lk_counters[LK_CNT_BAD_FREE]++;
+		return;
+	}
+	lk_writer_put(rec, lk_rec_free(rec, lk_writer_dt(now), tid, (uintptr_t)p));
+	lk_counters[LK_CNT_FREES]++;
+	lk_arena_free(p);
+}
+
+void lk_free_sampled(void *p)
+{
+	struct lk_thread *t = &lk_tls;
+	struct lk_block *b = (struct lk_block *)p - 1;
+
+	if (lk_arena_is_boot(p))
+		return; /* boot blocks are never reused */
+	if (t->in_slow) {
+		/* A signal handler freeing while this thread holds lk_lock: push, free later. */
+		if (lk_arena_block(p) != b) {
+			__atomic_fetch_add(&lk_counters[LK_CNT_BAD_FREE], 1, __ATOMIC_RELAXED);
+			return;
+		}
+		struct lk_block *head = __atomic_load_n(&deferred, __ATOMIC_RELAXED);
+		do
+			b->time_ns = (uintptr_t)head;
+		while (!__atomic_compare_exchange_n(&deferred, &head, b, true, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED));
+		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
+		return;
+	}
+	int saved = errno;
+	uint64_t left = t->bytes_left, now = lk_now_ns();
+	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	lk_lock();
+	drain_deferred(tid, now);
+	free_locked(b, tid, now);
+	lk_unlock();
+	t->bytes_left = left;
+	t->in_slow = 0;
+	errno = saved;
+}
+
+size_t lk_usable_sampled(const void *p)
+{
+	struct lk_block *b = lk_arena_block(p);
+
+	return b ? b->usable : 0;
+}
+
+LK_COLD void *lk_realloc_slow(void *p, size_t size)
+{
+	struct lk_thread *t = &lk_tls;
+	void *q;
+
+	if (!p) {
+		q = lk_sample(t, size, 0, false);
+		return q ? q : lk_real.realloc(NULL, size);
+	}
+	if (size == 0 && lk_real.realloc_zero_frees && !lk_arena_is_boot(p)) {
+		if (!lk_arena_owns(p))
+			return lk_real.realloc(p, 0);
+		lk_free_sampled(p);
+		return NULL;
+	}
+	if (!lk_arena_owns(p)) { /* unsampled block, countdown ran out */
+		if (!lk_real.malloc_usable_size) {
+			t->bytes_left = 0;
+			return lk_real.realloc(p, size);
+		}
+		q = lk_sample(t, size, 0, false);
+		if (!q)
+			return lk_real.realloc(p, size);
+		size_t old = lk_real.malloc_usable_size(p);
+		memcpy(q, p, old < size ? old : size);
+		lk_real.free(p);
+		return q;
+	}
+	struct lk_block *b = lk_arena_block(p);
+	if (!b) {
+		__atomic_fetch_add(&lk_counters[LK_CNT_BAD_FREE], 1, __ATOMIC_RELAXED);
+		errno = ENOMEM;
+		return NULL;
+	}
+	q = lk_sample(t, size, 0, false);
+	if (!q && !(q = lk_real.malloc(size)))
+		return NULL; /* errno from the real malloc; p is untouched, as realloc requires */
+	memcpy(q, p, b->usable < size ? b->usable : size);
+	lk_free_sampled(p);
+	return q;
+}
+
+/* At a clean exit: the trailer. Destructors of libraries loaded after us run before this one. */
+__attribute__((destructor)) static void lk_fini(void)
+{
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
+		return;
+	int saved = errno;
+	uint64_t left = lk_tls.bytes_left;
+	lk_tls.bytes_left = UINT64_MAX;
+	lk_tls.in_slow = 1;
+	lk_lock();
+	drain_deferred(lk_tls.tid, lk_now_ns());
+	lk_writer_close();
+	enabled = false;
+	lk_unlock();
+	lk_tls.in_slow = 0;
+	lk_tls.bytes_left = left;
+	errno = saved;
+}
+
+/* Initialise at load time too, so that a program that never allocates still gets a profile
+ * with its header and modules. */
+__attribute__((constructor)) static void lk_ctor(void)
+{
+	lk_init();
+}

@@ -1,0 +1,390 @@
+/* writer.c: the profile writer (docs/format.md): crash-safe, fork-aware, no syscall per record.
+ *
+ * Records are stored into a MAP_SHARED window of the file. A store into a shared file mapping is in
+ * the page cache at once, so it survives SIGKILL and SIGSEGV of the process: a record is in the
+ * file as soon as its tag byte is stored, and the tag is stored last. The file grows by fallocate
+ * in CHUNK steps (never by a sparse ftruncate: a store into a hole on a full disk would raise
+ * SIGBUS in the program); at a clean exit it is cut to its length and ends with a trailer. A file
+ * system without fallocate gets one pwrite per record instead.
+ *
+ * After fork the child drops the parent's window and opens its own file at its next event,
+ * starting with every module, and an INHERIT record for every sampled block it inherited.
+ *
+ * Never: allocate, print more than one line, raise a signal in the program, or keep writing to a
+ * descriptor that no longer refers to our file (daemons close or dup2 over descriptors). All
+ * functions run under lk_lock except lk_writer_atfork_child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "record.h"
+
+#define CHUNK ((uint64_t)1 << 20)
+#define PAGE 4096u
+#define FD_FLOOR 200 /* keep clear of the low descriptors programs assume are theirs */
+
+enum { W_UNOPENED, W_OPEN, W_DEAD, W_CLOSED };
+
+uint64_t lk_counters[LK_CNT_MAX + 1];
+
+static struct {
+	int state, fd;
+	bool forked, use_pwrite;
+	uint32_t ppid;
+	uint64_t off, len;              /* bytes written; bytes allocated to the file */
+	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
+	uint64_t win_off;
+	uint64_t last_ns, last_rss_ns, losses_written;
+	dev_t dev;
+	ino_t ino;
+	char path[LK_MAX_PATH];
+} W = { .fd = -1 };
+
+static char scratch[LK_HEADER_FIXED_SIZE + 2 * LK_MAX_PATH + 16384]; /* header; under lk_lock */
+
+static bool same_file(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino;
+}
+
+/* The descriptor may have been closed or replaced by the program: find our file again. */
+static int check_fd(void)
+{
+	if (same_file(W.fd))
+		return 0;
+	int fd = open(W.path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (!same_file(fd)) {
+		close(fd);
+		return -ESTALE;
+	}
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	W.fd = fd;
+	return 0;
+}
+
+static void die(void)
+{
+	if (W.win)
+		munmap(W.win, CHUNK);
+	W.win = NULL;
+	W.state = W_DEAD;
+}
+
+/* Maps the window that holds [off, off + len), growing the file first. */
+static int remap(uint64_t off)
+{
+	uint64_t woff = off & ~(uint64_t)(PAGE - 1);
+
+	if (woff + CHUNK > W.len) {
+		int r = check_fd();
+		if (r < 0)
+			return r;
+		r = posix_fallocate(W.fd, (off_t)W.len, (off_t)(woff + CHUNK - W.len));
+		if (r)
+			return -r;
+		W.len = woff + CHUNK;
+	}
+	if (W.win)
+		munmap(W.win, CHUNK);
+	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, W.fd, (off_t)woff);
+	if (W.win == MAP_FAILED) {
+		W.win = NULL;
+		return -errno;
+	}
+	W.win_off = woff;
+	return 0;
+}
+
+void lk_writer_put(const uint8_t *rec, size_t len)
+{
+	int saved = errno;
+
+	if (W.state != W_OPEN && !lk_writer_ready()) { /* a forked child opens at its first record */
+		lk_counters[LK_CNT_RECORDS_DROPPED]++;
+		return;
+	}
+	if (W.use_pwrite) {
+		if (pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len &&
+		    (check_fd() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len)) {
+			lk_counters[LK_CNT_RECORDS_DROPPED]++;
+			errno = saved;
+			return;
+		}
+	} else {
+		if (!W.win || W.off + len > W.win_off + CHUNK) {
+			if (remap(W.off) < 0) {
+				die();
+				lk_counters[LK_CNT_RECORDS_DROPPED]++;
+				lk_log("cannot grow the profile (disk full?); profiling stops, the program goes on");
+				errno = saved;
+				return;
+			}
+		}
+		uint8_t *d = W.win + (W.off - W.win_off);
+		memcpy(d + 1, rec + 1, len - 1);
+		__atomic_store_n(d, rec[0], __ATOMIC_RELEASE); /* commit */
+	}
+	W.off += len;
+	errno = saved;
+}
+
+uint64_t lk_writer_dt(uint64_t now_ns)
+{
+	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+
+	W.last_ns += dt;
+	return dt;
+}
+
+/* Appends "%p"-expanded pattern to buf; returns false if it does not fit. */
+static bool expand(char *buf, size_t size, const char *pat, const char *exe)
+{
+	size_t n = 0;
+	char num[24];
+
+	for (const char *p = pat; *p; p++) {
+		const char *s = p;
+		size_t m = 1;
+		if (*p == '%' && (p[1] == 'p' || p[1] == 'e' || p[1] == '%')) {
+			p++;
+			if (*p == 'p') {
+				unsigned v = (unsigned)getpid(), k = sizeof(num);
+				do
+					num[--k] = (char)('0' + v % 10);
+				while (v /= 10);
+				s = num + k;
+				m = sizeof(num) - k;
+			} else if (*p == 'e') {
+				const char *slash = strrchr(exe, '/');
+				s = slash ? slash + 1 : exe;
+				m = strlen(s);
+			}
+		}
+		if (n + m >= size)
+			return false;
+		memcpy(buf + n, s, m);
+		n += m;
+	}
+	buf[n] = 0;
+	return true;
+}
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n, total = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((size_t)total < size && (n = read(fd, buf + total, size - (size_t)total)) > 0)
+		total += n;
+	close(fd);
+	return (int)total;
+}
+
+static void inherit_block(struct lk_block *b, void *user, void *ctx)
+{
+	uint8_t rec[LK_ALLOC_MAX];
+	uint32_t sid = lk_stack_file_id(b->stack);
+
+	lk_writer_put(rec, lk_rec_inherit(rec, (uintptr_t)user, b->size, sid, b->time_ns));
+}
+
+bool lk_writer_ready(void);
+
+static int open_file(void)
+{
+	static char exe[LK_MAX_PATH];
+	struct lk_file_header h = { .version = LK_FORMAT_VERSION };
+	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct timespec rt;
+	int fd = -1;
+
+	exe[elen > 0 ? elen : 0] = 0;
+	if (!expand(W.path, sizeof(W.path) - 8, lk_cfg.output, exe))
+		return -ENAMETOOLONG;
+	size_t base = strlen(W.path);
+	for (unsigned k = 0; k < 1000 && fd < 0; k++) {
+		if (k) { /* never overwrite: name.1, name.2, ... */
+			char *p = W.path + base;
+			*p++ = '.';
+			if (k >= 100)
+				*p++ = (char)('0' + k / 100);
+			if (k >= 10)
+				*p++ = (char)('0' + k / 10 % 10);
+			*p++ = (char)('0' + k % 10);
+			*p = 0;
+		}
+		fd = open(W.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+	if (high >= 0) {
+		close(fd);
+		fd = high;
+	}
+	struct stat st;
+	fstat(fd, &st);
+	W.fd = fd;
+	W.dev = st.st_dev;
+	W.ino = st.st_ino;
+	W.off = W.len = 0;
+	W.win = NULL;
+	W.use_pwrite = false;
+	int r = posix_fallocate(fd, 0, (off_t)CHUNK);
+	if (r == EOPNOTSUPP || r == EINVAL)
+		W.use_pwrite = true;
+	else if (r)
+		return -r;
+	else
+		W.len = CHUNK;
+
+	/* The header, then the strings. */
+	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
+	h.fixed_size = LK_HEADER_FIXED_SIZE;
+	h.flags = (lk_cfg.period <= 1 ? LK_HDR_EXACT : 0) | (W.forked ? LK_HDR_FORKED : 0);
+	h.pid = (uint32_t)getpid();
+	h.ppid = (uint32_t)getppid();
+	h.clock = LK_CLOCK_MONOTONIC;
+	h.period = lk_cfg.period;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
+	h.start_monotonic_ns = lk_now_ns();
+	h.session = lk_cfg.session;
+	h.seed = lk_cfg.seed;
+	h.page_size = (uint32_t)getpagesize();
+	h.max_frames = (uint32_t)lk_cfg.max_frames;
+	h.exe_len = (uint32_t)strlen(exe);
+	char *cmd = scratch + LK_HEADER_FIXED_SIZE + h.exe_len;
+	size_t room = sizeof(scratch) - LK_HEADER_FIXED_SIZE - h.exe_len - 8;
+	int clen = read_small("/proc/self/cmdline", cmd, room);
+	if (clen < 0)
+		clen = 0;
+	if ((size_t)clen == room)
+		h.flags |= LK_HDR_CMDLINE_CUT;
+	if (clen > 0 && cmd[clen - 1] == 0)
+		clen--; /* separators between arguments, not after the last */
+	h.cmdline_len = (uint32_t)clen;
+	h.header_size = (LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len + 7) & ~7u;
+	memcpy(scratch + LK_HEADER_FIXED_SIZE, exe, h.exe_len);
+	memset(scratch + LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len, 0,
+	       h.header_size - LK_HEADER_FIXED_SIZE - h.exe_len - h.cmdline_len);
+	memcpy(scratch, &h, sizeof(h));
+
+	W.state = W_OPEN;
+	W.last_ns = h.start_monotonic_ns;
+	W.last_rss_ns = 0;
+	W.losses_written = 0;
+	/* The header goes through put() too; its first byte 'L' is stored last, like a tag. */
+	lk_writer_put((const uint8_t *)scratch, h.header_size);
+	if (W.state != W_OPEN)
+		return -EIO;
+	lk_stack_new_file();
+	lk_modules_emit_all();
+	if (W.forked)
+		lk_arena_foreach(inherit_block, NULL);
+	return 0;
+}
+
+bool lk_writer_ready(void)
+{
+	if (W.state == W_UNOPENED) {
+		int r = open_file();
+		if (r < 0) {
+			char msg[LK_MAX_PATH + 96];
+			size_t n = strlen(W.path);
+			memcpy(msg, "cannot write the profile ", 25);
+			memcpy(msg + 25, W.path, n);
+			strcpy(msg + 25 + n, "; the program runs unprofiled");
+			lk_log(msg);
+			die();
+		}
+	}
+	return W.state == W_OPEN;
+}
+
+void lk_writer_rss_maybe(uint64_t now_ns)
+{
+	char buf[128];
+	uint8_t rec[LK_COUNTERS_MAX];
+	uint64_t losses = 0, rss = 0;
+
+	if (now_ns - W.last_rss_ns < lk_cfg.rss_interval_ns && W.last_rss_ns)
+		return;
+	W.last_rss_ns = now_ns;
+	int n = read_small("/proc/self/statm", buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = 0;
+		const char *p = strchr(buf, ' ');
+		for (p = p ? p + 1 : buf + n; *p >= '0' && *p <= '9'; p++)
+			rss = rss * 10 + (uint64_t)(*p - '0');
+		lk_writer_put(rec, lk_rec_pair(rec, LK_REC_RSS, lk_writer_dt(now_ns),
+					       rss * (uint64_t)getpagesize()));
+	}
+	for (int i = 1; i <= LK_CNT_MAX; i++)
+		if (i != LK_CNT_SAMPLES && i != LK_CNT_FREES && i != LK_CNT_STACK_TRUNCATED)
+			losses += lk_counters[i];
+	if (losses != W.losses_written) {
+		W.losses_written = losses;
+		lk_writer_put(rec, lk_rec_counters(rec, LK_REC_LOSS, lk_writer_dt(now_ns), 0, lk_counters));
+	}
+}
+
+void lk_writer_close(void)
+{
+	uint8_t rec[LK_COUNTERS_MAX];
+	struct timespec rt;
+
+	if (W.state != W_OPEN)
+		return;
+	uint64_t now = lk_now_ns();
+	W.last_rss_ns = 0;
+	lk_writer_rss_maybe(now);
+	clock_gettime(CLOCK_REALTIME, &rt);
+	lk_writer_put(rec, lk_rec_counters(rec, LK_REC_TRAILER, lk_writer_dt(now),
+					   (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
+					   lk_counters));
+	if (W.state != W_OPEN)
+		return;
+	if (W.win)
+		munmap(W.win, CHUNK);
+	W.win = NULL;
+	if (check_fd() == 0) {
+		ftruncate(W.fd, (off_t)W.off);
+		close(W.fd);
+	}
+	W.fd = -1;
+	W.state = W_CLOSED;
+}
+
+/* In the child of fork: async-signal-safe calls only. */
+void lk_writer_atfork_child(void)
+{
+	if (W.win)
+		munmap(W.win, CHUNK);
+	W.win = NULL;
+	if (W.fd >= 0)
+		close(W.fd);
+	W.fd = -1;
+	if (W.state == W_OPEN)
+		W.state = W_UNOPENED;
+	W.forked = true;
+	memset(lk_counters, 0, sizeof(lk_counters));
+}
