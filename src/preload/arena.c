@@ -320,7 +320,7 @@ void *lk_arena_alloc(size_t usable, size_t align)
 
 	if (align < 16)
 		align = 16;
-	if (align == 16 && usable + hdr <= SLAB_MAX) {
+	if (align == 16 && usable <= SLAB_MAX - hdr) {
 		unsigned c = 0;
 		while (slot_size[c] < usable + hdr)
 			c++;
@@ -388,13 +388,13 @@ struct lk_block *lk_arena_block(const void *p)
 	if (i >= A.top)
 		return NULL;
 	struct page *e = &A.map[i];
-	if (e->kind == K_SLAB) {
+	if (i < BOOT_PAGES) { /* the boot area is one run; its blocks are found by magic alone */
+		if (hdr + sizeof(struct lk_block) > A.boot_next || hdr + sizeof(struct lk_block) > A.boot_end)
+			return NULL;
+	} else if (e->kind == K_SLAB) {
 		uintptr_t off = hdr - page_addr(i);
 		unsigned s = slot_size[e->cls], k = (unsigned)(off / s);
 		if (off % s || k >= slot_count(e->cls) || !(e->bits[k / 64] >> (k % 64) & 1))
-			return NULL;
-	} else if (e->kind == K_BOOT) {
-		if (hdr >= A.boot_end)
 			return NULL;
 	} else if (e->kind != K_LARGE || (hdr & (PAGE - 1)) != (uintptr_t)e->nused << 4) {
 		return NULL;

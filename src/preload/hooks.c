@@ -10,10 +10,16 @@
  * so its errno and return value are the program's.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "preload.h"
+
+/* C23 names that glibc 2.36 does not declare yet. */
+void free_sized(void *p, size_t size);
+void free_aligned_sized(void *p, size_t align, size_t size);
 
 static inline bool pow2(size_t a)
 {

@@ -131,6 +131,21 @@ static void emit(struct module *m, uint64_t now)
 	m->emitted = 1;
 }
 
+/* Writes the modules this file lacks, in id order (readers require ids to increase). */
+static void emit_pending(uint64_t now)
+{
+	for (uint32_t last = 0;;) {
+		struct module *next = NULL;
+		for (unsigned i = 0; i < MAX_MODULES; i++)
+			if (mods[i].id > last && !mods[i].emitted && (!next || mods[i].id < next->id))
+				next = &mods[i];
+		if (!next)
+			return;
+		emit(next, now);
+		last = next->id;
+	}
+}
+
 void lk_modules_refresh(bool force)
 {
 	struct counts c = { 0, 0 };
@@ -153,17 +168,14 @@ void lk_modules_refresh(bool force)
 	lk_lock();
 	for (unsigned i = 0; i < MAX_MODULES; i++) {
 		struct module *m = &mods[i];
-		if (!m->id)
-			continue;
-		if (!m->seen) {
+		if (m->id && !m->seen) {
 			uint8_t rec[LK_FREE_MAX];
 			if (m->emitted)
 				lk_writer_put(rec, lk_rec_pair(rec, LK_REC_UNLOAD, lk_writer_dt(now), m->id));
 			m->id = 0;
-		} else if (!m->emitted) {
-			emit(m, now);
 		}
 	}
+	emit_pending(now);
 	lk_unlock();
 	__atomic_store_n(&seen_adds, c.adds, __ATOMIC_RELAXED);
 	__atomic_store_n(&seen_subs, c.subs, __ATOMIC_RELAXED);
@@ -173,11 +185,9 @@ void lk_modules_refresh(bool force)
 /* A new file (a forked child's): every module again. Caller holds lk_lock. */
 void lk_modules_emit_all(void)
 {
-	uint64_t now = lk_now_ns();
-
 	for (unsigned i = 0; i < MAX_MODULES; i++)
-		if (mods[i].id)
-			emit(&mods[i], now);
+		mods[i].emitted = 0;
+	emit_pending(lk_now_ns());
 }
 
 void lk_modules_atfork(int phase)

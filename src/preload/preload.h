@@ -126,6 +126,7 @@ void lk_writer_rss_maybe(uint64_t now_ns);
 void lk_writer_close(void);         /* clean exit: trailer, truncate */
 void lk_writer_atfork_child(void);
 bool lk_writer_ready(void);         /* a file is open, or can be opened */
+bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
 extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
 
 /* ---- lock.c: the one lock of the slow path ---- */

@@ -61,7 +61,11 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 
 int lk_stack_init(void)
 {
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+	/* No register-state cache: libunwind guards its global one with a lock that it holds while
+	 * calling dl_iterate_phdr, and a program's dl_iterate_phdr callback that allocates holds the
+	 * loader lock while it waits for that one (tests/preload/dlopen.c). The per-IP trace cache
+	 * behind unw_backtrace is per thread and stays on: measured, no slower. */
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)lk_stack_init);
 	return 0;
 }

@@ -36,7 +36,7 @@ uint64_t lk_counters[LK_CNT_MAX + 1];
 static struct {
 	int state, fd;
 	bool forked, use_pwrite;
-	uint32_t ppid;
+	uint32_t pid;
 	uint64_t off, len;              /* bytes written; bytes allocated to the file */
 	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
 	uint64_t win_off;
@@ -289,6 +289,7 @@ static int open_file(void)
 	memcpy(scratch, &h, sizeof(h));
 
 	W.state = W_OPEN;
+	W.pid = h.pid;
 	W.last_ns = h.start_monotonic_ns;
 	W.last_rss_ns = 0;
 	W.losses_written = 0;
@@ -301,6 +302,11 @@ static int open_file(void)
 	if (W.forked)
 		lk_arena_foreach(inherit_block, NULL);
 	return 0;
+}
+
+bool lk_writer_owned(void)
+{
+	return W.state == W_OPEN && W.pid == (uint32_t)getpid();
 }
 
 bool lk_writer_ready(void)

@@ -1,0 +1,241 @@
+/* cmd-dump.c: `leek dump [--summary] FILE...`, the profile as text, one line per record.
+ *
+ * This is the reader's face: it validates as it prints, so a corrupt file shows every record up
+ * to the damage and then one error line naming the offset. Its output is a stable, greppable
+ * format (tests/golden diffs it): change a line's shape only with the golden files. It must
+ * never print a record across two lines: every string from the file goes through
+ * lk_print_escaped().
+ *
+ *   FILE <path>
+ *   HEADER version=1 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
+ *          page_size=.. max_frames=.. header_size=.. start_realtime=S.NS start_monotonic=S.NS
+ *   EXE <path>
+ *   CMDLINE <arguments, shell-quoted>
+ *   @<offset> <RECORD> ...               one per record, t= in seconds since the start
+ *   END offset=<end of the last complete record> trailer=yes|no
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "commands.h"
+#include "summary.h"
+#include "util.h"
+
+static bool arg_summary;
+
+static void print_ns(uint64_t ns)
+{
+	printf("%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+}
+
+static void print_signed_ns(int64_t ns)
+{
+	uint64_t mag = ns < 0 ? -(uint64_t)ns : (uint64_t)ns;
+
+	if (ns < 0)
+		putchar('-');
+	print_ns(mag);
+}
+
+static void print_header(const char *path, const struct lk_profile_header *ph)
+{
+	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut" };
+	const struct lk_file_header *h = &ph->h;
+	const char *sep = "(";
+
+	fputs("FILE ", stdout);
+	lk_print_escaped(stdout, path, strlen(path));
+	printf("\nHEADER version=%u pid=%" PRIu32 " ppid=%" PRIu32 " flags=0x%x", h->version,
+	       h->pid, h->ppid, h->flags);
+	for (unsigned i = 0; i < 32; i++) {
+		if (!(h->flags & (1u << i)))
+			continue;
+		if (i < sizeof(flag_names) / sizeof(flag_names[0]))
+			printf("%s%s", sep, flag_names[i]);
+		else
+			printf("%sbit%u", sep, i);
+		sep = ",";
+	}
+	printf("%s period=%" PRIu64 " seed=%" PRIu64 " session=%" PRIu64
+	       " clock=monotonic page_size=%" PRIu32 " max_frames=%" PRIu32
+	       " header_size=%" PRIu32 " start_realtime=",
+	       h->flags ? ")" : "", h->period, h->seed, h->session, h->page_size, h->max_frames,
+	       h->header_size);
+	print_ns(h->start_realtime_ns);
+	fputs(" start_monotonic=", stdout);
+	print_ns(h->start_monotonic_ns);
+	fputs("\nEXE ", stdout);
+	lk_print_escaped(stdout, ph->exe, h->exe_len);
+	fputs("\nCMDLINE ", stdout);
+	lk_print_cmdline(stdout, ph->cmdline, h->cmdline_len);
+	putchar('\n');
+}
+
+static void print_counters(const struct lk_record *rec)
+{
+	if (rec->counters.n == 0)
+		fputs(" (none)", stdout);
+	for (uint32_t i = 0; i < rec->counters.n; i++) {
+		const struct lk_counter_value *c = &rec->counters.v[i];
+		const char *name = lk_counter_name(c->id);
+		if (name)
+			printf(" %s=%" PRIu64, name, c->value);
+		else
+			printf(" counter_%" PRIu64 "=%" PRIu64, c->id, c->value);
+	}
+}
+
+static void print_module(const struct lk_record *rec)
+{
+	printf(" %" PRIu64 " t=", rec->module.id);
+	print_ns(rec->time_ns);
+	printf(" base=0x%" PRIx64 " segments=", rec->module.base);
+	for (uint32_t i = 0; i < rec->module.nseg; i++)
+		printf("%s0x%" PRIx64 "+0x%" PRIx64, i ? "," : "", rec->module.seg[i].start,
+		       rec->module.seg[i].len);
+	if (!rec->module.nseg)
+		fputs("none", stdout);
+	fputs(" build-id=", stdout);
+	for (uint32_t i = 0; i < rec->module.build_id_len; i++)
+		printf("%02x", rec->module.build_id[i]);
+	if (!rec->module.build_id_len)
+		fputs("none", stdout);
+	fputs(" path=", stdout);
+	lk_print_escaped(stdout, rec->module.path, rec->module.path_len);
+}
+
+static void print_record(const struct lk_profile_header *h, const struct lk_record *rec)
+{
+	printf("@%" PRIu64 " %s", rec->offset, lk_rec_tag_name(rec->tag));
+	switch (rec->tag) {
+	case LK_REC_ALLOC:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" tid=%" PRIu64 " addr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64,
+		       rec->alloc.tid, rec->alloc.addr, rec->alloc.size, rec->alloc.stack);
+		break;
+	case LK_REC_FREE:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" tid=%" PRIu64 " addr=0x%" PRIx64, rec->free.tid, rec->free.addr);
+		break;
+	case LK_REC_STACK:
+		printf(" %" PRIu64 ":", rec->stack.id);
+		for (uint32_t i = 0; i < rec->stack.nframes; i++)
+			printf(" 0x%" PRIx64, rec->stack.frames[i]);
+		break;
+	case LK_REC_MODULE:
+		print_module(rec);
+		break;
+	case LK_REC_UNLOAD:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" module=%" PRIu64, rec->unload.id);
+		break;
+	case LK_REC_RSS:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" rss=%" PRIu64, rec->rss.bytes);
+		break;
+	case LK_REC_LOSS:
+	case LK_REC_TRAILER:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		if (rec->tag == LK_REC_TRAILER) {
+			fputs(" end_realtime=", stdout);
+			print_ns(rec->counters.end_realtime_ns);
+		}
+		print_counters(rec);
+		break;
+	case LK_REC_INHERIT:
+		printf(" addr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64 " alloc_t=",
+		       rec->inherit.addr, rec->inherit.size, rec->inherit.stack);
+		print_signed_ns((int64_t)(rec->inherit.alloc_monotonic_ns -
+					  h->h.start_monotonic_ns));
+		break;
+	default: /* LK_READ_EXT */
+		printf(" tag=0x%02x len=%" PRIu64, rec->ext.tag, rec->ext.len);
+		break;
+	}
+	putchar('\n');
+}
+
+/* 0, or a negative errno after printing why. */
+static int dump_one(const char *path)
+{
+	_cleanup_(lk_reader_freep) struct lk_reader *rd = lk_reader_new();
+	const struct lk_profile_header *h;
+	struct lk_record rec;
+	int r;
+
+	if (!rd)
+		return lk_error(-ENOMEM, "%s", path);
+	r = lk_reader_open(rd, path);
+	if (r < 0)
+		return lk_print_read_error(path, rd, r);
+	h = lk_reader_header(rd);
+
+	if (arg_summary) {
+		struct lk_summary s;
+		r = lk_summary_read(rd, &s);
+		if (r < 0)
+			return lk_print_read_error(path, rd, r);
+		lk_summary_print(stdout, path, h, &s);
+	} else {
+		print_header(path, h);
+		while ((r = lk_reader_next(rd, &rec)) > 0)
+			print_record(h, &rec);
+		if (r < 0) {
+			fflush(stdout); /* the records before the damage, then the error */
+			return lk_print_read_error(path, rd, r);
+		}
+		printf("END offset=%" PRIu64 " trailer=%s\n", lk_reader_end_offset(rd),
+		       lk_reader_has_trailer(rd) ? "yes" : "no");
+	}
+	fflush(stdout);
+	if (!lk_reader_has_trailer(rd))
+		lk_print_no_trailer(path, lk_reader_end_offset(rd));
+	return 0;
+}
+
+int lk_cmd_dump(int argc, char *argv[])
+{
+	static const struct option options[] = {
+		{ "summary", no_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c, status = LK_EXIT_OK;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+sh", options, NULL)) >= 0) {
+		switch (c) {
+		case 's':
+			arg_summary = true;
+			break;
+		case 'h':
+			return lk_cmd_usage(stdout, "dump", LK_EXIT_OK);
+		default:
+			return lk_cmd_usage(stderr, "dump", LK_EXIT_USAGE);
+		}
+	}
+	if (optind >= argc) {
+		lk_msg("dump: no profile given");
+		return lk_cmd_usage(stderr, "dump", LK_EXIT_USAGE);
+	}
+
+	for (int i = optind; i < argc; i++) {
+		if (i > optind && arg_summary)
+			putchar('\n');
+		if (dump_one(argv[i]) < 0)
+			status = LK_EXIT_FILE;
+	}
+	c = fflush(stdout) != 0 ? -errno : ferror(stdout) ? -EIO : 0;
+	if (c < 0) {
+		lk_error(c, "cannot write the output");
+		return LK_EXIT_FILE;
+	}
+	return status;
+}

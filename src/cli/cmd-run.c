@@ -1,0 +1,399 @@
+/* cmd-run.c: `leek run [OPTIONS] [--] COMMAND [ARGS...]`: profile a program, then summarize.
+ *
+ * leek talks to libleek.so only through the LEEK_* environment (src/common/options.h): it sets
+ * LD_PRELOAD, LEEK_OUTPUT (made absolute: the program may chdir), LEEK_SESSION (a random number
+ * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
+ * and, when asked, LEEK_PERIOD, LEEK_SEED and LEEK_INHERIT. While the program runs leek only
+ * forwards signals and waits; it must never exit before its program or hide its status.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "commands.h"
+#include "run.h"
+#include "summary.h"
+#include "util.h"
+
+static const char *arg_output = NULL;
+static const char *arg_period = NULL, *arg_seed = NULL;
+static bool arg_no_children = false;
+
+/* One forwarded signal set, shared by the handler and the code that installs it. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+#define N_FORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+static struct sigaction saved_actions[N_FORWARDED];
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+
+	/* The terminal (SI_KERNEL) sends Ctrl-C, Ctrl-\ and hangups to the whole foreground
+	 * process group, the program included: forwarding those would deliver them twice. */
+	if (child_pid > 0 && si->si_code != SI_KERNEL)
+		kill((pid_t)child_pid, sig);
+	errno = saved_errno;
+}
+
+static void install_forwarding(void)
+{
+	struct sigaction sa = {
+		.sa_sigaction = forward_signal,
+		.sa_flags = SA_SIGINFO | SA_RESTART,
+	};
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaddset(&sa.sa_mask, forwarded[i]);
+	for (size_t i = 0; i < N_FORWARDED; i++) {
+		sigaction(forwarded[i], NULL, &saved_actions[i]);
+		if (saved_actions[i].sa_handler != SIG_IGN) /* nohup's choices stand */
+			sigaction(forwarded[i], &sa, NULL);
+	}
+}
+
+static void restore_signals(void)
+{
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaction(forwarded[i], &saved_actions[i], NULL);
+}
+
+/* Checks the options that name numbers; 0, or LK_EXIT_USAGE after printing why. */
+static int parse_numbers(char period[static 32])
+{
+	uint64_t v;
+
+	if (arg_period) {
+		if (lk_parse_size(arg_period, &v) < 0 || v == 0) {
+			lk_msg("--period: '%s' is not a size in bytes (e.g. 1, 4096, 512K, 1M)",
+			       arg_period);
+			return LK_EXIT_USAGE;
+		}
+		snprintf(period, 32, "%" PRIu64, v);
+	}
+	if (arg_seed && lk_parse_u64(arg_seed, &v) < 0) {
+		lk_msg("--seed: '%s' is not a number", arg_seed);
+		return LK_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The absolute output pattern: -o, else $LEEK_OUTPUT, else the default, in the current
+ * directory unless absolute. */
+static int output_pattern(char *pattern, size_t size)
+{
+	const char *out = arg_output;
+	char cwd[4096];
+
+	if (!out)
+		out = getenv("LEEK_OUTPUT");
+	if (!out || !*out)
+		out = "leek.%e.%p.lk";
+	if (out[0] == '/')
+		cwd[0] = 0;
+	else if (!getcwd(cwd, sizeof(cwd)))
+		return lk_error(-errno, "cannot get the current directory");
+	if (snprintf(pattern, size, "%s%s%s", cwd, *cwd ? "/" : "", out) >= (int)size) {
+		lk_msg("output path too long: %s", out);
+		return -ENAMETOOLONG;
+	}
+	return 0;
+}
+
+/* Sets the environment the program inherits; 0 or a negative errno after printing why. */
+static int setup_env(const char *pattern, const char *period, uint64_t *ret_session)
+{
+	_cleanup_(freep) char *lib = NULL, *preload = NULL;
+	const char *old = getenv("LD_PRELOAD");
+	uint64_t session = 0;
+	char num[32];
+	int r;
+
+	r = lk_run_find_library(&lib);
+	if (r < 0)
+		return r;
+	if (strpbrk(lib, ": ")) {
+		lk_msg("%s: a path with ':' or ' ' cannot go in LD_PRELOAD", lib);
+		return -EINVAL;
+	}
+	if (!old)
+		old = "";
+	if (asprintf(&preload, "%s%s%s", lib, *old ? ":" : "", old) < 0)
+		return lk_error(-ENOMEM, "cannot set LD_PRELOAD");
+
+	if (getrandom(&session, sizeof(session), 0) != sizeof(session))
+		session = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+	session |= 1; /* 0 means "no session" */
+	snprintf(num, sizeof(num), "%" PRIu64, session);
+
+	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("LEEK_OUTPUT", pattern, 1) < 0 ||
+	    setenv("LEEK_SESSION", num, 1) < 0 ||
+	    (arg_no_children && setenv("LEEK_INHERIT", "0", 1) < 0) ||
+	    (*period && setenv("LEEK_PERIOD", period, 1) < 0) ||
+	    (arg_seed && setenv("LEEK_SEED", arg_seed, 1) < 0))
+		return lk_error(-errno, "cannot set the environment");
+	*ret_session = session;
+	return 0;
+}
+
+/* Runs argv and returns its exit status (128+N for signal N), or 126/127 and *exec_failed if it
+ * could not be run. */
+static int spawn_and_wait(char *argv[], bool *exec_failed)
+{
+	sigset_t block, old;
+	siginfo_t info;
+	int status, err = 0, pipefd[2];
+	ssize_t k;
+	pid_t pid;
+
+	/* A pipe that exec closes: the child writes errno into it only if exec fails. */
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		lk_error(-errno, "pipe");
+		return LK_EXIT_FILE;
+	}
+	sigemptyset(&block);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaddset(&block, forwarded[i]);
+	sigprocmask(SIG_BLOCK, &block, &old); /* no signal may slip between fork and child_pid */
+	install_forwarding();
+	fflush(NULL);
+
+	pid = fork();
+	if (pid == 0) {
+		restore_signals();
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(pipefd[0]);
+		execvp(argv[0], argv);
+		err = errno;
+		(void)!write(pipefd[1], &err, sizeof(err));
+		_exit(err == ENOENT ? 127 : 126);
+	}
+	if (pid < 0)
+		err = -errno;
+	else
+		child_pid = pid;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	close(pipefd[1]);
+	if (pid < 0) {
+		restore_signals();
+		close(pipefd[0]);
+		lk_error(err, "fork");
+		*exec_failed = true;
+		return LK_EXIT_FILE;
+	}
+	while ((k = read(pipefd[0], &err, sizeof(err))) < 0 && errno == EINTR)
+		;
+	close(pipefd[0]);
+
+	/* Wait without reaping, stop forwarding, then reap: the handler can never signal a pid
+	 * that the kernel has recycled. */
+	while (waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT) < 0 && errno == EINTR)
+		;
+	restore_signals();
+	child_pid = 0;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			lk_error(-errno, "waitpid");
+			return LK_EXIT_FILE;
+		}
+	}
+
+	if (k == (ssize_t)sizeof(err)) {
+		*exec_failed = true;
+		lk_error(-err, "cannot run '%s'", argv[0]);
+		return err == ENOENT ? 127 : 126;
+	}
+	if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		lk_msg("program killed by signal SIG%s%s", sigabbrev_np(sig) ?: "?",
+		       WCOREDUMP(status) ? " (core dumped)" : "");
+		return 128 + sig;
+	}
+	return WEXITSTATUS(status);
+}
+
+struct found {
+	char *path;
+	uint64_t start_ns, pid;
+};
+
+static int cmp_found(const void *a, const void *b)
+{
+	const struct found *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Turns the output pattern's file name into an fnmatch(3) pattern: %p, %e -> '*'. */
+static void name_pattern(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *s = name; *s && n + 3 < size; s++) {
+		if (*s == '%' && s[1] == '%')
+			out[n++] = *++s;
+		else if (*s == '%' && s[1]) {
+			out[n++] = '*';
+			s++;
+		} else {
+			if (strchr("*?[\\", *s))
+				out[n++] = '\\';
+			out[n++] = *s;
+		}
+	}
+	out[n] = 0;
+}
+
+/* Every profile in the output directory whose header carries our session, oldest first. */
+static size_t find_profiles(const char *pattern, uint64_t session, struct found **ret)
+{
+	char dir[4096], glob[4096], glob_n[4096 + 8];
+	const char *slash = strrchr(pattern, '/');
+	struct found *list = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
+	if (!*dir)
+		strcpy(dir, "/");
+	if (strchr(dir, '%')) {
+		lk_msg("not looking for the profiles: the output directory %s has a %% pattern",
+		       dir);
+		return 0;
+	}
+	name_pattern(slash + 1, glob, sizeof(glob));
+	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
+	d = opendir(dir);
+	if (!d) {
+		lk_error(-errno, "cannot list %s to find the profiles", dir);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct lk_file_header h;
+		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		ssize_t k = pread(fd, &h, sizeof(h), 0);
+		close(fd);
+		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
+		    le64toh(h.session) != session)
+			continue;
+		if (n == cap) {
+			struct found *l = realloc(list, (cap = cap ? 2 * cap : 8) * sizeof(*l));
+			if (!l)
+				break;
+			list = l;
+		}
+		if (asprintf(&list[n].path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+			     de->d_name) < 0)
+			break;
+		list[n].start_ns = le64toh(h.start_monotonic_ns);
+		list[n++].pid = le32toh(h.pid);
+	}
+	closedir(d);
+	if (n)
+		qsort(list, n, sizeof(*list), cmp_found);
+	*ret = list;
+	return n;
+}
+
+static void summarize(const char *pattern, uint64_t session)
+{
+	struct found *list = NULL;
+	size_t n = find_profiles(pattern, session, &list);
+
+	if (n == 0) {
+		lk_msg("no profile was written (see the message above, if libleek printed one)");
+		free(list);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_(lk_reader_freep) struct lk_reader *rd = lk_reader_new();
+		struct lk_summary s;
+		int r = rd ? lk_reader_open(rd, list[i].path) : -ENOMEM;
+		if (r >= 0)
+			r = lk_summary_read(rd, &s);
+		if (r < 0)
+			lk_print_read_error(list[i].path, rd, r);
+		else
+			lk_summary_print_short(stderr, list[i].path, lk_reader_header(rd), &s);
+		free(list[i].path);
+	}
+	lk_msg("%zu profile%s written; see one with 'leek dump --summary FILE'", n,
+	       n == 1 ? "" : "s");
+	free(list);
+}
+
+int lk_cmd_run(int argc, char *argv[])
+{
+	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN };
+	static const struct option options[] = {
+		{ "period", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "seed", required_argument, NULL, ARG_SEED },
+		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	char pattern[4096], period[32] = "";
+	bool exec_failed = false;
+	uint64_t session = 0;
+	int c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "+p:o:h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'p':
+			arg_period = optarg;
+			break;
+		case 'o':
+			arg_output = optarg;
+			break;
+		case ARG_SEED:
+			arg_seed = optarg;
+			break;
+		case ARG_NO_CHILDREN:
+			arg_no_children = true;
+			break;
+		case 'h':
+			return lk_cmd_usage(stdout, "run", LK_EXIT_OK);
+		default:
+			return lk_cmd_usage(stderr, "run", LK_EXIT_USAGE);
+		}
+	}
+	if (optind >= argc) {
+		lk_msg("run: no command given");
+		return lk_cmd_usage(stderr, "run", LK_EXIT_USAGE);
+	}
+
+	r = parse_numbers(period);
+	if (r)
+		return r;
+	if (output_pattern(pattern, sizeof(pattern)) < 0)
+		return LK_EXIT_USAGE;
+	r = lk_run_check_target(argv[optind]);
+	if (r)
+		return r;
+	if (setup_env(pattern, period, &session) < 0)
+		return LK_EXIT_FILE;
+	r = spawn_and_wait(argv + optind, &exec_failed);
+	if (exec_failed)
+		return r; /* nothing ran, nothing to summarize */
+	summarize(pattern, session);
+	return r;
+}

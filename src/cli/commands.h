@@ -1,0 +1,18 @@
+/* commands.h: the `leek` commands (main.c's table) and their shared usage text.
+ *
+ * Each lk_cmd_* gets argv from its command name on and returns the process's exit status
+ * (LK_EXIT_* in util.h, or the profiled program's status for `leek run`). None of them exits.
+ */
+#ifndef LEEK_COMMANDS_H
+#define LEEK_COMMANDS_H
+
+#include <stdio.h>
+
+int lk_cmd_dump(int argc, char *argv[]);
+int lk_cmd_run(int argc, char *argv[]);
+int lk_cmd_help(int argc, char *argv[]);
+
+/* Prints the usage of one command (or of leek, for NULL) to f; returns status. */
+int lk_cmd_usage(FILE *f, const char *command, int status);
+
+#endif /* LEEK_COMMANDS_H */

@@ -1,0 +1,146 @@
+/* main.c: `leek`, a table of commands (as in perf): each lives in its own cmd-*.c.
+ *
+ * main() picks the command and returns its status; it holds no state of its own. Adding a
+ * command is one row in the table and one file. Usage text lives in the table beside the
+ * command, so `leek help CMD` and a usage error can never disagree.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "options.h"
+#include "util.h"
+
+#ifndef LEEK_VERSION
+#define LEEK_VERSION "unknown"
+#endif
+
+struct lk_command {
+	const char *name;
+	int (*fn)(int argc, char *argv[]);
+	const char *summary;
+	const char *usage;
+};
+
+static const struct lk_command commands[] = {
+	{ "run", lk_cmd_run, "run a program and profile its heap",
+	  "usage: leek run [OPTIONS] [--] COMMAND [ARGS...]\n"
+	  "\n"
+	  "Runs COMMAND with libleek.so preloaded and prints a summary of each profile it wrote.\n"
+	  "\n"
+	  "  -p, --period BYTES  mean bytes between samples (K, M, G suffixes); 1 records every\n"
+	  "                      allocation (default: LEEK_PERIOD, else 512K)\n"
+	  "  -o, --output PATH   profile path; %p is the pid, %e the program's name, %% a percent\n"
+	  "                      sign (default: leek.%e.%p.lk in the current directory)\n"
+	  "      --seed N        seed of the sampler, for a reproducible run\n"
+	  "      --no-children   do not profile the programs COMMAND executes\n"
+	  "\n"
+	  "Exits with COMMAND's status, or 128+N if signal N killed it; 2 if leek cannot profile\n"
+	  "COMMAND (statically linked, setuid, another architecture), 126/127 if it cannot be run\n"
+	  "or found. LEEK_LIBRARY overrides where libleek.so is looked for.\n" },
+	{ "dump", lk_cmd_dump, "check a profile and print it as text",
+	  "usage: leek dump [--summary] FILE...\n"
+	  "\n"
+	  "Validates each profile and prints its header and every record, one per line.\n"
+	  "\n"
+	  "  -s, --summary  print only a summary: counts, live samples at the end, the estimated\n"
+	  "                 live bytes, max RSS, duration and the loss counters\n"
+	  "\n"
+	  "Exits 0 if every file is a valid profile (a missing trailer is only a warning), 2 if\n"
+	  "one is unreadable, corrupt or not a leek profile, 1 on a usage error.\n" },
+	{ "help", lk_cmd_help, "show help for a command; `leek help env` lists LEEK_* variables",
+	  "usage: leek help [COMMAND | env]\n" },
+};
+
+static const struct lk_command *find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(commands[i].name, name) == 0)
+			return &commands[i];
+	return NULL;
+}
+
+int lk_cmd_usage(FILE *f, const char *command, int status)
+{
+	const struct lk_command *c = command ? find_command(command) : NULL;
+
+	if (c) {
+		fputs(c->usage, f);
+		return status;
+	}
+	fputs("usage: leek [--version] [--help] COMMAND [ARGS...]\n\nCommands:\n", f);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nExit status: 0 success; 1 usage error; 2 a profile is unreadable, corrupt or\n"
+	      "not a leek profile, or a program leek cannot profile. `leek run` exits with the\n"
+	      "program's status. See `leek help COMMAND`.\n",
+	      f);
+	return status;
+}
+
+/* Prints a paragraph indented by 4, wrapped at 80 columns. */
+static void print_wrapped(const char *s)
+{
+	size_t col = 4;
+
+	fputs("    ", stdout);
+	while (*s) {
+		size_t n = strcspn(s, " ");
+		if (col > 4 && col + 1 + n > 80) {
+			fputs("\n    ", stdout);
+			col = 4;
+		} else if (col > 4) {
+			putchar(' ');
+			col++;
+		}
+		fwrite(s, 1, n, stdout);
+		col += n;
+		s += n + strspn(s + n, " ");
+	}
+	putchar('\n');
+}
+
+static void print_env(void)
+{
+	fputs("The LEEK_* variables libleek.so reads (`leek run` sets some of them):\n\n", stdout);
+#define ENV_HELP(field, env, type, def, why)                                                       \
+	printf("  %s (%s, default %s)\n", env, #type, *def ? def : "none");                        \
+	print_wrapped(why);
+	LK_OPTIONS(ENV_HELP)
+#undef ENV_HELP
+}
+
+int lk_cmd_help(int argc, char *argv[])
+{
+	if (argc < 2)
+		return lk_cmd_usage(stdout, NULL, LK_EXIT_OK);
+	if (strcmp(argv[1], "env") == 0) {
+		print_env();
+		return LK_EXIT_OK;
+	}
+	if (!find_command(argv[1])) {
+		lk_msg("help: unknown command '%s'", argv[1]);
+		return lk_cmd_usage(stderr, NULL, LK_EXIT_USAGE);
+	}
+	return lk_cmd_usage(stdout, argv[1], LK_EXIT_OK);
+}
+
+int main(int argc, char *argv[])
+{
+	const struct lk_command *c;
+
+	if (argc < 2)
+		return lk_cmd_usage(stderr, NULL, LK_EXIT_USAGE);
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		puts("leek " LEEK_VERSION);
+		return LK_EXIT_OK;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return lk_cmd_usage(stdout, NULL, LK_EXIT_OK);
+	c = find_command(argv[1]);
+	if (!c) {
+		lk_msg("unknown command '%s' (see 'leek help')", argv[1]);
+		return LK_EXIT_USAGE;
+	}
+	return c->fn(argc - 1, argv + 1);
+}

@@ -1,0 +1,59 @@
+/* read-internal.h: the reader's state, shared by read.c (window, header) and read-record.c.
+ *
+ * Nothing outside those two files may include this: the rest of the CLI sees read.h only.
+ */
+#ifndef LEEK_READ_INTERNAL_H
+#define LEEK_READ_INTERNAL_H
+
+#include <inttypes.h>
+
+#include "read.h"
+#include "u64map.h"
+
+enum lk_reader_state { ST_NEW, ST_RECORDS, ST_AFTER_TRAILER, ST_END, ST_FAILED };
+
+struct lk_reader {
+	enum lk_reader_state state;
+	int fd, own_fd;          /* fd < 0: reading from memory */
+	uint8_t *buf;            /* the window's storage, for fds */
+	const uint8_t *p, *end;  /* unread bytes in the window */
+	uint64_t offset;         /* file offset of p */
+	bool eof;                /* nothing beyond end */
+	int err;
+	char error[256];
+
+	struct lk_profile_header hdr;
+	char *strings;           /* exe, NUL, cmdline, NUL */
+	uint64_t time_ns, next_stack, last_module, end_offset;
+	bool trailer;
+	struct lk_u64map loaded; /* module id -> 1 while loaded */
+
+	/* What the pointers of the last lk_record point at. */
+	uint64_t frames[LK_MAX_FRAMES];
+	struct lk_module_seg seg[LK_MAX_SEGMENTS];
+	uint8_t build_id[LK_MAX_BUILD_ID];
+	char path[LK_MAX_PATH + 1];
+	struct lk_counter_value counters[LK_READ_MAX_COUNTERS];
+};
+
+/* Records the error and moves to ST_FAILED; returns err. */
+int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define lk_reader_fail_at(r, off, fmt, ...)                                                        \
+	lk_reader_fail(r, -EBADMSG, "offset %" PRIu64 ": " fmt, (uint64_t)(off), ##__VA_ARGS__)
+
+/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. */
+int lk_reader_fill(struct lk_reader *r, size_t want);
+
+static inline size_t lk_reader_avail(const struct lk_reader *r)
+{
+	return (size_t)(r->end - r->p);
+}
+
+static inline void lk_reader_consume(struct lk_reader *r, size_t n)
+{
+	r->p += n;
+	r->offset += n;
+}
+
+#endif /* LEEK_READ_INTERNAL_H */

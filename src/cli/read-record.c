@@ -1,0 +1,360 @@
+/* read-record.c: decodes and checks one record at a time (read.h, include/leek/format.h).
+ *
+ * Each decoder reads every field through a cursor that yields zeros once the window runs out or a
+ * varint is malformed, checks each count against the format's limit before looping on it, then
+ * checks the cursor once. Only then does it apply the record's meaning to the reader's state
+ * (stack sequence, loaded modules, time), so a rejected record changes nothing. A failure names
+ * the offset of the record's tag byte.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "read-internal.h"
+
+struct cursor {
+	const uint8_t *p, *end;
+	bool cut, bad; /* ran past the window; a varint over 64 bits */
+};
+
+static uint64_t get(struct cursor *c)
+{
+	uint64_t v = 0;
+	int n;
+
+	if (c->cut || c->bad)
+		return 0;
+	n = lk_varint_get(c->p, c->end, &v);
+	if (n <= 0) {
+		c->cut = n == 0;
+		c->bad = n < 0;
+		return 0;
+	}
+	c->p += n;
+	return v;
+}
+
+static const uint8_t *get_bytes(struct cursor *c, uint64_t n)
+{
+	const uint8_t *p = c->p;
+
+	if (c->cut || c->bad)
+		return NULL;
+	if ((uint64_t)(c->end - c->p) < n) {
+		c->cut = true;
+		return NULL;
+	}
+	c->p += n;
+	return p;
+}
+
+/* The window holds LK_READ_RECORD_MAX bytes unless the file ends sooner, and no valid record
+ * is longer, so running out of window means the file ends inside this record. */
+static int check(struct lk_reader *r, const struct cursor *c, const char *what)
+{
+	if (c->bad)
+		return lk_reader_fail_at(r, r->offset, "%s record holds a varint over 64 bits",
+					 what);
+	if (c->cut)
+		return lk_reader_fail_at(r, r->offset, "%s record cut by the end of the file",
+					 what);
+	return 0;
+}
+
+static int check_stack(struct lk_reader *r, const char *what, uint64_t stack)
+{
+	if (stack >= r->next_stack)
+		return lk_reader_fail_at(r, r->offset, "%s names stack %" PRIu64
+					 ", which is not defined yet", what, stack);
+	return 0;
+}
+
+static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
+{
+	int k;
+
+	*dt = get(c);
+	rec->alloc.tid = get(c);
+	rec->alloc.addr = get(c);
+	rec->alloc.size = get(c);
+	rec->alloc.stack = get(c);
+	k = check(r, c, "ALLOC");
+	return k < 0 ? k : check_stack(r, "ALLOC", rec->alloc.stack);
+}
+
+static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
+{
+	*dt = get(c);
+	rec->free.tid = get(c);
+	rec->free.addr = get(c);
+	return check(r, c, "FREE");
+}
+
+static int decode_stack(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	uint64_t id = get(c), n = get(c), prev = 0;
+	int k;
+
+	if (n > LK_MAX_FRAMES)
+		return lk_reader_fail_at(r, r->offset, "STACK of %" PRIu64 " frames (at most %d)",
+					 n, LK_MAX_FRAMES);
+	for (uint64_t i = 0; i < n; i++) {
+		prev += (uint64_t)lk_unzigzag(get(c)); /* wraps like the writer's subtraction */
+		r->frames[i] = prev;
+	}
+	k = check(r, c, "STACK");
+	if (k < 0)
+		return k;
+	if (id != r->next_stack)
+		return lk_reader_fail_at(r, r->offset, "STACK id %" PRIu64
+					 " out of sequence (expected %" PRIu64 ")", id,
+					 r->next_stack);
+	r->next_stack++;
+	rec->stack.id = id;
+	rec->stack.nframes = (uint32_t)n;
+	rec->stack.frames = r->frames;
+	return 0;
+}
+
+static int decode_module(struct lk_reader *r, struct cursor *c, struct lk_record *rec,
+			 uint64_t *dt)
+{
+	uint64_t id, nseg, idlen, plen;
+	const uint8_t *build_id, *path;
+	int k;
+
+	*dt = get(c);
+	id = get(c);
+	rec->module.base = get(c);
+	nseg = get(c);
+	if (nseg > LK_MAX_SEGMENTS)
+		return lk_reader_fail_at(r, r->offset, "MODULE with %" PRIu64
+					 " segments (at most %d)", nseg, LK_MAX_SEGMENTS);
+	for (uint64_t i = 0; i < nseg; i++) {
+		r->seg[i].start = get(c);
+		r->seg[i].len = get(c);
+	}
+	idlen = get(c);
+	if (idlen > LK_MAX_BUILD_ID)
+		return lk_reader_fail_at(r, r->offset, "MODULE build-id of %" PRIu64
+					 " bytes (at most %d)", idlen, LK_MAX_BUILD_ID);
+	build_id = get_bytes(c, idlen);
+	plen = get(c);
+	if (plen > LK_MAX_PATH)
+		return lk_reader_fail_at(r, r->offset, "MODULE path of %" PRIu64
+					 " bytes (at most %d)", plen, LK_MAX_PATH);
+	path = get_bytes(c, plen);
+	k = check(r, c, "MODULE");
+	if (k < 0)
+		return k;
+
+	if (id == 0 || id <= r->last_module)
+		return lk_reader_fail_at(r, r->offset,
+					 "MODULE id %" PRIu64 " is not above the previous one "
+					 "(%" PRIu64 "): ids are assigned in order from 1 and "
+					 "never reused", id, r->last_module);
+	k = lk_u64map_put(&r->loaded, id, 1);
+	if (k == -E2BIG)
+		return lk_reader_fail_at(r, r->offset, "more than %d modules loaded at once",
+					 LK_READ_MAX_LOADED);
+	if (k < 0)
+		return lk_reader_fail(r, k, "out of memory");
+	r->last_module = id;
+	memcpy(r->build_id, build_id, idlen);
+	memcpy(r->path, path, plen);
+	r->path[plen] = 0;
+	rec->module.id = id;
+	rec->module.nseg = (uint32_t)nseg;
+	rec->module.seg = r->seg;
+	rec->module.build_id_len = (uint32_t)idlen;
+	rec->module.build_id = r->build_id;
+	rec->module.path_len = (uint32_t)plen;
+	rec->module.path = r->path;
+	return 0;
+}
+
+static int decode_unload(struct lk_reader *r, struct cursor *c, struct lk_record *rec,
+			 uint64_t *dt)
+{
+	int k;
+
+	*dt = get(c);
+	rec->unload.id = get(c);
+	k = check(r, c, "UNLOAD");
+	if (k < 0)
+		return k;
+	if (!lk_u64map_remove(&r->loaded, rec->unload.id, NULL))
+		return lk_reader_fail_at(r, r->offset, "UNLOAD of module %" PRIu64
+					 ", which is not loaded", rec->unload.id);
+	return 0;
+}
+
+/* LOSS and TRAILER. */
+static int decode_counters(struct lk_reader *r, struct cursor *c, struct lk_record *rec,
+			   uint64_t *dt)
+{
+	const char *what = lk_rec_tag_name(rec->tag);
+	uint64_t n;
+
+	*dt = get(c);
+	if (rec->tag == LK_REC_TRAILER)
+		rec->counters.end_realtime_ns = get(c);
+	n = get(c);
+	if (n > LK_READ_MAX_COUNTERS)
+		return lk_reader_fail_at(r, r->offset, "%s with %" PRIu64 " counters (at most %d)",
+					 what, n, LK_READ_MAX_COUNTERS);
+	for (uint64_t i = 0; i < n; i++) {
+		r->counters[i].id = get(c);
+		r->counters[i].value = get(c);
+	}
+	rec->counters.n = (uint32_t)n;
+	rec->counters.v = r->counters;
+	return check(r, c, what);
+}
+
+static int decode_inherit(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	int k;
+
+	rec->inherit.addr = get(c);
+	rec->inherit.size = get(c);
+	rec->inherit.stack = get(c);
+	rec->inherit.alloc_monotonic_ns = get(c);
+	k = check(r, c, "INHERIT");
+	return k < 0 ? k : check_stack(r, "INHERIT", rec->inherit.stack);
+}
+
+/* An extension: a length and that many bytes, skipped through the window, whatever their
+ * length, without ever holding them. */
+static int skip_ext(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	uint64_t left;
+	int k;
+
+	rec->ext.tag = (uint8_t)rec->tag;
+	rec->ext.len = left = get(c);
+	rec->tag = LK_READ_EXT;
+	k = check(r, c, "extension");
+	if (k < 0)
+		return k;
+	lk_reader_consume(r, (size_t)(c->p - r->p));
+	while (left > 0) {
+		k = lk_reader_fill(r, 1);
+		if (k < 0)
+			return k;
+		size_t n = lk_reader_avail(r) < left ? lk_reader_avail(r) : (size_t)left;
+		if (n == 0)
+			return lk_reader_fail_at(r, rec->offset,
+						 "extension record 0x%02x of %" PRIu64
+						 " bytes cut by the end of the file",
+						 rec->ext.tag, rec->ext.len);
+		lk_reader_consume(r, n);
+		left -= n;
+	}
+	return 0;
+}
+
+/* After a TRAILER, only zero padding may follow. */
+static int check_tail(struct lk_reader *r)
+{
+	for (;;) {
+		int k = lk_reader_fill(r, 1);
+		if (k < 0)
+			return k;
+		size_t n = lk_reader_avail(r);
+		if (n == 0) {
+			r->state = ST_END;
+			return 0;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (r->p[i])
+				return lk_reader_fail_at(r, r->offset + i,
+							 "data after the TRAILER record");
+		lk_reader_consume(r, n);
+	}
+}
+
+int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
+{
+	struct cursor c;
+	uint64_t dt = 0;
+	int k;
+
+	switch (r->state) {
+	case ST_NEW:
+		return -EBADF;
+	case ST_FAILED:
+		return r->err;
+	case ST_END:
+		return 0;
+	case ST_AFTER_TRAILER:
+		return check_tail(r);
+	case ST_RECORDS:
+		break;
+	}
+
+	k = lk_reader_fill(r, LK_READ_RECORD_MAX);
+	if (k < 0)
+		return k;
+	/* The end of the file, or a zero tag: the writer stopped here. */
+	if (lk_reader_avail(r) == 0 || r->p[0] == LK_REC_END) {
+		r->end_offset = r->offset;
+		r->state = ST_END;
+		return 0;
+	}
+
+	memset(rec, 0, sizeof(*rec));
+	rec->tag = r->p[0];
+	rec->offset = r->offset;
+	c = (struct cursor){ .p = r->p + 1, .end = r->end };
+	switch (rec->tag) {
+	case LK_REC_ALLOC:
+		k = decode_alloc(r, &c, rec, &dt);
+		break;
+	case LK_REC_FREE:
+		k = decode_free(r, &c, rec, &dt);
+		break;
+	case LK_REC_STACK:
+		k = decode_stack(r, &c, rec);
+		break;
+	case LK_REC_MODULE:
+		k = decode_module(r, &c, rec, &dt);
+		break;
+	case LK_REC_UNLOAD:
+		k = decode_unload(r, &c, rec, &dt);
+		break;
+	case LK_REC_RSS:
+		dt = get(&c);
+		rec->rss.bytes = get(&c);
+		k = check(r, &c, "RSS");
+		break;
+	case LK_REC_LOSS:
+	case LK_REC_TRAILER:
+		k = decode_counters(r, &c, rec, &dt);
+		break;
+	case LK_REC_INHERIT:
+		k = decode_inherit(r, &c, rec);
+		break;
+	default:
+		if (rec->tag < LK_REC_EXT_FIRST)
+			return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x",
+						 rec->tag);
+		k = skip_ext(r, &c, rec);
+		if (k < 0)
+			return k;
+		r->end_offset = r->offset;
+		rec->time_ns = r->time_ns;
+		return 1;
+	}
+	if (k < 0)
+		return k;
+
+	lk_reader_consume(r, (size_t)(c.p - r->p));
+	r->end_offset = r->offset;
+	r->time_ns += dt;
+	rec->time_ns = r->time_ns;
+	if (rec->tag == LK_REC_TRAILER) {
+		r->trailer = true;
+		r->state = ST_AFTER_TRAILER;
+	}
+	return 1;
+}

@@ -1,0 +1,309 @@
+/* read.c: the validated, streaming profile reader (read.h, include/leek/format.h).
+ *
+ * Input is untrusted and may be cut anywhere: every varint is bounds-checked, every count is
+ * checked against the format's limits before it is used, and every record is decoded from a
+ * window that holds at least LK_READ_RECORD_MAX bytes or the rest of the file. It must never
+ * print, crash, loop without consuming input, or allocate in proportion to a number read from
+ * the file. The fuzzer (tests/fuzz) and tests/unit/test-format.c hold it to that.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "read-internal.h"
+
+_Static_assert(LK_ALLOC_MAX <= LK_READ_RECORD_MAX && LK_STACK_MAX <= LK_READ_RECORD_MAX &&
+		       LK_MODULE_MAX <= LK_READ_RECORD_MAX &&
+		       1 + (3 + 2 * LK_READ_MAX_COUNTERS) * LK_VARINT_MAX <= LK_READ_RECORD_MAX,
+	       "every known record fits the decoding window");
+_Static_assert(LK_READ_RECORD_MAX <= LK_READ_BUF, "window");
+
+static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
+	[LK_REC_ALLOC] = "ALLOC",
+	[LK_REC_FREE] = "FREE",
+	[LK_REC_STACK] = "STACK",
+	[LK_REC_MODULE] = "MODULE",
+	[LK_REC_UNLOAD] = "UNLOAD",
+	[LK_REC_RSS] = "RSS",
+	[LK_REC_LOSS] = "LOSS",
+	[LK_REC_INHERIT] = "INHERIT",
+	[LK_REC_TRAILER] = "TRAILER",
+};
+
+static const char *const counter_names[LK_CNT_MAX + 1] = {
+	[LK_CNT_ARENA_FULL] = "arena_full",
+	[LK_CNT_UNWIND_FAILED] = "unwind_failed",
+	[LK_CNT_STACK_TRUNCATED] = "stack_truncated",
+	[LK_CNT_INTERN_FULL] = "intern_full",
+	[LK_CNT_RECORDS_DROPPED] = "records_dropped",
+	[LK_CNT_BAD_FREE] = "bad_free",
+	[LK_CNT_MODULES_DROPPED] = "modules_dropped",
+	[LK_CNT_DEFERRED_FREES] = "deferred_frees",
+	[LK_CNT_SAMPLES] = "samples",
+	[LK_CNT_FREES] = "frees",
+};
+
+const char *lk_rec_tag_name(unsigned tag)
+{
+	if (tag >= LK_REC_EXT_FIRST && tag <= 0xff)
+		return "EXT";
+	return tag <= LK_REC_MAX_KNOWN ? tag_names[tag] : NULL;
+}
+
+const char *lk_counter_name(uint64_t id)
+{
+	return id <= LK_CNT_MAX ? counter_names[id] : NULL;
+}
+
+struct lk_reader *lk_reader_new(void)
+{
+	struct lk_reader *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->fd = r->own_fd = -1;
+	r->next_stack = 1;
+	lk_u64map_init(&r->loaded, LK_READ_MAX_LOADED);
+	return r;
+}
+
+struct lk_reader *lk_reader_free(struct lk_reader *r)
+{
+	if (!r)
+		return NULL;
+	if (r->own_fd >= 0)
+		close(r->own_fd);
+	lk_u64map_done(&r->loaded);
+	free(r->buf);
+	free(r->strings);
+	free(r);
+	return NULL;
+}
+
+int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->error, sizeof(r->error), fmt, ap);
+	va_end(ap);
+	r->state = ST_FAILED;
+	r->err = err;
+	return err;
+}
+
+/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. */
+int lk_reader_fill(struct lk_reader *r, size_t want)
+{
+	size_t n = lk_reader_avail(r);
+
+	if (n >= want || r->eof)
+		return 0;
+	memmove(r->buf, r->p, n);
+	r->p = r->buf;
+	r->end = r->buf + n;
+	while (n < want) {
+		ssize_t k = read(r->fd, r->buf + n, LK_READ_BUF - n);
+		if (k < 0) {
+			int err = errno;
+			if (err == EINTR)
+				continue;
+			return lk_reader_fail(r, -err, "read failed at offset %" PRIu64 ": %s",
+					      r->offset + n, strerror(err));
+		}
+		if (k == 0) {
+			r->eof = true;
+			break;
+		}
+		n += (size_t)k;
+		r->end = r->buf + n;
+	}
+	return 0;
+}
+
+/* The fixed header, from little-endian bytes. */
+static void decode_fixed(struct lk_file_header *h, const uint8_t *p)
+{
+	memcpy(h, p, sizeof(*h));
+	h->version = le16toh(h->version);
+	h->fixed_size = le16toh(h->fixed_size);
+	h->header_size = le32toh(h->header_size);
+	h->flags = le32toh(h->flags);
+	h->pid = le32toh(h->pid);
+	h->ppid = le32toh(h->ppid);
+	h->clock = le32toh(h->clock);
+	h->period = le64toh(h->period);
+	h->start_realtime_ns = le64toh(h->start_realtime_ns);
+	h->start_monotonic_ns = le64toh(h->start_monotonic_ns);
+	h->session = le64toh(h->session);
+	h->seed = le64toh(h->seed);
+	h->page_size = le32toh(h->page_size);
+	h->max_frames = le32toh(h->max_frames);
+	h->exe_len = le32toh(h->exe_len);
+	h->cmdline_len = le32toh(h->cmdline_len);
+}
+
+/* Field checks name the offset of the field at fault. */
+static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
+{
+	uint64_t strings = (uint64_t)h->exe_len + h->cmdline_len;
+
+	if (h->version != LK_FORMAT_VERSION)
+		return lk_reader_fail(r, -EPROTONOSUPPORT,
+				      "format version %u, but this leek reads version %d only",
+				      h->version, LK_FORMAT_VERSION);
+	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
+		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
+					 LK_HEADER_FIXED_SIZE);
+	if (h->exe_len > LK_MAX_PATH)
+		return lk_reader_fail_at(r, 80, "exe path of %u bytes (at most %d)", h->exe_len,
+					 LK_MAX_PATH);
+	if (h->header_size > LK_READ_MAX_HEADER || h->header_size % 8 ||
+	    h->header_size < LK_HEADER_FIXED_SIZE + strings)
+		return lk_reader_fail_at(r, 12,
+					 "header size %u does not hold its %" PRIu64
+					 " bytes of strings (or is not a multiple of 8 up to %u)",
+					 h->header_size, strings, LK_READ_MAX_HEADER);
+	if (h->clock != LK_CLOCK_MONOTONIC)
+		return lk_reader_fail_at(r, 28, "unknown clock %u", h->clock);
+	if (h->period == 0)
+		return lk_reader_fail_at(r, 32, "sampling period 0");
+	if (h->max_frames > LK_MAX_FRAMES)
+		return lk_reader_fail_at(r, 76, "max_frames %u (at most %d)", h->max_frames,
+					 LK_MAX_FRAMES);
+	return 0;
+}
+
+static int read_header(struct lk_reader *r)
+{
+	struct lk_file_header *h = &r->hdr.h;
+	uint64_t strings, left, done = 0;
+	size_t n;
+	int k;
+
+	k = lk_reader_fill(r, LK_HEADER_FIXED_SIZE);
+	if (k < 0)
+		return k;
+	n = lk_reader_avail(r);
+	if (n == 0)
+		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (empty file)");
+	if (memcmp(r->p, LK_FORMAT_MAGIC, n < 8 ? n : 8) != 0)
+		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (bad magic)");
+	if (n < LK_HEADER_FIXED_SIZE)
+		return lk_reader_fail_at(r, 0, "header cut by the end of the file after %zu of %d "
+					 "bytes", n, LK_HEADER_FIXED_SIZE);
+	decode_fixed(h, r->p);
+	k = check_fixed(r, h);
+	if (k < 0)
+		return k;
+	lk_reader_consume(r, LK_HEADER_FIXED_SIZE);
+
+	/* The strings and the padding, copied out through the window: exe, NUL, cmdline, NUL. */
+	strings = (uint64_t)h->exe_len + h->cmdline_len;
+	r->strings = malloc(strings + 2);
+	if (!r->strings)
+		return lk_reader_fail(r, -ENOMEM, "out of memory");
+	for (left = h->header_size - LK_HEADER_FIXED_SIZE; left > 0; left -= n) {
+		k = lk_reader_fill(r, 1);
+		if (k < 0)
+			return k;
+		n = lk_reader_avail(r) < left ? lk_reader_avail(r) : (size_t)left;
+		if (n == 0)
+			return lk_reader_fail_at(r, 0, "header cut by the end of the file at "
+						 "offset %" PRIu64 " (header size %u)",
+						 r->offset, h->header_size);
+		if (done < strings) {
+			size_t m = strings - done < n ? (size_t)(strings - done) : n;
+			memcpy(r->strings + done, r->p, m);
+			done += m;
+		}
+		lk_reader_consume(r, n);
+	}
+	memmove(r->strings + h->exe_len + 1, r->strings + h->exe_len, h->cmdline_len);
+	r->strings[h->exe_len] = 0;
+	r->strings[strings + 1] = 0;
+	r->hdr.exe = r->strings;
+	r->hdr.cmdline = r->strings + h->exe_len + 1;
+	r->end_offset = r->offset;
+	r->state = ST_RECORDS;
+	return 0;
+}
+
+int lk_reader_open_fd(struct lk_reader *r, int fd)
+{
+	if (r->state != ST_NEW || r->buf || r->p)
+		return -EBUSY;
+	r->buf = malloc(LK_READ_BUF);
+	if (!r->buf)
+		return lk_reader_fail(r, -ENOMEM, "out of memory");
+	r->fd = fd;
+	r->p = r->end = r->buf;
+	return read_header(r);
+}
+
+static int fail_errno(struct lk_reader *r, int err)
+{
+	return lk_reader_fail(r, err, "%s", strerror(-err));
+}
+
+int lk_reader_open(struct lk_reader *r, const char *path)
+{
+	struct stat st;
+	int fd, k;
+
+	if (r->state != ST_NEW || r->buf || r->p)
+		return -EBUSY;
+	/* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return fail_errno(r, -errno);
+	r->own_fd = fd;
+	if (fstat(fd, &st) < 0)
+		return fail_errno(r, -errno);
+	if (S_ISDIR(st.st_mode))
+		return fail_errno(r, -EISDIR);
+	k = fcntl(fd, F_GETFL);
+	if (k < 0 || fcntl(fd, F_SETFL, k & ~O_NONBLOCK) < 0)
+		return fail_errno(r, -errno);
+	return lk_reader_open_fd(r, fd);
+}
+
+int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size)
+{
+	static const uint8_t nothing;
+
+	if (r->state != ST_NEW || r->buf || r->p)
+		return -EBUSY;
+	r->p = data ? data : &nothing;
+	r->end = r->p + (data ? size : 0);
+	r->eof = true;
+	return read_header(r);
+}
+
+const struct lk_profile_header *lk_reader_header(const struct lk_reader *r)
+{
+	return r->hdr.exe ? &r->hdr : NULL; /* set once the whole header is read */
+}
+
+const char *lk_reader_error(const struct lk_reader *r)
+{
+	return r->error;
+}
+
+bool lk_reader_has_trailer(const struct lk_reader *r)
+{
+	return r->trailer;
+}
+
+uint64_t lk_reader_end_offset(const struct lk_reader *r)
+{
+	return r->end_offset;
+}
+

@@ -1,0 +1,121 @@
+/* read.h: the validated, streaming reader of leek profiles (include/leek/format.h).
+ *
+ * Every byte of a profile is untrusted: the reader must never crash, hang, or let a length in
+ * the file decide how much memory it takes. It reads through a fixed window (LK_READ_BUF bytes)
+ * and hands out one decoded record at a time; the only state that grows is the set of loaded
+ * modules, capped at LK_READ_MAX_LOADED. It never prints: a failure leaves a one-line message,
+ * "offset N: what is wrong", for the caller to print after the file's name.
+ *
+ *   r = lk_reader_open(rd, path);            header validated, or < 0 and lk_reader_error(rd)
+ *   while ((r = lk_reader_next(rd, &rec)) > 0)
+ *           use rec;                          pointers in rec live until the next call
+ *   r == 0: the end. lk_reader_has_trailer(rd) false means the writer stopped early (crash,
+ *   kill, exec) and lk_reader_end_offset(rd) says where its last complete record ends.
+ *
+ * Errors: -EMEDIUMTYPE not a leek profile, -EPROTONOSUPPORT another format version, -EBADMSG
+ * corrupt or truncated, -ENOMEM, or the errno of open/read.
+ */
+#ifndef LEEK_READ_H
+#define LEEK_READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "leek/format.h"
+#include "record.h"
+
+#define LK_READ_BUF (64 * 1024)         /* the window over a file */
+#define LK_READ_RECORD_MAX 8192         /* no known record is longer (record.h's LK_*_MAX) */
+#define LK_READ_MAX_HEADER (1u << 20)   /* header_size limit: exe path plus a long command line */
+#define LK_READ_MAX_COUNTERS 64         /* (counter, value) pairs in one LOSS or TRAILER */
+#define LK_READ_MAX_LOADED 65536        /* modules loaded at once */
+#define LK_READ_EXT LK_REC_EXT_FIRST    /* lk_record.tag of every extension record (0x80..0xff) */
+
+/* The header in host byte order, with its strings. */
+struct lk_profile_header {
+	struct lk_file_header h;
+	const char *exe;     /* h.exe_len bytes plus a NUL */
+	const char *cmdline; /* h.cmdline_len bytes plus a NUL; arguments are separated by NULs */
+};
+
+struct lk_counter_value {
+	uint64_t id, value; /* id: enum lk_counter, or a number this reader does not know */
+};
+
+/* One record. time_ns is nanoseconds since the header's start_monotonic_ns: the sum of every dt
+ * so far (records without a dt carry the time of the last one that had one). */
+struct lk_record {
+	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_TRAILER or LK_READ_EXT */
+	uint64_t offset;     /* of the tag byte */
+	uint64_t time_ns;
+	union {
+		struct {
+			uint64_t tid, addr, size, stack;
+		} alloc;
+		struct {
+			uint64_t tid, addr;
+		} free;
+		struct {
+			uint64_t id;
+			uint32_t nframes;
+			const uint64_t *frames; /* decoded: absolute return addresses */
+		} stack;
+		struct {
+			uint64_t id, base;
+			uint32_t nseg, build_id_len, path_len;
+			const struct lk_module_seg *seg;
+			const uint8_t *build_id;
+			const char *path; /* path_len bytes and a NUL; may hold NULs itself */
+		} module;
+		struct {
+			uint64_t id;
+		} unload;
+		struct {
+			uint64_t bytes;
+		} rss;
+		struct {                      /* LOSS and TRAILER */
+			uint64_t end_realtime_ns; /* TRAILER only */
+			uint32_t n;
+			const struct lk_counter_value *v;
+		} counters;
+		struct {
+			uint64_t addr, size, stack, alloc_monotonic_ns;
+		} inherit;
+		struct {
+			uint8_t tag; /* 0x80..0xff */
+			uint64_t len; /* payload bytes, skipped */
+		} ext;
+	};
+};
+
+struct lk_reader;
+
+struct lk_reader *lk_reader_new(void); /* NULL when out of memory */
+struct lk_reader *lk_reader_free(struct lk_reader *r); /* accepts NULL, returns NULL */
+static inline void lk_reader_freep(struct lk_reader **r)
+{
+	lk_reader_free(*r);
+}
+
+/* Each reader reads one profile: open it once, from exactly one of these. */
+int lk_reader_open(struct lk_reader *r, const char *path);
+int lk_reader_open_fd(struct lk_reader *r, int fd); /* fd stays the caller's */
+/* data is read in place: it must outlive the reader. */
+int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size);
+
+const struct lk_profile_header *lk_reader_header(const struct lk_reader *r);
+
+/* 1 and *rec filled, 0 at the end, or < 0 (and the same error again on later calls). */
+int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
+
+const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
+bool lk_reader_has_trailer(const struct lk_reader *r);
+uint64_t lk_reader_end_offset(const struct lk_reader *r); /* after the last complete record */
+
+/* "ALLOC", ..., "TRAILER", "EXT", or NULL for a reserved tag. */
+const char *lk_rec_tag_name(unsigned tag);
+/* "arena_full", ..., "frees", or NULL for a counter this reader does not know. */
+const char *lk_counter_name(uint64_t id);
+
+#endif /* LEEK_READ_H */

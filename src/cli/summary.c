@@ -1,0 +1,207 @@
+/* summary.c: see summary.h. Reads through the reader only; never trusts a count it did not make. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+
+#include "summary.h"
+#include "u64map.h"
+#include "util.h"
+
+double lk_sample_weight(uint64_t size, uint64_t period, bool exact)
+{
+	if (exact || period <= 1 || size == 0)
+		return 1.0;
+	/* -expm1(-x) is 1 - exp(-x) without the cancellation for blocks far below the period. */
+	return 1.0 / -expm1(-(double)size / (double)period);
+}
+
+static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
+{
+	for (uint32_t i = 0; i < s->ncounters; i++)
+		if (s->counters[i].id == id) {
+			s->counters[i].value = value;
+			return;
+		}
+	if (s->ncounters < LK_READ_MAX_COUNTERS)
+		s->counters[s->ncounters++] = (struct lk_counter_value){ id, value };
+}
+
+static int add_live(struct lk_u64map *live, uint64_t addr, uint64_t size)
+{
+	return lk_u64map_put(live, addr, size);
+}
+
+int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
+{
+	const struct lk_profile_header *h = lk_reader_header(r);
+	bool exact = h->h.flags & LK_HDR_EXACT;
+	struct lk_u64map live;
+	struct lk_record rec;
+	int k;
+
+	memset(s, 0, sizeof(*s));
+	lk_u64map_init(&live, LK_SUMMARY_MAX_LIVE);
+	while ((k = lk_reader_next(r, &rec)) > 0) {
+		if (rec.tag <= LK_REC_MAX_KNOWN)
+			s->records[rec.tag]++;
+		else
+			s->ext_records++;
+		s->duration_ns = rec.time_ns;
+		switch (rec.tag) {
+		case LK_REC_ALLOC:
+			s->allocs++;
+			k = add_live(&live, rec.alloc.addr, rec.alloc.size);
+			break;
+		case LK_REC_INHERIT:
+			s->inherited++;
+			k = add_live(&live, rec.inherit.addr, rec.inherit.size);
+			break;
+		case LK_REC_FREE:
+			if (lk_u64map_remove(&live, rec.free.addr, NULL))
+				s->frees++;
+			else
+				s->unmatched_frees++;
+			break;
+		case LK_REC_RSS:
+			if (rec.rss.bytes > s->max_rss)
+				s->max_rss = rec.rss.bytes;
+			break;
+		case LK_REC_TRAILER:
+			s->end_realtime_ns = rec.counters.end_realtime_ns;
+			/* fall through */
+		case LK_REC_LOSS:
+			for (uint32_t i = 0; i < rec.counters.n; i++)
+				set_counter(s, rec.counters.v[i].id, rec.counters.v[i].value);
+			break;
+		default:
+			break;
+		}
+		if (k < 0)
+			break;
+	}
+	for (size_t i = 0; k >= 0 && i < live.size; i++) {
+		if (!live.e[i].used)
+			continue;
+		uint64_t size = live.e[i].value;
+		double w = lk_sample_weight(size, h->h.period, exact);
+		s->live_blocks++;
+		s->live_bytes += size;
+		s->est_live_blocks += w;
+		s->est_live_bytes += w * (double)size;
+	}
+	lk_u64map_done(&live);
+	s->trailer = lk_reader_has_trailer(r);
+	s->end_offset = lk_reader_end_offset(r);
+	return k < 0 ? k : 0;
+}
+
+int lk_print_read_error(const char *path, const struct lk_reader *rd, int r)
+{
+	const char *msg = rd ? lk_reader_error(rd) : "";
+
+	if (r == -E2BIG)
+		lk_msg("%s: more than %u sampled blocks live at once", path, LK_SUMMARY_MAX_LIVE);
+	else if (*msg)
+		lk_msg("%s: %s", path, msg);
+	else
+		lk_error(r, "%s", path);
+	return r;
+}
+
+void lk_print_no_trailer(const char *path, uint64_t end_offset)
+{
+	lk_msg("%s: warning: no trailer: profile ends at its last complete record at offset "
+	       "%" PRIu64 " (process crashed, was killed or exec'd)", path, end_offset);
+}
+
+static void print_time(FILE *f, uint64_t ns)
+{
+	fprintf(f, "%" PRIu64 ".%09" PRIu64, ns / 1000000000, ns % 1000000000);
+}
+
+static void print_counters(FILE *f, const struct lk_summary *s)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < s->ncounters; i++) {
+		const struct lk_counter_value *c = &s->counters[i];
+		const char *name = lk_counter_name(c->id);
+		/* samples and frees count events, not losses; stack_truncated loses no sample. */
+		if (!c->value || c->id == LK_CNT_SAMPLES || c->id == LK_CNT_FREES)
+			continue;
+		if (name)
+			fprintf(f, "%s%s=%" PRIu64, any ? " " : "", name, c->value);
+		else
+			fprintf(f, "%scounter_%" PRIu64 "=%" PRIu64, any ? " " : "", c->id,
+				c->value);
+		any = true;
+	}
+	if (!any)
+		fputs("none", f);
+}
+
+void lk_summary_print(FILE *f, const char *path, const struct lk_profile_header *h,
+		      const struct lk_summary *s)
+{
+	const struct lk_file_header *fh = &h->h;
+
+	fputs("file:        ", f);
+	lk_print_escaped(f, path, strlen(path));
+	fprintf(f, "\npid:         %" PRIu32 " (ppid %" PRIu32 ")%s\n", fh->pid, fh->ppid,
+		fh->flags & LK_HDR_FORKED ? ", forked" : "");
+	fputs("exe:         ", f);
+	lk_print_escaped(f, h->exe, fh->exe_len);
+	fputs("\ncmdline:     ", f);
+	lk_print_cmdline(f, h->cmdline, fh->cmdline_len);
+	fprintf(f, "%s\n", fh->flags & LK_HDR_CMDLINE_CUT ? " [cut]" : "");
+	if (fh->flags & LK_HDR_EXACT || fh->period == 1)
+		fputs("period:      1 byte (exact: every allocation recorded)\n", f);
+	else
+		fprintf(f, "period:      %" PRIu64 " bytes\n", fh->period);
+	fprintf(f, "seed:        %" PRIu64 "\nsession:     %" PRIu64 "\nduration:    ", fh->seed,
+		fh->session);
+	print_time(f, s->duration_ns);
+	fputs(" s\nrecords:    ", f);
+	for (unsigned t = 1; t <= LK_REC_MAX_KNOWN; t++) {
+		char name[16];
+		snprintf(name, sizeof(name), "%s", lk_rec_tag_name(t));
+		for (char *c = name; *c; c++)
+			*c = (char)(*c - 'A' + 'a');
+		fprintf(f, " %s=%" PRIu64, name, s->records[t]);
+	}
+	fprintf(f, " ext=%" PRIu64 "\n", s->ext_records);
+	fprintf(f, "samples:     %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+		" inherited, %" PRIu64 " frees of unknown blocks\n",
+		s->allocs, s->frees, s->inherited, s->unmatched_frees);
+	fprintf(f, "live at end: %" PRIu64 " sampled blocks, %" PRIu64 " bytes requested\n",
+		s->live_blocks, s->live_bytes);
+	fprintf(f, "estimated:   %.0f bytes live in %.1f blocks\n", s->est_live_bytes,
+		s->est_live_blocks);
+	fprintf(f, "max rss:     %" PRIu64 " bytes\nlosses:      ", s->max_rss);
+	print_counters(f, s);
+	if (s->trailer)
+		fputs("\ntrailer:     yes\n", f);
+	else
+		fprintf(f, "\ntrailer:     no: profile ends at offset %" PRIu64
+			" (process crashed, was killed or exec'd)\n", s->end_offset);
+}
+
+void lk_summary_print_short(FILE *f, const char *path, const struct lk_profile_header *h,
+			    const struct lk_summary *s)
+{
+	const char *slash = strrchr(h->exe, '/'), *name = slash ? slash + 1 : h->exe;
+	char est[32], rss[32];
+
+	fputs("leek: ", f);
+	lk_print_escaped(f, path, strlen(path));
+	fprintf(f, ": pid %" PRIu32 " (", h->h.pid);
+	lk_print_escaped(f, name, strlen(name));
+	fprintf(f, "), %.3f s, %" PRIu64 " sample%s, %" PRIu64 " live at end (~%s estimated), "
+		"max RSS %s, losses: ", (double)s->duration_ns / 1e9, s->allocs,
+		s->allocs == 1 ? "" : "s", s->live_blocks,
+		lk_format_bytes(est, sizeof(est), s->est_live_bytes),
+		lk_format_bytes(rss, sizeof(rss), (double)s->max_rss));
+	print_counters(f, s);
+	fputs(s->trailer ? "\n" : ", no trailer (crashed, killed or exec'd)\n", f);
+}

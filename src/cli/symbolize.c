@@ -1,0 +1,851 @@
+/* symbolize.c: addresses to functions, files and lines, offline, with libdwfl (see symbolize.h).
+ *
+ * Each distinct file (path and recorded build-id) is an object with its own Dwfl, reported at
+ * bias 0 so that libdwfl sees the file's own addresses: a module's pc becomes pc - base, and the
+ * same library mapped at different addresses in several processes is parsed once. Each object
+ * caches its answers by that address. Answers, names and paths live in a pool freed only with the
+ * symbolizer, because callers keep the pointers.
+ *
+ * Never: print (warnings are kept for the caller), trust a file on disk to be the build that was
+ * profiled without comparing build-ids, open /proc/self paths (they would name leek itself), or
+ * free a cached answer before lk_symbolizer_free.
+ *
+ * Glossary: rel = pc - base, an address in the file; object = one opened file; chain = the
+ * frames of one address, innermost (most deeply inlined) first.
+ */
+#include <ctype.h>
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize.h"
+#include "u64map.h"
+
+#define CHUNK_SIZE         (64u << 10)
+#define SYSTEM_DEBUG_DIR   "/usr/lib/debug"
+#define DEFAULT_DEBUG_PATH ":.debug:" SYSTEM_DEBUG_DIR /* libdwfl's own default */
+
+/* The pool: strings, objects and chains, all freed together. */
+struct chunk {
+	struct chunk *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+struct chain {
+	size_t n;
+	struct lk_sym_frame f[];
+};
+
+struct object {
+	const char *path, *label; /* interned; label is the basename, for "label+0x1a2b" */
+	uint8_t build_id[LK_MAX_BUILD_ID];
+	uint32_t build_id_len;
+	struct object *next_same_path;
+	bool opened;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;       /* NULL: no file was found, so no symbols */
+	struct lk_u64map cache; /* rel -> struct chain * */
+};
+
+struct module {
+	uint64_t id, base;
+	uint32_t profile, nseg;
+	bool unloaded;
+	struct object *obj;
+	struct lk_module_seg seg[LK_MAX_SEGMENTS];
+};
+
+/* One segment of a loaded module, for lk_symbolizer_find_module. Sorted by (profile, start);
+ * max_end is the largest end of this and earlier spans of the same profile. */
+struct span {
+	uint64_t start, end, max_end;
+	uint32_t profile;
+	size_t module;
+};
+
+struct strslot {
+	const char *s;
+	uint64_t hash;
+};
+
+struct lk_symbolizer {
+	struct chunk *chunks;
+	struct strslot *strs; /* interned strings: open addressing, size a power of two */
+	size_t strs_size, strs_count;
+
+	struct object **objects;
+	size_t n_objects, objects_cap;
+	struct lk_u64map object_by_path; /* interned path pointer -> struct object * */
+
+	struct module *modules;
+	size_t n_modules, modules_cap;
+	struct lk_u64map module_by_key; /* profile << 32 | id -> index in modules */
+
+	struct span *spans;
+	size_t n_spans;
+	bool spans_dirty;
+
+	char **debug_dirs;
+	size_t n_debug_dirs, debug_dirs_cap;
+	char *debug_path; /* NULL (libdwfl's default) or "dir:dir:" DEFAULT_DEBUG_PATH */
+	Dwfl_Callbacks callbacks; /* every Dwfl keeps a pointer to this */
+
+	char **warnings;
+	size_t n_warnings, warnings_cap;
+	bool oom; /* a helper ran out of memory: the current lookup fails with -ENOMEM */
+};
+
+typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
+static demangle_fn *demangler;
+static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 8;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	q = reallocarray(*p, n, elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+static void *pool_alloc(struct lk_symbolizer *s, size_t size)
+{
+	struct chunk *c = s->chunks;
+
+	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!c || c->size - c->used < size) {
+		size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
+		c = malloc(sizeof(*c) + cap);
+		if (!c) {
+			s->oom = true;
+			return NULL;
+		}
+		*c = (struct chunk){ .next = s->chunks, .size = cap };
+		s->chunks = c;
+	}
+	c->used += size;
+	return (char *)c->data + c->used - size;
+}
+
+static uint64_t hash_bytes(const char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The one copy of str[0..len) (which holds no NUL); NULL when out of memory. */
+static const char *intern_n(struct lk_symbolizer *s, const char *str, size_t len)
+{
+	uint64_t h = hash_bytes(str, len);
+	size_t i, mask;
+
+	if ((s->strs_count + 1) * 2 > s->strs_size) {
+		size_t size = s->strs_size ? s->strs_size * 2 : 1024;
+		struct strslot *v = calloc(size, sizeof(*v));
+		if (!v) {
+			s->oom = true;
+			return NULL;
+		}
+		for (i = 0; i < s->strs_size; i++) {
+			if (!s->strs[i].s)
+				continue;
+			size_t j = s->strs[i].hash & (size - 1);
+			while (v[j].s)
+				j = (j + 1) & (size - 1);
+			v[j] = s->strs[i];
+		}
+		free(s->strs);
+		s->strs = v;
+		s->strs_size = size;
+	}
+	mask = s->strs_size - 1;
+	for (i = h & mask; s->strs[i].s; i = (i + 1) & mask)
+		if (s->strs[i].hash == h && strncmp(s->strs[i].s, str, len) == 0 &&
+		    s->strs[i].s[len] == 0)
+			return s->strs[i].s;
+	char *copy = pool_alloc(s, len + 1);
+	if (!copy)
+		return NULL;
+	memcpy(copy, str, len);
+	copy[len] = 0;
+	s->strs[i] = (struct strslot){ copy, h };
+	s->strs_count++;
+	return copy;
+}
+
+static const char *intern(struct lk_symbolizer *s, const char *str)
+{
+	return intern_n(s, str, strlen(str));
+}
+
+static const char *internf(struct lk_symbolizer *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *internf(struct lk_symbolizer *s, const char *fmt, ...)
+{
+	const char *r = NULL;
+	char *str;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&str, fmt, ap) >= 0) {
+		r = intern(s, str);
+		free(str);
+	} else {
+		s->oom = true;
+	}
+	va_end(ap);
+	return r;
+}
+
+static void warn(struct lk_symbolizer *s, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void warn(struct lk_symbolizer *s, const char *fmt, ...)
+{
+	char *str;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&str, fmt, ap) < 0)
+		str = NULL;
+	va_end(ap);
+	if (!str ||
+	    grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1, sizeof(char *)) < 0) {
+		free(str);
+		s->oom = true;
+		return;
+	}
+	s->warnings[s->n_warnings++] = str;
+}
+
+static void hex(char *buf, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(buf + 2 * i, "%02x", p[i]);
+	buf[2 * n] = 0;
+}
+
+static void find_demangler(void)
+{
+	void *h;
+
+	/* The C++ runtime, if this process has one; else load it (a C program has none), and keep
+	 * it: unloading a C++ runtime is not safe. */
+	demangler = (demangle_fn *)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	if (!demangler && (h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL)))
+		demangler = (demangle_fn *)dlsym(h, "__cxa_demangle");
+}
+
+/* Rust's legacy mangling ends every path with a hash, "::h0123456789abcdef": drop it. */
+static void strip_rust_hash(char *d)
+{
+	size_t n = strlen(d);
+
+	if (n < 19 || memcmp(d + n - 19, "::h", 3) != 0)
+		return;
+	for (size_t i = n - 16; i < n; i++)
+		if (!isxdigit((unsigned char)d[i]))
+			return;
+	d[n - 19] = 0;
+}
+
+/* C++ and legacy Rust names demangled; any other name as it is. */
+static const char *demangle(struct lk_symbolizer *s, const char *name)
+{
+	if (strncmp(name, "_Z", 2) == 0) {
+		pthread_once(&demangler_once, find_demangler);
+		int status = -1;
+		char *d = demangler ? demangler(name, NULL, NULL, &status) : NULL;
+		if (d && status == 0) {
+			strip_rust_hash(d);
+			const char *r = intern(s, d);
+			free(d);
+			return r;
+		}
+		free(d);
+	}
+	return intern(s, name);
+}
+
+/* Lexically drops "." and "dir/.." from an absolute path, in place: "/b/../src/x.c" is
+ * "/src/x.c". Symlinks are not consulted; this only tidies what compilers joined. */
+static void clean_path(char *p)
+{
+	char *out = p;
+	const char *in = p;
+
+	while (*in) {
+		while (*in == '/')
+			in++;
+		const char *seg = in;
+		while (*in && *in != '/')
+			in++;
+		size_t len = (size_t)(in - seg);
+		if (len == 0 || (len == 1 && seg[0] == '.'))
+			continue;
+		if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+			while (out > p && *--out != '/')
+				;
+			continue;
+		}
+		*out++ = '/';
+		memmove(out, seg, len);
+		out += len;
+	}
+	if (out == p)
+		*out++ = '/';
+	*out = 0;
+}
+
+/* A source file name from DWARF, relative to the compilation directory unless absolute. */
+static const char *source_path(struct lk_symbolizer *s, const char *name, const char *comp_dir)
+{
+	char *joined;
+	const char *r;
+
+	if (name[0] == '/' || !comp_dir || comp_dir[0] != '/')
+		return intern(s, name);
+	if (asprintf(&joined, "%s/%s", comp_dir, name) < 0) {
+		s->oom = true;
+		return NULL;
+	}
+	clean_path(joined);
+	r = intern(s, joined);
+	free(joined);
+	return r;
+}
+
+/* Reports file as the only module of a new Dwfl, at its own addresses (bias 0). */
+static int report(struct lk_symbolizer *s, const char *file, Dwfl **ret_dwfl, Dwfl_Module **ret_mod,
+		  const char **ret_why)
+{
+	Dwfl *d = dwfl_begin(&s->callbacks);
+	Dwfl_Module *m;
+	Dwarf_Addr bias;
+
+	if (!d) {
+		s->oom = true;
+		return -ENOMEM;
+	}
+	dwfl_report_begin(d);
+	m = dwfl_report_elf(d, file, file, -1, 0, true);
+	if (!m || dwfl_report_end(d, NULL, NULL) != 0 || !dwfl_module_getelf(m, &bias)) {
+		const char *e = dwfl_errmsg(-1);
+		if (ret_why)
+			*ret_why = e ? intern(s, e) : NULL;
+		dwfl_end(d);
+		return -ENOENT;
+	}
+	*ret_dwfl = d;
+	*ret_mod = m;
+	return 0;
+}
+
+/* The module's build-id (0 bytes if it has none). */
+static size_t module_build_id(Dwfl_Module *m, const unsigned char **ret)
+{
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(m, ret, &vaddr);
+
+	return n > 0 ? (size_t)n : 0;
+}
+
+static bool has_build_id(Dwfl_Module *m, const struct object *o)
+{
+	const unsigned char *bits;
+	size_t n = module_build_id(m, &bits);
+
+	return n == o->build_id_len && memcmp(bits, o->build_id, n) == 0;
+}
+
+/* The file carrying o's recorded build-id in a debug directory: .build-id/xx/rest.debug (a debug
+ * file) or .build-id/xx/rest (the binary). Returns its path, or NULL. */
+static const char *open_by_build_id(struct lk_symbolizer *s, struct object *o, Dwfl **ret_dwfl,
+				    Dwfl_Module **ret_mod)
+{
+	char id[2 * LK_MAX_BUILD_ID + 1];
+
+	if (o->build_id_len < 2)
+		return NULL;
+	hex(id, o->build_id, o->build_id_len);
+	for (size_t i = 0; i <= s->n_debug_dirs; i++) {
+		const char *dir = i < s->n_debug_dirs ? s->debug_dirs[i] : SYSTEM_DEBUG_DIR;
+		for (int debug = 1; debug >= 0; debug--) {
+			const char *path = internf(s, "%s/.build-id/%.2s/%s%s", dir, id, id + 2,
+						   debug ? ".debug" : "");
+			Dwfl *d;
+			Dwfl_Module *m;
+			if (!path || access(path, R_OK) < 0 || report(s, path, &d, &m, NULL) < 0)
+				continue;
+			if (has_build_id(m, o)) {
+				*ret_dwfl = d;
+				*ret_mod = m;
+				return path;
+			}
+			dwfl_end(d);
+		}
+	}
+	return NULL;
+}
+
+/* Finds o's file. No file is not an error: o then gives "label+0x1a2b" names. */
+static void open_object(struct lk_symbolizer *s, struct object *o)
+{
+	bool real_path = o->path[0] == '/' && strncmp(o->path, "/proc/self/", 11) != 0;
+	const char *why = NULL, *alt;
+	Dwfl *d = NULL;
+	Dwfl_Module *m = NULL;
+
+	o->opened = true;
+	if (real_path && report(s, o->path, &o->dwfl, &o->mod, &why) == 0 &&
+	    (o->build_id_len == 0 || has_build_id(o->mod, o)))
+		return;
+
+	alt = open_by_build_id(s, o, &d, &m);
+	if (o->mod) {
+		const unsigned char *bits;
+		size_t n = module_build_id(o->mod, &bits);
+		char disk[2 * LK_MAX_BUILD_ID + 1], want[2 * LK_MAX_BUILD_ID + 1];
+
+		hex(disk, bits, n < LK_MAX_BUILD_ID ? n : LK_MAX_BUILD_ID); /* any note, any size */
+		hex(want, o->build_id, o->build_id_len);
+		warn(s, "module %s: build-id on disk (%s) does not match the profile (%s): %s%s",
+		     o->path, n ? disk : "none", want, alt ? "using " : "symbols may be wrong",
+		     alt ? alt : "");
+	} else if (real_path && !alt) {
+		warn(s, "module %s: %s: no symbols", o->path, why ? why : "cannot open");
+	}
+	if (alt) {
+		if (o->dwfl)
+			dwfl_end(o->dwfl);
+		o->dwfl = d;
+		o->mod = m;
+	}
+}
+
+struct loc {
+	const char *file;
+	int line, column;
+};
+
+static const char *comp_dir(Dwarf_Die *cu)
+{
+	Dwarf_Attribute a;
+
+	return dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &a));
+}
+
+/* Where an inlined subroutine was called from, in the function it was inlined into. */
+static struct loc call_site(struct lk_symbolizer *s, Dwarf_Die *die)
+{
+	Dwarf_Word file, line = 0, column = 0;
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Die cu;
+	size_t nfiles;
+	struct loc l = { NULL, 0, 0 };
+
+	if (dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &a), &file) == 0 &&
+	    dwarf_diecu(die, &cu, NULL, NULL) && dwarf_getsrcfiles(&cu, &files, &nfiles) == 0 &&
+	    file < nfiles) {
+		const char *name = dwarf_filesrc(files, file, NULL, NULL);
+		l.file = name ? source_path(s, name, comp_dir(&cu)) : NULL;
+	}
+	(void)dwarf_formudata(dwarf_attr(die, DW_AT_call_line, &a), &line);
+	(void)dwarf_formudata(dwarf_attr(die, DW_AT_call_column, &a), &column);
+	l.line = line <= INT_MAX ? (int)line : 0;
+	l.column = column <= INT_MAX ? (int)column : 0;
+	return l;
+}
+
+/* A function's name: the linkage name (demangled) for its namespaces and classes, else DW_AT_name,
+ * following abstract origins and specifications. NULL if it has none. */
+static const char *die_name(struct lk_symbolizer *s, Dwarf_Die *die)
+{
+	static const unsigned attrs[] = { DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name };
+	Dwarf_Attribute a;
+
+	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
+		const char *name = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &a));
+		if (name && *name)
+			return demangle(s, name);
+	}
+	return NULL;
+}
+
+static const char *symtab_name(struct lk_symbolizer *s, struct object *o, uint64_t rel)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = o->mod ? dwfl_module_addrinfo(o->mod, rel, &off, &sym, NULL, NULL, NULL)
+				  : NULL;
+
+	return name && *name ? demangle(s, name) : internf(s, "%s+%#" PRIx64, o->label, rel);
+}
+
+static void set_frame(struct lk_sym_frame *f, const struct object *o, uint64_t rel,
+		      const char *function, struct loc l, bool inlined)
+{
+	*f = (struct lk_sym_frame){
+		.function = function,
+		.file = l.file,
+		.module = o->path,
+		.offset = rel,
+		.line = l.line > 0 ? (uint32_t)l.line : 0,
+		.column = l.column > 0 ? (uint32_t)l.column : 0,
+		.inlined = inlined,
+	};
+}
+
+/* The chain for rel: the scopes around it, innermost first, from the inlined subroutines out to
+ * the function (eu-addr2line -i does the same). Each inlined subroutine's call site is the
+ * location in the next frame out. */
+static int resolve(struct lk_symbolizer *s, struct object *o, uint64_t rel, struct chain **ret)
+{
+	struct loc l = { NULL, 0, 0 };
+	Dwarf_Die *scopes = NULL, *cu = NULL;
+	Dwarf_Addr bias = 0;
+	Dwfl_Line *line;
+	struct chain *c;
+	int ns = 0;
+
+	if (o->mod && (cu = dwfl_module_addrdie(o->mod, rel, &bias)) &&
+	    dwarf_getscopes(cu, rel - bias, &scopes) > 0) {
+		/* dwarf_getscopes goes from an inlined instance to the scopes around its abstract origin;
+		 * the concrete chain is that of the innermost DIE. */
+		Dwarf_Die inner = scopes[0];
+		free(scopes);
+		scopes = NULL;
+		ns = dwarf_getscopes_die(&inner, &scopes);
+	}
+	if (o->mod && (line = dwfl_module_getsrc(o->mod, rel))) {
+		const char *name = dwfl_lineinfo(line, NULL, &l.line, &l.column, NULL, NULL);
+		l.file = name ? source_path(s, name, dwfl_line_comp_dir(line)) : NULL;
+	}
+
+	c = pool_alloc(s, sizeof(*c) + ((ns > 0 ? (size_t)ns : 0) + 1) * sizeof(c->f[0]));
+	if (!c) {
+		free(scopes);
+		return -ENOMEM;
+	}
+	c->n = 0;
+	for (int i = 0; i < ns; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram && tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		bool inlined = tag == DW_TAG_inlined_subroutine;
+		const char *name = die_name(s, &scopes[i]);
+		if (!name)
+			name = inlined ? internf(s, "%s+%#" PRIx64, o->label, rel)
+				       : symtab_name(s, o, rel);
+		set_frame(&c->f[c->n++], o, rel, name, l, inlined);
+		if (!inlined)
+			break;
+		l = call_site(s, &scopes[i]);
+	}
+	free(scopes);
+	/* No DWARF here, or a chain of inlined frames with no function around them. */
+	if (c->n == 0 || c->f[c->n - 1].inlined)
+		set_frame(&c->f[c->n++], o, rel, symtab_name(s, o, rel), l, false);
+	if (s->oom)
+		return -ENOMEM;
+	*ret = c;
+	return 0;
+}
+
+int lk_symbolizer_new(struct lk_symbolizer **ret)
+{
+	struct lk_symbolizer *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	lk_u64map_init(&s->object_by_path, SIZE_MAX);
+	lk_u64map_init(&s->module_by_key, SIZE_MAX);
+	s->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &s->debug_path,
+	};
+	*ret = s;
+	return 0;
+}
+
+struct lk_symbolizer *lk_symbolizer_free(struct lk_symbolizer *s)
+{
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < s->n_objects; i++) {
+		if (s->objects[i]->dwfl)
+			dwfl_end(s->objects[i]->dwfl);
+		lk_u64map_done(&s->objects[i]->cache);
+	}
+	free(s->objects);
+	lk_u64map_done(&s->object_by_path);
+	lk_u64map_done(&s->module_by_key);
+	free(s->modules);
+	free(s->spans);
+	free(s->strs);
+	for (size_t i = 0; i < s->n_debug_dirs; i++)
+		free(s->debug_dirs[i]);
+	free(s->debug_dirs);
+	free(s->debug_path);
+	for (size_t i = 0; i < s->n_warnings; i++)
+		free(s->warnings[i]);
+	free(s->warnings);
+	while (s->chunks) {
+		struct chunk *c = s->chunks;
+		s->chunks = c->next;
+		free(c);
+	}
+	free(s);
+	return NULL;
+}
+
+int lk_symbolizer_add_debug_dir(struct lk_symbolizer *s, const char *dir)
+{
+	size_t len = 0;
+	char *abs, *path;
+
+	if (strchr(dir, ':'))
+		return -EINVAL; /* debuginfo_path separates its directories with colons */
+	abs = realpath(dir, NULL); /* libdwfl searches by build-id only in absolute directories */
+	if (!abs)
+		return -errno;
+	if (grow((void **)&s->debug_dirs, &s->debug_dirs_cap, s->n_debug_dirs + 1, sizeof(char *)) < 0) {
+		free(abs);
+		return -ENOMEM;
+	}
+	s->debug_dirs[s->n_debug_dirs++] = abs;
+
+	for (size_t i = 0; i < s->n_debug_dirs; i++)
+		len += strlen(s->debug_dirs[i]) + 1;
+	path = malloc(len + sizeof(DEFAULT_DEBUG_PATH));
+	if (!path)
+		return -ENOMEM; /* the directory is still searched by recorded build-id */
+	path[0] = 0;
+	for (size_t i = 0; i < s->n_debug_dirs; i++)
+		strcat(strcat(path, s->debug_dirs[i]), ":");
+	strcat(path, DEFAULT_DEBUG_PATH);
+	free(s->debug_path);
+	s->debug_path = path;
+	return 0;
+}
+
+/* The object for (path, build-id), shared by every module that names the same file. */
+static int get_object(struct lk_symbolizer *s, const char *path, const uint8_t *build_id,
+		      size_t build_id_len, struct object **ret)
+{
+	const char *p = intern(s, path);
+	struct object *o, *first = NULL;
+	uint64_t *v;
+
+	if (!p)
+		return -ENOMEM;
+	v = lk_u64map_get(&s->object_by_path, (uintptr_t)p);
+	if (v)
+		first = (struct object *)(uintptr_t)*v;
+	for (o = first; o; o = o->next_same_path)
+		if (o->build_id_len == build_id_len && memcmp(o->build_id, build_id, build_id_len) == 0) {
+			*ret = o;
+			return 0;
+		}
+
+	if (grow((void **)&s->objects, &s->objects_cap, s->n_objects + 1, sizeof(o)) < 0 ||
+	    !(o = pool_alloc(s, sizeof(*o))))
+		return -ENOMEM;
+	*o = (struct object){ .path = p, .build_id_len = (uint32_t)build_id_len, .next_same_path = first };
+	const char *slash = strrchr(p, '/');
+	o->label = slash && slash[1] ? slash + 1 : p[0] ? p : "[unknown]";
+	memcpy(o->build_id, build_id, build_id_len);
+	lk_u64map_init(&o->cache, SIZE_MAX);
+	if (lk_u64map_put(&s->object_by_path, (uintptr_t)p, (uintptr_t)o) < 0)
+		return -ENOMEM;
+	s->objects[s->n_objects++] = o;
+	*ret = o;
+	return 0;
+}
+
+static uint64_t module_key(uint32_t profile, uint64_t id)
+{
+	return (uint64_t)profile << 32 | id;
+}
+
+int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t id,
+			     const char *path, const uint8_t *build_id, size_t build_id_len,
+			     uint64_t base, const struct lk_module_seg *seg, uint32_t nseg)
+{
+	struct object *o;
+	int r;
+
+	if (id > UINT32_MAX)
+		return -ERANGE;
+	if (nseg > LK_MAX_SEGMENTS || build_id_len > LK_MAX_BUILD_ID || (nseg && !seg) ||
+	    (build_id_len && !build_id))
+		return -EINVAL;
+	if (lk_u64map_get(&s->module_by_key, module_key(profile, id)))
+		return -EEXIST;
+	if (!build_id)
+		build_id = (const uint8_t *)""; /* memcmp and memcpy want a pointer even for 0 bytes */
+	r = get_object(s, path ? path : "", build_id, build_id_len, &o);
+	if (r < 0)
+		return r;
+	r = grow((void **)&s->modules, &s->modules_cap, s->n_modules + 1, sizeof(*s->modules));
+	if (r < 0)
+		return r;
+	r = lk_u64map_put(&s->module_by_key, module_key(profile, id), s->n_modules);
+	if (r < 0)
+		return r;
+	struct module *m = &s->modules[s->n_modules++];
+	*m = (struct module){ .id = id, .base = base, .profile = profile, .nseg = nseg, .obj = o };
+	if (nseg)
+		memcpy(m->seg, seg, nseg * sizeof(*seg));
+	s->spans_dirty = true;
+	return 0;
+}
+
+int lk_symbolizer_unload_module(struct lk_symbolizer *s, uint32_t profile, uint64_t id)
+{
+	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
+				       : NULL;
+
+	if (!v)
+		return -ENOENT;
+	s->modules[*v].unloaded = true;
+	s->spans_dirty = true;
+	return 0;
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->profile != y->profile)
+		return x->profile < y->profile ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->module < y->module ? -1 : x->module > y->module;
+}
+
+static int build_spans(struct lk_symbolizer *s)
+{
+	size_t n = 0;
+	struct span *v;
+
+	for (size_t i = 0; i < s->n_modules; i++)
+		n += s->modules[i].unloaded ? 0 : s->modules[i].nseg;
+	v = reallocarray(s->spans, n ? n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->spans = v;
+	n = 0;
+	for (size_t i = 0; i < s->n_modules; i++) {
+		const struct module *m = &s->modules[i];
+		for (uint32_t j = 0; j < m->nseg && !m->unloaded; j++) {
+			uint64_t start = m->base + m->seg[j].start, end = start + m->seg[j].len;
+			if (m->seg[j].len)
+				v[n++] = (struct span){ .start = start,
+							.end = end > start ? end : UINT64_MAX,
+							.profile = m->profile,
+							.module = i };
+		}
+	}
+	qsort(v, n, sizeof(*v), span_cmp);
+	for (size_t i = 0; i < n; i++)
+		v[i].max_end = i && v[i - 1].profile == v[i].profile && v[i - 1].max_end > v[i].end
+				       ? v[i - 1].max_end
+				       : v[i].end;
+	s->n_spans = n;
+	s->spans_dirty = false;
+	return 0;
+}
+
+int lk_symbolizer_find_module(struct lk_symbolizer *s, uint32_t profile, uint64_t pc,
+			      uint64_t *ret_id)
+{
+	size_t lo = 0, hi, best = SIZE_MAX;
+
+	if (s->spans_dirty && build_spans(s) < 0)
+		return -ENOMEM;
+	/* lo: the first span after (profile, pc); every span that covers pc is before it. */
+	hi = s->n_spans;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct span *sp = &s->spans[mid];
+		if (sp->profile < profile || (sp->profile == profile && sp->start <= pc))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct span *sp = &s->spans[i];
+		if (sp->profile != profile || sp->max_end <= pc)
+			break;
+		if (sp->end > pc && (best == SIZE_MAX || sp->module > best))
+			best = sp->module;
+	}
+	if (best == SIZE_MAX)
+		return -ENOENT;
+	*ret_id = s->modules[best].id;
+	return 0;
+}
+
+int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_t pc,
+		 const struct lk_sym_frame **ret, size_t *n)
+{
+	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
+				       : NULL;
+	struct object *o;
+	struct chain *c;
+	uint64_t rel;
+	int r;
+
+	if (!v)
+		return -ENOENT;
+	o = s->modules[*v].obj;
+	rel = pc - s->modules[*v].base;
+	v = lk_u64map_get(&o->cache, rel);
+	if (v) {
+		c = (struct chain *)(uintptr_t)*v;
+	} else {
+		s->oom = false;
+		if (!o->opened)
+			open_object(s, o);
+		r = resolve(s, o, rel, &c);
+		if (r < 0)
+			return r;
+		r = lk_u64map_put(&o->cache, rel, (uintptr_t)c);
+		if (r < 0)
+			return r;
+	}
+	*ret = c->f;
+	*n = c->n;
+	return 0;
+}
+
+size_t lk_symbolizer_warnings(const struct lk_symbolizer *s, const char *const **ret)
+{
+	*ret = (const char *const *)s->warnings;
+	return s->n_warnings;
+}

@@ -1,0 +1,151 @@
+/* util.c: see util.h. Nothing here exits or keeps state. */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "util.h"
+
+int lk_error(int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("leek: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, ": %s\n", strerror(r < 0 ? -r : r));
+	return r;
+}
+
+void lk_msg(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("leek: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static int parse_digits(const char **s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	const char *p = *s;
+
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return -ERANGE;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	*s = p;
+	*ret = v;
+	return 0;
+}
+
+int lk_parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v;
+	int r = parse_digits(&s, &v);
+
+	if (r < 0)
+		return r;
+	if (*s)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int lk_parse_size(const char *s, uint64_t *ret)
+{
+	unsigned shift = 0;
+	uint64_t v;
+	int r = parse_digits(&s, &v);
+
+	if (r < 0)
+		return r;
+	switch (*s) {
+	case 'k': case 'K': shift = 10; break;
+	case 'm': case 'M': shift = 20; break;
+	case 'g': case 'G': shift = 30; break;
+	case 't': case 'T': shift = 40; break;
+	}
+	if (shift)
+		s++;
+	if (*s == 'i' && shift)
+		s++;
+	if (*s == 'B' || *s == 'b')
+		s++;
+	if (*s)
+		return -EINVAL;
+	if (shift && v > UINT64_MAX >> shift)
+		return -ERANGE;
+	*ret = v << shift;
+	return 0;
+}
+
+void lk_print_escaped(FILE *f, const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c >= 0x7f || c == '\\')
+			fprintf(f, "\\x%02x", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static bool shell_safe(const char *s, size_t len)
+{
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+			    "_-+=/.,:@%", s[i]) || !s[i])
+			return false;
+	return true;
+}
+
+void lk_print_cmdline(FILE *f, const char *s, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		const char *arg = s + i, *nul = memchr(arg, 0, len - i);
+		size_t n = nul ? (size_t)(nul - arg) : len - i;
+
+		if (i)
+			fputc(' ', f);
+		if (shell_safe(arg, n))
+			fwrite(arg, 1, n, f);
+		else {
+			fputc('\'', f);
+			for (size_t j = 0; j < n; j++) {
+				if (arg[j] == '\'')
+					fputs("'\\''", f);
+				else
+					lk_print_escaped(f, arg + j, 1);
+			}
+			fputc('\'', f);
+		}
+		i += n + 1;
+	}
+}
+
+const char *lk_format_bytes(char *buf, size_t size, double bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	unsigned u = 0;
+
+	while (bytes >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, size, "%.0f B", bytes);
+	else
+		snprintf(buf, size, "%.2f %s", bytes, units[u]);
+	return buf;
+}

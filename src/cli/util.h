@@ -1,0 +1,52 @@
+/* util.h: small helpers every leek command uses: messages, cleanup attributes, number parsing
+ * and the escaping that keeps one record on one line.
+ *
+ * Messages go to stderr, prefixed "leek: ". Functions here never exit the program: commands
+ * decide the exit status (LK_EXIT_*, documented in `leek help`).
+ */
+#ifndef LEEK_UTIL_H
+#define LEEK_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+enum {
+	LK_EXIT_OK = 0,
+	LK_EXIT_USAGE = 1, /* bad command line */
+	LK_EXIT_FILE = 2,  /* a profile unreadable, corrupt or foreign; a program leek cannot run */
+};
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+}
+
+/* "leek: <msg>: strerror(-r)"; returns r (a negative errno). */
+int lk_error(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* "leek: <msg>". */
+void lk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "123", "64K", "4M", "4MiB", "1G" (as libleek's LEEK_PERIOD); 0 or -EINVAL / -ERANGE. */
+int lk_parse_size(const char *s, uint64_t *ret);
+int lk_parse_u64(const char *s, uint64_t *ret); /* decimal only */
+
+/* Prints len bytes with every byte outside printable ASCII, and the backslash, as \xNN. */
+void lk_print_escaped(FILE *f, const char *s, size_t len);
+/* Prints NUL-separated arguments space-separated, quoting those a shell would split. */
+void lk_print_cmdline(FILE *f, const char *s, size_t len);
+/* "1.25 MiB", "512 B": into buf (at least 32 bytes); returns buf. */
+const char *lk_format_bytes(char *buf, size_t size, double bytes);
+
+#endif /* LEEK_UTIL_H */

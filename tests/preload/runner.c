@@ -1,0 +1,552 @@
+/* runner.c: starts a test program under libleek and loads its profiles (see runner.h).
+ *
+ * This is the driver's side: it runs without LD_PRELOAD and may allocate as it likes. Failures go
+ * through lk_test_fail (harness.h), which leaves the test at once; the temporary directory is
+ * then left behind on purpose, and every message names it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "read.h"
+#include "runner.h"
+
+#ifndef LIBLEEK_PATH
+#error "meson passes LIBLEEK_PATH, the built libleek.so"
+#endif
+#ifndef PROG_DIR
+#error "meson passes PROG_DIR, where the test programs are built"
+#endif
+
+extern char **environ;
+
+#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
+
+static void *xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (!p)
+		FAIL("out of memory");
+	return p;
+}
+
+static void *xrealloc(void *p, size_t n, size_t size)
+{
+	p = reallocarray(p, n ? n : 1, size);
+	if (!p)
+		FAIL("out of memory");
+	return p;
+}
+
+static char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	if (!d)
+		FAIL("out of memory");
+	return d;
+}
+
+static char *read_all(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len = 0, cap = 4096;
+	char *buf = xcalloc(1, cap);
+	ssize_t n;
+
+	if (fd < 0)
+		return buf;
+	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len < 2) {
+			buf = xrealloc(buf, cap * 2, 1);
+			cap *= 2;
+		}
+	}
+	close(fd);
+	buf[len] = 0;
+	return buf;
+}
+
+/* ---- live blocks of one profile: address -> index in blocks[], open addressing ---- */
+
+#define SLOT_EMPTY 0
+#define SLOT_GONE 1 /* tombstone; block addresses are 16-aligned, so never 0 or 1 */
+
+struct addr_map {
+	uint64_t *key;
+	size_t *val;
+	size_t cap, used; /* used counts tombstones too */
+};
+
+static size_t slot_of(uint64_t addr, size_t cap)
+{
+	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
+}
+
+static void map_put(struct addr_map *m, uint64_t addr, size_t idx);
+
+static void map_grow(struct addr_map *m)
+{
+	struct addr_map old = *m;
+
+	m->cap = old.cap ? old.cap * 2 : 1024;
+	m->key = xcalloc(m->cap, sizeof(*m->key));
+	m->val = xcalloc(m->cap, sizeof(*m->val));
+	m->used = 0;
+	for (size_t i = 0; i < old.cap; i++)
+		if (old.key[i] > SLOT_GONE)
+			map_put(m, old.key[i], old.val[i]);
+	free(old.key);
+	free(old.val);
+}
+
+static void map_put(struct addr_map *m, uint64_t addr, size_t idx)
+{
+	if ((m->used + 1) * 2 > m->cap)
+		map_grow(m);
+	size_t i = slot_of(addr, m->cap);
+	while (m->key[i] > SLOT_GONE)
+		i = (i + 1) & (m->cap - 1);
+	if (m->key[i] == SLOT_EMPTY)
+		m->used++;
+	m->key[i] = addr;
+	m->val[i] = idx;
+}
+
+/* The slot holding addr, or -1. */
+static ssize_t map_find(const struct addr_map *m, uint64_t addr)
+{
+	if (!m->cap)
+		return -1;
+	for (size_t i = slot_of(addr, m->cap);; i = (i + 1) & (m->cap - 1)) {
+		if (m->key[i] == SLOT_EMPTY)
+			return -1;
+		if (m->key[i] == addr)
+			return (ssize_t)i;
+	}
+}
+
+/* ---- loading a profile ---- */
+
+static const struct module *module_at(const struct profile *p, uint64_t pc)
+{
+	for (size_t i = 0; i < p->nmodules; i++) {
+		const struct module *m = &p->modules[i];
+		if (!m->loaded)
+			continue;
+		for (uint32_t s = 0; s < m->nseg; s++)
+			if (pc - (m->base + m->seg[s].start) < m->seg[s].len)
+				return m;
+	}
+	return NULL;
+}
+
+static char *stack_modules(const struct profile *p, const uint64_t *frames, uint32_t n)
+{
+	size_t len = 0, cap = 256;
+	char *s = xcalloc(1, cap);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct module *m = module_at(p, frames[i] - 1); /* return address - 1: the call */
+		if (!m)
+			continue;
+		size_t plen = strlen(m->path);
+		bool seen = false;
+		for (const char *q = s; (q = strstr(q, m->path)); q += plen)
+			if ((q == s || q[-1] == '\n') && q[plen] == '\n')
+				seen = true;
+		if (seen)
+			continue;
+		if (len + plen + 2 > cap) {
+			cap = (len + plen + 2) * 2;
+			s = xrealloc(s, cap, 1);
+		}
+		memcpy(s + len, m->path, plen);
+		len += plen;
+		s[len++] = '\n';
+		s[len] = 0;
+	}
+	return s;
+}
+
+static void add_block(struct profile *p, struct addr_map *live, uint64_t addr, uint64_t size,
+		      uint64_t stack, bool inherited, uint64_t offset)
+{
+	const char *what = inherited ? "INHERIT" : "ALLOC";
+
+	if (addr % 16)
+		FAIL("%s: %s at offset %llu: address %#llx is not 16-aligned", p->path, what,
+		     (unsigned long long)offset, (unsigned long long)addr);
+	if (map_find(live, addr) >= 0)
+		FAIL("%s: %s at offset %llu: address %#llx is already live in this file", p->path, what,
+		     (unsigned long long)offset, (unsigned long long)addr);
+	if (stack > p->nstacks)
+		FAIL("%s: %s at offset %llu names stack %llu before it was written", p->path, what,
+		     (unsigned long long)offset, (unsigned long long)stack);
+	if (p->nblocks % 1024 == 0)
+		p->blocks = xrealloc(p->blocks, p->nblocks + 1024, sizeof(*p->blocks));
+	p->blocks[p->nblocks] = (struct block){ addr, size, stack, inherited, false };
+	map_put(live, addr, p->nblocks++);
+}
+
+static void load_record(struct profile *p, struct addr_map *live, const struct lk_record *rec)
+{
+	unsigned long long off = (unsigned long long)rec->offset;
+	ssize_t slot;
+
+	if (rec->tag <= LK_REC_MAX_KNOWN)
+		p->ntag[rec->tag]++;
+	switch (rec->tag) {
+	case LK_REC_ALLOC:
+		add_block(p, live, rec->alloc.addr, rec->alloc.size, rec->alloc.stack, false, rec->offset);
+		p->stackless += rec->alloc.stack == 0;
+		break;
+	case LK_REC_INHERIT:
+		add_block(p, live, rec->inherit.addr, rec->inherit.size, rec->inherit.stack, true,
+			  rec->offset);
+		break;
+	case LK_REC_FREE:
+		slot = map_find(live, rec->free.addr);
+		if (slot < 0)
+			FAIL("%s: FREE at offset %llu of %#llx, which is not a live block", p->path, off,
+			     (unsigned long long)rec->free.addr);
+		p->blocks[live->val[slot]].freed = true;
+		live->key[slot] = SLOT_GONE;
+		break;
+	case LK_REC_STACK:
+		if (rec->stack.id != p->nstacks + 1)
+			FAIL("%s: STACK at offset %llu has id %llu, expected %zu", p->path, off,
+			     (unsigned long long)rec->stack.id, p->nstacks + 1);
+		if (p->nstacks % 256 == 0)
+			p->stacks = xrealloc(p->stacks, p->nstacks + 256, sizeof(*p->stacks));
+		p->stacks[p->nstacks].nframes = rec->stack.nframes;
+		p->stacks[p->nstacks++].modules = stack_modules(p, rec->stack.frames, rec->stack.nframes);
+		break;
+	case LK_REC_MODULE:
+		if (rec->module.id != p->nmodules + 1)
+			FAIL("%s: MODULE at offset %llu has id %llu, expected %zu", p->path, off,
+			     (unsigned long long)rec->module.id, p->nmodules + 1);
+		if (p->nmodules % 64 == 0)
+			p->modules = xrealloc(p->modules, p->nmodules + 64, sizeof(*p->modules));
+		struct module *m = &p->modules[p->nmodules++];
+		m->id = rec->module.id;
+		m->base = rec->module.base;
+		m->nseg = rec->module.nseg < LK_MAX_SEGMENTS ? rec->module.nseg : LK_MAX_SEGMENTS;
+		memcpy(m->seg, rec->module.seg, m->nseg * sizeof(m->seg[0]));
+		m->path = xstrdup(rec->module.path);
+		m->loaded = true;
+		break;
+	case LK_REC_UNLOAD:
+		if (rec->unload.id == 0 || rec->unload.id > p->nmodules ||
+		    !p->modules[rec->unload.id - 1].loaded)
+			FAIL("%s: UNLOAD at offset %llu of module %llu, which is not loaded", p->path, off,
+			     (unsigned long long)rec->unload.id);
+		p->modules[rec->unload.id - 1].loaded = false;
+		break;
+	case LK_REC_TRAILER:
+		p->trailer = true;
+		for (uint32_t i = 0; i < rec->counters.n; i++)
+			if (rec->counters.v[i].id <= LK_CNT_MAX)
+				p->counters[rec->counters.v[i].id] = rec->counters.v[i].value;
+		break;
+	default:
+		break;
+	}
+}
+
+static void load_profile(struct profile *p, const char *path)
+{
+	struct lk_reader *rd = lk_reader_new();
+	struct addr_map live = { 0 };
+	struct lk_record rec;
+	int r;
+
+	memset(p, 0, sizeof(*p));
+	p->path = xstrdup(path);
+	if (!rd)
+		FAIL("out of memory");
+	r = lk_reader_open(rd, path);
+	if (r < 0)
+		FAIL("%s: cannot open: %s", path, lk_reader_error(rd));
+	const struct lk_profile_header *h = lk_reader_header(rd);
+	p->h = h->h;
+	p->exe = xstrdup(h->exe);
+	while ((r = lk_reader_next(rd, &rec)) > 0)
+		load_record(p, &live, &rec);
+	if (r < 0)
+		FAIL("%s: %s", path, lk_reader_error(rd));
+	if (p->trailer != lk_reader_has_trailer(rd))
+		FAIL("%s: a TRAILER record was read but lk_reader_has_trailer says %d", path,
+		     lk_reader_has_trailer(rd));
+	lk_reader_free(rd);
+	free(live.key);
+	free(live.val);
+}
+
+/* ---- running ---- */
+
+static bool env_dropped(const char *e)
+{
+	return !strncmp(e, "LD_PRELOAD=", 11) || !strncmp(e, "LEEK_", 5) ||
+	       !strncmp(e, "MALLOC_PERTURB_=", 16) || !strncmp(e, "MALLOC_CHECK_=", 14);
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(((const struct profile *)a)->path, ((const struct profile *)b)->path);
+}
+
+static void load_profiles(struct run *r)
+{
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+	char path[512];
+
+	if (!d)
+		FAIL("%s: %s", r->dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "stdout") || !strcmp(de->d_name, "stderr"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
+		r->prof = xrealloc(r->prof, r->nprof + 1, sizeof(*r->prof));
+		load_profile(&r->prof[r->nprof++], path);
+	}
+	closedir(d);
+	qsort(r->prof, r->nprof, sizeof(*r->prof), cmp_names);
+}
+
+void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	char prog[512], out[512], output[512], preload[1024];
+	size_t nenv = 0, n = 0;
+	unsigned timeout = o->timeout ? o->timeout : 30;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->dir, sizeof(r->dir), "%s/leek-preload-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	if (!mkdtemp(r->dir))
+		FAIL("mkdtemp %s: %s", r->dir, strerror(errno));
+	snprintf(prog, sizeof(prog), "%s/%s", PROG_DIR, argv[0]);
+	snprintf(output, sizeof(output), "LEEK_OUTPUT=%s", o->output ? o->output : "");
+	if (!o->output)
+		snprintf(output, sizeof(output), "LEEK_OUTPUT=%s/leek.%%p.lk", r->dir);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->preload ? o->preload : LIBLEEK_PATH);
+
+	while (environ[nenv])
+		nenv++;
+	const char **envp = xcalloc(nenv + 16, sizeof(*envp));
+	for (size_t i = 0; i < nenv; i++)
+		if (!env_dropped(environ[i]))
+			envp[n++] = environ[i];
+	if (!o->preload || *o->preload)
+		envp[n++] = preload;
+	envp[n++] = output;
+	for (size_t i = 0; i < sizeof(o->env) / sizeof(o->env[0]) && o->env[i]; i++) {
+		envp[n++] = o->env[i];
+		r->exact |= !strcmp(o->env[i], "LEEK_PERIOD=1");
+	}
+	envp[n] = NULL;
+
+	fflush(NULL);
+	r->pid = fork();
+	if (r->pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (r->pid == 0) {
+		setpgid(0, 0);
+		snprintf(out, sizeof(out), "%s/stdout", r->dir);
+		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		snprintf(out, sizeof(out), "%s/stderr", r->dir);
+		int fd2 = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0)
+			_exit(125);
+		execve(prog, (char *const *)argv, (char *const *)envp);
+		_exit(126);
+	}
+	setpgid(r->pid, r->pid);
+	free(envp);
+
+	struct timespec start, now, nap = { 0, 2 * 1000 * 1000 };
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		pid_t w = waitpid(r->pid, &r->status, WNOHANG);
+		if (w == r->pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			FAIL("waitpid: %s", strerror(errno));
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec >= (time_t)timeout) {
+			kill(-r->pid, SIGKILL);
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, &r->status, 0);
+			FAIL("%s did not finish in %u s (deadlock?); killed. Files in %s", argv[0], timeout,
+			     r->dir);
+		}
+		nanosleep(&nap, NULL);
+	}
+	kill(-r->pid, SIGKILL); /* stragglers of the process group, if any */
+	snprintf(out, sizeof(out), "%s/stdout", r->dir);
+	r->out = read_all(out);
+	snprintf(out, sizeof(out), "%s/stderr", r->dir);
+	r->err = read_all(out);
+	load_profiles(r);
+}
+
+void run_cleanup(struct run *r)
+{
+	char path[512];
+	DIR *d = opendir(r->dir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
+		unlink(path);
+	}
+	if (d)
+		closedir(d);
+	rmdir(r->dir);
+	for (size_t i = 0; i < r->nprof; i++) {
+		struct profile *p = &r->prof[i];
+		for (size_t k = 0; k < p->nstacks; k++)
+			free(p->stacks[k].modules);
+		for (size_t k = 0; k < p->nmodules; k++)
+			free(p->modules[k].path);
+		free(p->stacks);
+		free(p->modules);
+		free(p->blocks);
+		free(p->exe);
+		free(p->path);
+	}
+	free(r->prof);
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+/* ---- checks ---- */
+
+void expect_exit0(const struct run *r)
+{
+	if (WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0)
+		return;
+	if (WIFSIGNALED(r->status))
+		FAIL("pid %d killed by SIG%s; files in %s; stderr:\n%.4000s", (int)r->pid,
+		     sigabbrev_np(WTERMSIG(r->status)), r->dir, r->err);
+	FAIL("pid %d exited with %d; files in %s; stderr:\n%.4000s", (int)r->pid,
+	     WEXITSTATUS(r->status), r->dir, r->err);
+}
+
+const struct profile *prof_by_pid(const struct run *r, pid_t pid)
+{
+	const struct profile *found = NULL;
+
+	for (size_t i = 0; i < r->nprof; i++)
+		if (r->prof[i].h.pid == (uint32_t)pid) {
+			if (found)
+				FAIL("two profiles for pid %d: %s and %s", (int)pid, found->path,
+				     r->prof[i].path);
+			found = &r->prof[i];
+		}
+	return found;
+}
+
+void prof_count_size(const struct profile *p, uint64_t size, uint64_t *allocs, uint64_t *inherits,
+		     uint64_t *frees)
+{
+	*allocs = *inherits = *frees = 0;
+	for (size_t i = 0; i < p->nblocks; i++) {
+		const struct block *b = &p->blocks[i];
+		if (b->size != size)
+			continue;
+		if (b->inherited)
+			++*inherits;
+		else
+			++*allocs;
+		*frees += b->freed;
+	}
+}
+
+bool stack_in_module(const struct profile *p, uint64_t id, const char *needle)
+{
+	return id && id <= p->nstacks && strstr(p->stacks[id - 1].modules, needle);
+}
+
+unsigned check_tallies(const struct run *r)
+{
+	unsigned checked = 0;
+
+	if (!r->exact)
+		FAIL("tallies are exact-mode facts; run with LEEK_PERIOD=1");
+	for (const char *line = r->out; line && *line; line = strchr(line, '\n'), line += !!line) {
+		long pid;
+		unsigned long long size, want[3], got[3];
+		if (sscanf(line, "tally %ld %llu %llu %llu %llu", &pid, &size, &want[0], &want[1],
+			   &want[2]) != 5)
+			continue;
+		const struct profile *p = prof_by_pid(r, (pid_t)pid);
+		if (!p)
+			FAIL("no profile for pid %ld in %s (tally line \"%.60s\")", pid, r->dir, line);
+		uint64_t a, i, f;
+		prof_count_size(p, size, &a, &i, &f);
+		got[0] = a, got[1] = i, got[2] = f;
+		if (got[0] != want[0] || got[1] != want[1] || got[2] != want[2])
+			FAIL("%s: blocks of %llu bytes: %llu ALLOC, %llu INHERIT, %llu freed; the program "
+			     "made %llu, inherited %llu, freed %llu",
+			     p->path, size, got[0], got[1], got[2], want[0], want[1], want[2]);
+		checked++;
+	}
+	return checked;
+}
+
+void check_counters(const struct run *r, const struct profile *p, uint64_t allowed)
+{
+	static const int losses[] = { LK_CNT_ARENA_FULL, LK_CNT_INTERN_FULL, LK_CNT_RECORDS_DROPPED,
+				      LK_CNT_BAD_FREE, LK_CNT_MODULES_DROPPED };
+
+	if (!p->trailer)
+		return;
+	if (p->counters[LK_CNT_SAMPLES] != p->ntag[LK_REC_ALLOC])
+		FAIL("%s: trailer counts %llu samples, the file holds %llu ALLOC records", p->path,
+		     (unsigned long long)p->counters[LK_CNT_SAMPLES],
+		     (unsigned long long)p->ntag[LK_REC_ALLOC]);
+	if (p->counters[LK_CNT_FREES] != p->ntag[LK_REC_FREE])
+		FAIL("%s: trailer counts %llu frees, the file holds %llu FREE records", p->path,
+		     (unsigned long long)p->counters[LK_CNT_FREES], (unsigned long long)p->ntag[LK_REC_FREE]);
+	if (p->stackless != p->counters[LK_CNT_UNWIND_FAILED] + p->counters[LK_CNT_INTERN_FULL])
+		FAIL("%s: %llu ALLOC records without a stack, but the trailer counts %llu unwind "
+		     "failures and %llu intern-full",
+		     p->path, (unsigned long long)p->stackless,
+		     (unsigned long long)p->counters[LK_CNT_UNWIND_FAILED],
+		     (unsigned long long)p->counters[LK_CNT_INTERN_FULL]);
+	for (size_t i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
+		if (p->counters[losses[i]] && !(allowed >> losses[i] & 1))
+			FAIL("%s: trailer counter %s = %llu, expected 0", p->path,
+			     lk_counter_name((uint64_t)losses[i]), (unsigned long long)p->counters[losses[i]]);
+	/* Stacks: the unwinder fails on almost nothing a test program does. */
+	if (p->stackless * 100 > p->ntag[LK_REC_ALLOC] + 200)
+		FAIL("%s: %llu of %llu samples have no stack", p->path, (unsigned long long)p->stackless,
+		     (unsigned long long)p->ntag[LK_REC_ALLOC]);
+	(void)r;
+}
+
+unsigned count_lines(const char *s)
+{
+	unsigned n = 0;
+
+	for (; s && *s; s++)
+		if (*s == '\n' || !s[1])
+			n++;
+	return n;
+}

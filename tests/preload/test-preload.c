@@ -1,0 +1,541 @@
+/* test-preload.c: runs the programs of tests/preload under libleek and checks what they did.
+ *
+ * Each TEST runs one program (runner.h) in a fresh directory: the program checks its own
+ * semantics and must exit 0 within its timeout; then every profile it wrote must read to the end
+ * and satisfy the invariants that runner.c enforces while loading, and the scenario's own
+ * expectations below. Programs whose answers belong to the allocator (realloc, aligned, usable,
+ * errno) also run without leek, and their output must be identical with and without it.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "runner.h"
+
+#define SEED "LEEK_SEED=12345"
+#define EXACT "LEEK_PERIOD=1"
+#define LOSS(c) (1ull << (c))
+
+#ifndef LIBDLO_PATH
+#error "meson passes LIBDLO_PATH, the library dlopen.c loads"
+#endif
+
+/* The common end of a run that should exit 0: one profile per process, each with its trailer. */
+static void expect_clean(const struct run *r, size_t nprof, uint64_t allowed)
+{
+	expect_exit0(r);
+	if (r->nprof != nprof)
+		lk_test_fail(__FILE__, __LINE__, "%zu profiles in %s, expected %zu", r->nprof, r->dir,
+			     nprof);
+	for (size_t i = 0; i < r->nprof; i++) {
+		const struct profile *p = &r->prof[i];
+		if (!p->trailer)
+			lk_test_fail(__FILE__, __LINE__, "%s has no trailer", p->path);
+		check_counters(r, p, allowed);
+	}
+}
+
+static const struct profile *main_profile(const struct run *r)
+{
+	const struct profile *p = prof_by_pid(r, r->pid);
+
+	if (!p)
+		lk_test_fail(__FILE__, __LINE__, "no profile of pid %d in %s", (int)r->pid, r->dir);
+	return p;
+}
+
+/* Runs argv without leek and under each of the given environments, and requires the same stdout.
+ * preload: the allocator without leek ("" for glibc), and what to put after libleek. */
+static void same_output(const char *const *argv, const char *alloc, const char *const *envs,
+			uint64_t allowed)
+{
+	struct run ref, r;
+	char preload[1024];
+
+	run_prog(&ref, &(struct run_opts){ .preload = alloc }, argv);
+	expect_exit0(&ref);
+	ASSERT_EQ(ref.nprof, 0);
+	snprintf(preload, sizeof(preload), "%s%s%s", LIBLEEK_PATH, *alloc ? " " : "", alloc);
+	for (const char *const *env = envs; *env; env++) {
+		run_prog(&r, &(struct run_opts){ .preload = preload, .env = { *env, SEED } }, argv);
+		expect_clean(&r, 1, allowed);
+		if (strcmp(ref.out, r.out)) {
+			const char *a = ref.out, *b = r.out;
+			while (*a && *a == *b)
+				a++, b++;
+			while (a > ref.out && a[-1] != '\n')
+				a--, b--;
+			lk_test_fail(__FILE__, __LINE__,
+				     "%s under leek (%s, LD_PRELOAD=%s) differs from %s alone; first "
+				     "difference:\n  without: %.200s\n  with:    %.200s\nfiles in %s",
+				     argv[0], *env, preload, *alloc ? alloc : "glibc", a, b, r.dir);
+		}
+		if (r.exact)
+			ASSERT_TRUE(main_profile(&r)->ntag[LK_REC_ALLOC] > 0);
+		run_cleanup(&r);
+	}
+	run_cleanup(&ref);
+}
+
+/* ---- threads handing blocks to each other ---- */
+
+static unsigned long printed(const struct run *r, const char *key)
+{
+	const char *s = strstr(r->out, key);
+
+	if (!s)
+		lk_test_fail(__FILE__, __LINE__, "no \"%s\" in the output of pid %d", key, (int)r->pid);
+	return strtoul(s + strlen(key), NULL, 10);
+}
+
+static void threads(const char *preload, const char *period, const char *iterations)
+{
+	struct run r;
+	const char *argv[] = { "threads", iterations, NULL };
+
+	run_prog(&r, &(struct run_opts){ .preload = preload, .env = { period, SEED } }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	unsigned long allocs = printed(&r, "allocs ");
+	ASSERT_TRUE(allocs > 0);
+	ASSERT_TRUE(p->ntag[LK_REC_ALLOC] > 0);
+	if (r.exact) {
+		/* Every block the program made is recorded, and every one of them was freed. */
+		ASSERT_TRUE(p->h.flags & LK_HDR_EXACT);
+		ASSERT_EQ(p->h.period, 1);
+		ASSERT_TRUE(p->ntag[LK_REC_ALLOC] >= allocs);
+		ASSERT_TRUE(p->ntag[LK_REC_FREE] >= allocs);
+	} else {
+		ASSERT_TRUE(!(p->h.flags & LK_HDR_EXACT));
+		ASSERT_EQ(p->h.seed, 12345);
+	}
+	run_cleanup(&r);
+}
+
+TEST(threads_default)
+{
+	threads(NULL, "LEEK_QUIET=0", "20000");
+}
+
+TEST(threads_period_4k)
+{
+	threads(NULL, "LEEK_PERIOD=4096", "20000");
+}
+
+TEST(threads_exact)
+{
+	threads(NULL, EXACT, "8000");
+}
+
+/* leek first, jemalloc after it: leek's real allocator is jemalloc. */
+TEST(jemalloc_threads)
+{
+	char preload[1024];
+
+	if (access(JEMALLOC_PATH, R_OK))
+		lk_test_fail(__FILE__, __LINE__, "%s is missing: install libjemalloc2", JEMALLOC_PATH);
+	snprintf(preload, sizeof(preload), "%s %s", LIBLEEK_PATH, JEMALLOC_PATH);
+	threads(preload, "LEEK_QUIET=0", "20000");
+	threads(preload, EXACT, "5000");
+}
+
+/* ---- fork, vfork+exec, posix_spawn ---- */
+
+TEST(fork_exact)
+{
+	struct run r;
+	const char *argv[] = { "fork", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	/* The parent, 24 children, 1 grandchild, and /bin/true twice. */
+	expect_clean(&r, 28, 0);
+	ASSERT_EQ(check_tallies(&r), 1 + 24 * 3 + 3);
+
+	unsigned forked = 0, trues = 0;
+	for (size_t i = 0; i < r.nprof; i++) {
+		const struct profile *p = &r.prof[i];
+		const char *slash = strrchr(p->exe, '/');
+		if (p->h.pid == (uint32_t)r.pid) {
+			ASSERT_TRUE(!(p->h.flags & LK_HDR_FORKED));
+		} else if (slash && !strcmp(slash, "/true")) {
+			/* exec'd: a new program, not a fork, whose parent is ours */
+			ASSERT_TRUE(!(p->h.flags & LK_HDR_FORKED));
+			ASSERT_EQ(p->h.ppid, r.pid);
+			trues++;
+		} else {
+			ASSERT_TRUE(p->h.flags & LK_HDR_FORKED);
+			ASSERT_TRUE(p->h.flags & LK_HDR_EXACT);
+			ASSERT_TRUE(prof_by_pid(&r, (pid_t)p->h.ppid) != NULL);
+			ASSERT_TRUE(p->ntag[LK_REC_INHERIT] > 0);
+			ASSERT_TRUE(p->ntag[LK_REC_MODULE] > 0); /* a new file gets every module again */
+			forked++;
+		}
+	}
+	ASSERT_EQ(forked, 25);
+	ASSERT_EQ(trues, 2);
+	run_cleanup(&r);
+}
+
+TEST(fork_default)
+{
+	struct run r;
+	const char *argv[] = { "fork", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { SEED } }, argv);
+	expect_exit0(&r);
+	/* Children that never sampled write no file; those that did end with a trailer. */
+	ASSERT_TRUE(r.nprof >= 3);
+	for (size_t i = 0; i < r.nprof; i++) {
+		ASSERT_TRUE(r.prof[i].trailer);
+		check_counters(&r, &r.prof[i], 0);
+	}
+	run_cleanup(&r);
+}
+
+/* ---- dlopen/dlclose against allocating threads ---- */
+
+static void dlopen_run(const char *period, bool exact)
+{
+	struct run r;
+	const char *argv[] = { "dlopen", LIBDLO_PATH, "1000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { period, SEED }, .timeout = 40 }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	unsigned loads = 0, unloads = 0, stacks = 0;
+	for (size_t i = 0; i < p->nmodules; i++)
+		if (strstr(p->modules[i].path, "libdlo.so")) {
+			loads++;
+			unloads += !p->modules[i].loaded;
+		}
+	for (size_t i = 1; i <= p->nstacks; i++)
+		stacks += stack_in_module(p, i, "libdlo.so");
+	if (exact && (loads == 0 || unloads == 0 || stacks == 0))
+		lk_test_fail(__FILE__, __LINE__, "%s: libdlo.so loaded %u times, unloaded %u times, in "
+			     "%u stacks", p->path, loads, unloads, stacks);
+	run_cleanup(&r);
+}
+
+TEST(dlopen_default)
+{
+	dlopen_run("LEEK_QUIET=0", false);
+}
+
+TEST(dlopen_exact)
+{
+	dlopen_run(EXACT, true);
+}
+
+/* ---- signal handlers ---- */
+
+TEST(signals_default)
+{
+	struct run r;
+	const char *argv[] = { "signals", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { SEED } }, argv);
+	expect_clean(&r, 1, 0);
+	run_cleanup(&r);
+}
+
+TEST(signals_exact)
+{
+	struct run r;
+	const char *argv[] = { "signals", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_EQ(check_tallies(&r), 3); /* 3333, 4444, and 5555 from the interrupting phase */
+	run_cleanup(&r);
+}
+
+/* ---- realloc, the aligned family, usable sizes, errno: the same answers as without leek ---- */
+
+TEST(realloc_glibc)
+{
+	const char *argv[] = { "realloc", NULL };
+	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", "LEEK_PERIOD=4k", "LEEK_QUIET=0", NULL };
+	struct run ref;
+
+	/* What glibc does, which leek must reproduce. */
+	run_prog(&ref, &(struct run_opts){ .preload = "" }, argv);
+	expect_exit0(&ref);
+	ASSERT_CONTAINS(ref.out, "realloc(malloc(100),0) -> NULL errno=unchanged");
+	ASSERT_CONTAINS(ref.out, "realloc(malloc(300000),0) -> NULL errno=unchanged");
+	ASSERT_CONTAINS(ref.out, "reallocarray(p,SIZE_MAX/2,3) -> NULL errno=ENOMEM");
+	ASSERT_CONTAINS(ref.out, "calloc(SIZE_MAX/2,3) -> NULL errno=ENOMEM");
+	ASSERT_CONTAINS(ref.out, "realloc(malloc(100),0xffffffffffffefff) -> NULL errno=ENOMEM");
+	run_cleanup(&ref);
+	/* A failed huge request may be counted as a sample the arena could not hold. */
+	same_output(argv, "", envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+TEST(realloc_jemalloc)
+{
+	const char *argv[] = { "realloc", "--lax-errno", NULL };
+	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", NULL };
+
+	same_output(argv, JEMALLOC_PATH, envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+TEST(aligned_glibc)
+{
+	const char *argv[] = { "aligned", NULL };
+	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", "LEEK_QUIET=0", NULL };
+	struct run ref;
+
+	run_prog(&ref, &(struct run_opts){ .preload = "" }, argv);
+	expect_exit0(&ref);
+	ASSERT_CONTAINS(ref.out, "posix_memalign(3,10) -> EINVAL out=untouched");
+	ASSERT_CONTAINS(ref.out, "posix_memalign(24,10) -> EINVAL out=untouched");
+	ASSERT_CONTAINS(ref.out, "posix_memalign(0,10) -> EINVAL out=untouched");
+	run_cleanup(&ref);
+	same_output(argv, "", envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+TEST(aligned_jemalloc)
+{
+	const char *argv[] = { "aligned", "--no-pvalloc", NULL };
+	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", NULL };
+
+	same_output(argv, JEMALLOC_PATH, envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+TEST(usable_exact)
+{
+	const char *argv[] = { "usable", NULL };
+	const char *envs[] = { EXACT, NULL };
+	struct run ref;
+
+	/* glibc's own table follows its chunk arithmetic: max(32, (n + 8 + 15) & ~15) - 8. */
+	run_prog(&ref, &(struct run_opts){ .preload = "" }, argv);
+	expect_exit0(&ref);
+	unsigned rows = 0;
+	for (const char *s = ref.out; (s = strstr(s, "usable ")); s++) {
+		unsigned long n, u;
+		ASSERT_EQ(sscanf(s, "usable %lu %lu", &n, &u), 2);
+		unsigned long want = ((n + 8 + 15) & ~15ul) < 32 ? 24 : ((n + 8 + 15) & ~15ul) - 8;
+		if (u != want)
+			lk_test_fail(__FILE__, __LINE__, "glibc: malloc_usable_size(malloc(%lu)) = %lu, "
+				     "formula %lu", n, u, want);
+		rows++;
+	}
+	ASSERT_TRUE(rows > 4096);
+	run_cleanup(&ref);
+	same_output(argv, "", envs, 0);
+}
+
+TEST(usable_jemalloc)
+{
+	const char *argv[] = { "usable", NULL };
+	const char *envs[] = { EXACT, NULL };
+
+	same_output(argv, JEMALLOC_PATH, envs, 0);
+}
+
+TEST(errno_preserved)
+{
+	const char *argv[] = { "errno", NULL };
+	const char *envs[] = { EXACT, "LEEK_QUIET=0", NULL };
+
+	same_output(argv, "", envs, 0);
+}
+
+/* ---- C++ through libstdc++ ---- */
+
+TEST(cxx_exact)
+{
+	struct run r;
+	const char *argv[] = { "cxx", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_EQ(check_tallies(&r), 6);
+	const struct profile *p = main_profile(&r);
+	/* new[] of 77777 bytes: frame 0 is operator new[] in libstdc++, and main is further out. */
+	unsigned n = 0;
+	for (size_t i = 0; i < p->nblocks; i++) {
+		const struct block *b = &p->blocks[i];
+		if (b->size != 77777 && b->size != 6400)
+			continue;
+		if (!stack_in_module(p, b->stack, "libstdc++") || !stack_in_module(p, b->stack, p->exe))
+			lk_test_fail(__FILE__, __LINE__, "%s: the stack of a %llu-byte block (id %llu) "
+				     "is in:\n%s", p->path, (unsigned long long)b->size,
+				     (unsigned long long)b->stack,
+				     b->stack ? p->stacks[b->stack - 1].modules : "(none)");
+		if (b->size == 6400)
+			ASSERT_EQ(b->addr % 64, 0);
+		n++;
+	}
+	ASSERT_EQ(n, 20);
+	run_cleanup(&r);
+}
+
+TEST(cxx_default)
+{
+	struct run r;
+	const char *argv[] = { "cxx", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { SEED } }, argv);
+	expect_clean(&r, 1, 0);
+	run_cleanup(&r);
+}
+
+/* ---- exact mode: the fixture's counts, to the block ---- */
+
+TEST(exact_counts)
+{
+	struct run r;
+	const char *argv[] = { "exact", NULL };
+	static const uint64_t sizes[] = { 4099, 4101, 5001, 9001, 13001, 6007, 3001, 7013 };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_EQ(check_tallies(&r), 8);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->h.flags & LK_HDR_EXACT);
+	uint64_t live = 0;
+	for (size_t i = 0; i < p->nblocks; i++) {
+		const struct block *b = &p->blocks[i];
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+			if (b->size != sizes[k])
+				continue;
+			live += !b->freed;
+			if (!stack_in_module(p, b->stack, p->exe))
+				lk_test_fail(__FILE__, __LINE__, "%s: a %llu-byte block's stack does not "
+					     "pass through %s", p->path, (unsigned long long)b->size,
+					     p->exe);
+			if (b->size == 6007)
+				ASSERT_EQ(b->addr % 4096, 0);
+			if (b->size == 3001)
+				ASSERT_EQ(b->addr % 128, 0);
+		}
+	}
+	ASSERT_EQ(live, printed(&r, "live "));
+	run_cleanup(&r);
+}
+
+/* ---- a process that dies: the profile stops at its last complete record ---- */
+
+static void crash(const char *how, int sig)
+{
+	struct run r;
+	const char *argv[] = { "crash", how, NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != sig)
+		lk_test_fail(__FILE__, __LINE__, "crash %s: status %#x, expected SIG%s; stderr:\n%s", how,
+			     r.status, sigabbrev_np(sig), r.err);
+	ASSERT_EQ(r.nprof, 1);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(!p->trailer);
+	ASSERT_EQ(check_tallies(&r), 2); /* the 100 blocks, the 30 frees, and the marker */
+	struct stat st;
+	ASSERT_EQ(stat(p->path, &st), 0);
+	ASSERT_TRUE(p->ntag[LK_REC_ALLOC] >= 101);
+	run_cleanup(&r);
+}
+
+TEST(crash_sigkill)
+{
+	crash("kill", SIGKILL);
+}
+
+TEST(crash_sigsegv)
+{
+	crash("segv", SIGSEGV);
+}
+
+/* ---- the profile cannot be written: the program runs on, leek says so once ---- */
+
+static void output_fails(const char *output)
+{
+	struct run r;
+	const char *argv[] = { "threads", "1000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT }, .output = output }, argv);
+	expect_exit0(&r);
+	ASSERT_EQ(r.nprof, 0);
+	if (count_lines(r.err) != 1 || strncmp(r.err, "leek: ", 6))
+		lk_test_fail(__FILE__, __LINE__, "LEEK_OUTPUT=%s: stderr should be one line from leek, "
+			     "it is:\n%s", output, r.err);
+	ASSERT_CONTAINS(r.out, "allocs ");
+	run_cleanup(&r);
+}
+
+TEST(output_missing_dir)
+{
+	output_fails("/nonexistent-leek-dir/sub/leek.%p.lk");
+}
+
+TEST(output_not_writable)
+{
+	/* root writes into a mode 0555 directory anyway; /proc refuses everyone. */
+	if (geteuid() == 0) {
+		output_fails("/proc/leek.%p.lk");
+		return;
+	}
+	char dir[] = "/tmp/leek-ro-XXXXXX", pat[64];
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	ASSERT_EQ(chmod(dir, 0555), 0);
+	snprintf(pat, sizeof(pat), "%s/leek.%%p.lk", dir);
+	output_fails(pat);
+	rmdir(dir);
+}
+
+/* ---- LEEK_INHERIT: what an exec'd child finds in LD_PRELOAD ---- */
+
+static void inherit(const char *setting, const char *preload, const char *want, size_t nprof)
+{
+	struct run r;
+	const char *argv[] = { "inherit", NULL };
+	char own[512];
+
+	run_prog(&r, &(struct run_opts){ .preload = preload, .env = { setting } }, argv);
+	expect_exit0(&r);
+	ASSERT_STREQ(r.out, want);
+	ASSERT_EQ(r.nprof, nprof);
+	/* The program's own profile stops at the exec. The shell is the same process after exec, so
+	 * its profile, if any, is the same name with .1 (never overwritten). dash leaves through
+	 * _exit, so its profile has no trailer either. */
+	snprintf(own, sizeof(own), "%s/leek.%d.lk", r.dir, (int)r.pid);
+	for (size_t i = 0; i < r.nprof; i++) {
+		const struct profile *p = &r.prof[i];
+		ASSERT_EQ(p->h.pid, r.pid);
+		if (!strcmp(p->path, own)) {
+			ASSERT_TRUE(!p->trailer);
+			ASSERT_TRUE(p->ntag[LK_REC_MODULE] > 0);
+		} else {
+			ASSERT_TRUE(strlen(p->path) == strlen(own) + 2 && !strncmp(p->path, own, strlen(own)) &&
+				    !strcmp(p->path + strlen(own), ".1"));
+			ASSERT_CONTAINS(p->exe, "sh");
+			ASSERT_TRUE(p->ntag[LK_REC_MODULE] > 0);
+		}
+	}
+	run_cleanup(&r);
+}
+
+TEST(inherit_default)
+{
+	char want[1024];
+
+	snprintf(want, sizeof(want), "[%s]\n", LIBLEEK_PATH);
+	inherit("LEEK_INHERIT=1", NULL, want, 2);
+}
+
+TEST(inherit_off)
+{
+	char preload[1024], want[1024];
+
+	inherit("LEEK_INHERIT=0", NULL, "[]\n", 1);
+	/* Only libleek leaves: the allocator after it stays. */
+	snprintf(preload, sizeof(preload), "%s %s", LIBLEEK_PATH, JEMALLOC_PATH);
+	snprintf(want, sizeof(want), "[%s]\n", JEMALLOC_PATH);
+	inherit("LEEK_INHERIT=0", preload, want, 1);
+}

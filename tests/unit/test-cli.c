@@ -1,0 +1,258 @@
+/* test-cli.c: the `leek` binary from outside: exit codes, `leek dump` lines, `leek run`'s checks.
+ *
+ * meson passes the binary as $LEEK_BIN and, when src/preload is built, libleek.so as
+ * $LEEK_TEST_LIBRARY (the tests that need it return early without it). Profiles are built with
+ * record.h's encoders, so the expected lines here are the format's contract with tests/golden.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "build-profile.h"
+#include "harness.h"
+
+struct result {
+	int status; /* exit code, or 128 + signal */
+	char out[1 << 16], err[1 << 16];
+};
+
+static void slurp(int fd, char *buf, size_t size)
+{
+	ssize_t n = pread(fd, buf, size - 1, 0);
+
+	buf[n > 0 ? n : 0] = 0;
+	close(fd);
+}
+
+/* Runs leek with argv (after "leek"), with LEEK_LIBRARY set to library if not NULL. */
+static void run_leek(struct result *res, const char *library, const char *const *argv)
+{
+	char out[] = "/tmp/leek-cli-out-XXXXXX", err[] = "/tmp/leek-cli-err-XXXXXX";
+	const char *bin = getenv("LEEK_BIN");
+	int fo = mkstemp(out), fe = mkstemp(err), status;
+	const char *args[16] = { "leek" };
+	pid_t pid;
+
+	if (!bin)
+		lk_test_fail(__FILE__, __LINE__, "$LEEK_BIN is not set: run this through meson test");
+	ASSERT_TRUE(fo >= 0 && fe >= 0);
+	unlink(out);
+	unlink(err);
+	for (int i = 0; argv[i]; i++)
+		args[i + 1] = argv[i];
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		dup2(fo, 1);
+		dup2(fe, 2);
+		if (library)
+			setenv("LEEK_LIBRARY", library, 1);
+		else
+			unsetenv("LEEK_LIBRARY");
+		execv(bin, (char **)args);
+		_exit(99);
+	}
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	res->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+	slurp(fo, res->out, sizeof(res->out));
+	slurp(fe, res->err, sizeof(res->err));
+}
+
+/* path: a mkstemp template, filled in. */
+static void write_temp(char *path, const void *p, size_t n)
+{
+	int fd = mkstemp(path);
+
+	ASSERT_TRUE(fd >= 0);
+	ASSERT_EQ(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+static struct result res;
+
+TEST(usage_and_version)
+{
+	run_leek(&res, NULL, (const char *[]){ NULL });
+	ASSERT_EQ(res.status, 1);
+	ASSERT_CONTAINS(res.err, "usage: leek");
+	run_leek(&res, NULL, (const char *[]){ "--version", NULL });
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "leek ");
+	run_leek(&res, NULL, (const char *[]){ "frobnicate", NULL });
+	ASSERT_EQ(res.status, 1);
+	run_leek(&res, NULL, (const char *[]){ "dump", NULL });
+	ASSERT_EQ(res.status, 1);
+	run_leek(&res, NULL, (const char *[]){ "dump", "--bogus", "x", NULL });
+	ASSERT_EQ(res.status, 1);
+	run_leek(&res, NULL, (const char *[]){ "help", "env", NULL });
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "LEEK_PERIOD");
+}
+
+TEST(dump_sample)
+{
+	char path[] = "/tmp/leek-cli-XXXXXX";
+	struct pb_sample s;
+
+	pb_build_sample(&s);
+	write_temp(path, s.b.p, s.b.len);
+	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
+	unlink(path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_STREQ(res.err, "");
+	ASSERT_CONTAINS(res.out, "HEADER version=1 pid=4242 ppid=4241 flags=0x2(forked) "
+				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
+				 "max_frames=128 header_size=112 "
+				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"
+				 "EXE /usr/bin/prog\nCMDLINE prog -x 'a b'\n");
+	ASSERT_CONTAINS(res.out, " MODULE 1 t=0.000000005 base=0x555555554000 "
+				 "segments=0x0+0x1000,0x2000+0x5a0 "
+				 "build-id=a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3 path=/usr/bin/prog\n");
+	ASSERT_CONTAINS(res.out, " STACK 1: 0x555555555123 0x7f0000012345 0x555555555000\n");
+	ASSERT_CONTAINS(res.out, " STACK 3:\n");
+	ASSERT_CONTAINS(res.out, " ALLOC t=0.000000105 tid=42 addr=0x7e0000001000 size=128 "
+				 "stack=1\n");
+	ASSERT_CONTAINS(res.out, " FREE t=0.000000163 tid=43 addr=0x7e0000002000\n");
+	ASSERT_CONTAINS(res.out, " UNLOAD t=0.000000166 module=2\n");
+	ASSERT_CONTAINS(res.out, " RSS t=0.000000175 rss=123456789\n");
+	ASSERT_CONTAINS(res.out, " LOSS t=0.000000177 arena_full=3 records_dropped=1\n");
+	ASSERT_CONTAINS(res.out, " EXT tag=0x81 len=5\n");
+	ASSERT_CONTAINS(res.out, " INHERIT addr=0x7e0000004000 size=64 stack=3 "
+				 "alloc_t=-0.999999500\n");
+	ASSERT_CONTAINS(res.out, " MODULE 4 t=0.000000178 base=0x7f1000000000 segments=none "
+				 "build-id=none path=\n");
+	ASSERT_CONTAINS(res.out, " TRAILER t=0.000000189 end_realtime=1700000001.000000000 "
+				 "arena_full=3 samples=3 frees=1\n");
+	ASSERT_CONTAINS(res.out, "END offset=");
+	ASSERT_CONTAINS(res.out, " trailer=yes\n");
+	char at[32];
+	snprintf(at, sizeof(at), "\n@%zu ALLOC ", s.off[5]);
+	ASSERT_CONTAINS(res.out, at);
+
+	/* Twice in one call, summaries this time. */
+	strcpy(path, "/tmp/leek-cli-XXXXXX");
+	write_temp(path, s.b.p, s.b.len);
+	run_leek(&res, NULL, (const char *[]){ "dump", "--summary", path, path, NULL });
+	unlink(path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "pid:         4242 (ppid 4241), forked\n");
+	ASSERT_CONTAINS(res.out, "live at end: 3 sampled blocks, 1048768 bytes requested\n");
+	ASSERT_CONTAINS(res.out, "trailer:     yes\n");
+	ASSERT_CONTAINS(strstr(res.out, "trailer:") + 1, "file:");
+	free(s.b.p);
+}
+
+TEST(dump_errors)
+{
+	char path[] = "/tmp/leek-cli-XXXXXX", good[] = "/tmp/leek-cli-XXXXXX", want[128];
+	struct pb_sample s;
+
+	pb_build_sample(&s);
+	write_temp(good, s.b.p, s.b.len);
+	/* Cut inside the first ALLOC: the records before it print, then the error; exit 2. */
+	write_temp(path, s.b.p, s.off[5] + 2);
+	run_leek(&res, NULL, (const char *[]){ "dump", path, good, NULL });
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s: offset %zu: ALLOC record cut by the end of the "
+		 "file\n", path, s.off[5]);
+	ASSERT_STREQ(res.err, want);
+	ASSERT_CONTAINS(res.out, " STACK 3:\n");
+	ASSERT_CONTAINS(res.out, "trailer=yes"); /* the second file still ran */
+	unlink(path);
+
+	/* Cut at a record boundary: a warning, exit 0. */
+	strcpy(path, "/tmp/leek-cli-XXXXXX");
+	write_temp(path, s.b.p, s.off[5]);
+	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
+	ASSERT_EQ(res.status, 0);
+	snprintf(want, sizeof(want), "no trailer: profile ends at its last complete record at "
+		 "offset %zu (process crashed, was killed or exec'd)", s.off[5]);
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_CONTAINS(res.out, "trailer=no\n");
+	unlink(path);
+	unlink(good);
+
+	run_leek(&res, NULL, (const char *[]){ "dump", getenv("LEEK_BIN"), NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, ": not a leek profile (bad magic)\n");
+	run_leek(&res, NULL, (const char *[]){ "dump", "-s", "/nonexistent.lk", NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_STREQ(res.err, "leek: /nonexistent.lk: No such file or directory\n");
+	free(s.b.p);
+}
+
+/* A copy of this (dynamic) test program with its PT_INTERP turned into PT_NULL: to leek it
+ * looks statically linked, and nothing needs libc.a to build it. */
+static void make_static_lookalike(char *path)
+{
+	static char buf[1 << 22];
+	int fd = open("/proc/self/exe", O_RDONLY);
+	ssize_t n = read(fd, buf, sizeof(buf));
+	ElfW(Ehdr) *eh = (ElfW(Ehdr) *)buf;
+	bool patched = false;
+
+	close(fd);
+	ASSERT_TRUE(n > (ssize_t)sizeof(*eh) && n < (ssize_t)sizeof(buf));
+	for (int i = 0; i < eh->e_phnum; i++) {
+		ElfW(Phdr) *ph = (ElfW(Phdr) *)(buf + eh->e_phoff) + i;
+		if (ph->p_type == PT_INTERP) {
+			ph->p_type = PT_NULL;
+			patched = true;
+		}
+	}
+	ASSERT_TRUE(patched);
+	write_temp(path, buf, (size_t)n);
+	ASSERT_EQ(chmod(path, 0755), 0);
+}
+
+TEST(run_refuses)
+{
+	char path[] = "/tmp/leek-cli-static-XXXXXX", want[128];
+
+	make_static_lookalike(path);
+	run_leek(&res, NULL, (const char *[]){ "run", path, NULL });
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s is statically linked: LD_PRELOAD cannot "
+		 "interpose its malloc, so leek cannot profile it\n", path);
+	ASSERT_STREQ(res.err, want);
+	unlink(path);
+
+	run_leek(&res, NULL, (const char *[]){ "run", "--", "leek-no-such-command", NULL });
+	ASSERT_EQ(res.status, 127);
+	ASSERT_CONTAINS(res.err, "leek-no-such-command: command not found");
+	run_leek(&res, NULL, (const char *[]){ "run", "--period", "lots", "true", NULL });
+	ASSERT_EQ(res.status, 1);
+	run_leek(&res, "/nonexistent/libleek.so", (const char *[]){ "run", "true", NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "LEEK_LIBRARY=/nonexistent/libleek.so");
+}
+
+TEST(run_status)
+{
+	const char *lib = getenv("LEEK_TEST_LIBRARY");
+	char dir[] = "/tmp/leek-cli-run-XXXXXX", out[64];
+
+	if (!lib || !*lib) {
+		printf("(no libleek.so built: skipped)\n");
+		return;
+	}
+	ASSERT_TRUE(mkdtemp(dir));
+	snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
+	run_leek(&res, lib, (const char *[]){ "run", "-o", out, "sh", "-c", "exit 7", NULL });
+	ASSERT_EQ(res.status, 7);
+	ASSERT_CONTAINS(res.err, "1 profile written");
+	run_leek(&res, lib, (const char *[]){ "run", "-o", out, "--", "sh", "-c", "kill -TERM $$",
+					     NULL });
+	ASSERT_EQ(res.status, 128 + 15);
+	ASSERT_CONTAINS(res.err, "leek: program killed by signal SIGTERM\n");
+	/* The older profile in the directory is not this run's: still one. */
+	ASSERT_CONTAINS(res.err, "1 profile written");
+	char cmd[96];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+}

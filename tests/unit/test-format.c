@@ -1,0 +1,535 @@
+/* test-format.c: the profile format round trip and the reader's robustness (src/cli/read.c).
+ *
+ * A profile built with record.h's encoders must read back field for field, from memory, a file
+ * and a pipe. Cut at every byte, padded with zeros, flipped at random or full of noise, it must
+ * give a clean partial result or an error naming an offset: never a crash or a hang (the
+ * harness forks each test and arms an alarm, and the ASan build runs this too).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "build-profile.h"
+#include "harness.h"
+#include "read.h"
+
+static struct lk_reader *open_mem(const void *p, size_t n, int *ret)
+{
+	struct lk_reader *rd = lk_reader_new();
+
+	ASSERT_TRUE(rd);
+	*ret = lk_reader_open_memory(rd, p, n);
+	return rd;
+}
+
+/* Reads to the end; returns the last lk_reader_next() result and counts the records. */
+static int drain(struct lk_reader *rd, size_t *count)
+{
+	struct lk_record rec;
+	int r;
+
+	*count = 0;
+	while ((r = lk_reader_next(rd, &rec)) > 0)
+		++*count;
+	return r;
+}
+
+static void check_sample(struct lk_reader *rd, const struct pb_sample *s)
+{
+	static const uint64_t frames1[] = PB_FRAMES1;
+	static const char cmdline[] = PB_CMDLINE;
+	const struct lk_profile_header *h = lk_reader_header(rd);
+	struct lk_record rec;
+	size_t i = 0;
+
+	ASSERT_TRUE(h);
+	ASSERT_EQ(h->h.version, 1);
+	ASSERT_EQ(h->h.flags, LK_HDR_FORKED);
+	ASSERT_EQ(h->h.pid, 4242);
+	ASSERT_EQ(h->h.ppid, 4241);
+	ASSERT_EQ(h->h.period, 524288);
+	ASSERT_EQ(h->h.start_realtime_ns, 1700000000123456789);
+	ASSERT_EQ(h->h.start_monotonic_ns, 1000000000);
+	ASSERT_EQ(h->h.session, 77);
+	ASSERT_EQ(h->h.seed, 99);
+	ASSERT_EQ(h->h.header_size, s->header_size);
+	ASSERT_STREQ(h->exe, "/usr/bin/prog");
+	ASSERT_EQ(h->h.cmdline_len, sizeof(cmdline) - 1);
+	ASSERT_TRUE(memcmp(h->cmdline, cmdline, sizeof(cmdline)) == 0);
+
+#define NEXT(t)                                                                                    \
+	do {                                                                                       \
+		ASSERT_EQ(lk_reader_next(rd, &rec), 1);                                            \
+		ASSERT_EQ(rec.tag, t);                                                             \
+		ASSERT_EQ(rec.offset, s->off[i]);                                                  \
+		i++;                                                                               \
+	} while (0)
+	NEXT(LK_REC_MODULE);
+	ASSERT_EQ(rec.time_ns, 5);
+	ASSERT_EQ(rec.module.id, 1);
+	ASSERT_EQ(rec.module.base, 0x555555554000);
+	ASSERT_EQ(rec.module.nseg, 2);
+	ASSERT_EQ(rec.module.seg[1].start, 0x2000);
+	ASSERT_EQ(rec.module.seg[1].len, 0x5a0);
+	ASSERT_EQ(rec.module.build_id_len, 20);
+	ASSERT_EQ(rec.module.build_id[19], 0xa0 + 19);
+	ASSERT_EQ(rec.module.path_len, 13);
+	ASSERT_STREQ(rec.module.path, "/usr/bin/prog");
+	NEXT(LK_REC_MODULE);
+	ASSERT_EQ(rec.time_ns, 5);
+	ASSERT_EQ(rec.module.id, 2);
+	ASSERT_EQ(rec.module.nseg, 1);
+	ASSERT_EQ(rec.module.seg[0].len, 0x20000);
+	ASSERT_EQ(rec.module.build_id_len, 0);
+	ASSERT_STREQ(rec.module.path, "/lib/libc.so.6");
+	NEXT(LK_REC_STACK);
+	ASSERT_EQ(rec.stack.id, 1);
+	ASSERT_EQ(rec.stack.nframes, 3);
+	for (int k = 0; k < 3; k++)
+		ASSERT_EQ(rec.stack.frames[k], frames1[k]);
+	NEXT(LK_REC_STACK);
+	ASSERT_EQ(rec.stack.id, 2);
+	ASSERT_EQ(rec.stack.nframes, LK_MAX_FRAMES);
+	for (int k = 0; k < LK_MAX_FRAMES; k++)
+		ASSERT_EQ(rec.stack.frames[k], k % 3 == 0 ? UINT64_MAX - (uint64_t)k
+					       : k % 3 == 1 ? (uint64_t)k : 0);
+	NEXT(LK_REC_STACK);
+	ASSERT_EQ(rec.stack.id, 3);
+	ASSERT_EQ(rec.stack.nframes, 0);
+	NEXT(LK_REC_ALLOC);
+	ASSERT_EQ(rec.time_ns, 105);
+	ASSERT_EQ(rec.alloc.tid, 42);
+	ASSERT_EQ(rec.alloc.addr, 0x7e0000001000);
+	ASSERT_EQ(rec.alloc.size, 128);
+	ASSERT_EQ(rec.alloc.stack, 1);
+	NEXT(LK_REC_ALLOC);
+	ASSERT_EQ(rec.time_ns, 112);
+	ASSERT_EQ(rec.alloc.size, UINT64_MAX);
+	ASSERT_EQ(rec.alloc.stack, 0);
+	NEXT(LK_REC_ALLOC);
+	ASSERT_EQ(rec.alloc.size, 1 << 20);
+	ASSERT_EQ(rec.alloc.stack, 2);
+	NEXT(LK_REC_FREE);
+	ASSERT_EQ(rec.time_ns, 163);
+	ASSERT_EQ(rec.free.tid, 43);
+	ASSERT_EQ(rec.free.addr, 0x7e0000002000);
+	NEXT(LK_REC_UNLOAD);
+	ASSERT_EQ(rec.time_ns, 166);
+	ASSERT_EQ(rec.unload.id, 2);
+	NEXT(LK_REC_RSS);
+	ASSERT_EQ(rec.time_ns, 175);
+	ASSERT_EQ(rec.rss.bytes, 123456789);
+	NEXT(LK_REC_LOSS);
+	ASSERT_EQ(rec.time_ns, 177);
+	ASSERT_EQ(rec.counters.n, 2);
+	ASSERT_EQ(rec.counters.v[0].id, LK_CNT_ARENA_FULL);
+	ASSERT_EQ(rec.counters.v[0].value, 3);
+	ASSERT_EQ(rec.counters.v[1].id, LK_CNT_RECORDS_DROPPED);
+	ASSERT_EQ(rec.counters.v[1].value, 1);
+	NEXT(LK_READ_EXT);
+	ASSERT_EQ(rec.ext.tag, 0x81);
+	ASSERT_EQ(rec.ext.len, 5);
+	NEXT(LK_READ_EXT);
+	ASSERT_EQ(rec.ext.tag, 0xff);
+	ASSERT_EQ(rec.ext.len, 0);
+	NEXT(LK_REC_INHERIT);
+	ASSERT_EQ(rec.time_ns, 177);
+	ASSERT_EQ(rec.inherit.addr, 0x7e0000004000);
+	ASSERT_EQ(rec.inherit.size, 64);
+	ASSERT_EQ(rec.inherit.stack, 3);
+	ASSERT_EQ(rec.inherit.alloc_monotonic_ns, 500);
+	NEXT(LK_REC_MODULE);
+	ASSERT_EQ(rec.module.id, 4);
+	ASSERT_EQ(rec.module.nseg, 0);
+	ASSERT_EQ(rec.module.path_len, 0);
+	NEXT(LK_REC_TRAILER);
+	ASSERT_EQ(rec.time_ns, 189);
+	ASSERT_EQ(rec.counters.end_realtime_ns, 1700000001000000000);
+	ASSERT_EQ(rec.counters.n, 3);
+	ASSERT_EQ(rec.counters.v[0].id, LK_CNT_ARENA_FULL);
+	ASSERT_EQ(rec.counters.v[1].id, LK_CNT_SAMPLES);
+	ASSERT_EQ(rec.counters.v[1].value, 3);
+	ASSERT_EQ(rec.counters.v[2].id, LK_CNT_FREES);
+#undef NEXT
+	ASSERT_EQ(i, s->nrec);
+	ASSERT_EQ(lk_reader_next(rd, &rec), 0);
+	ASSERT_EQ(lk_reader_next(rd, &rec), 0);
+	ASSERT_TRUE(lk_reader_has_trailer(rd));
+	ASSERT_EQ(lk_reader_end_offset(rd), s->b.len);
+	ASSERT_STREQ(lk_reader_error(rd), "");
+}
+
+TEST(round_trip_memory)
+{
+	struct pb_sample s;
+	int r;
+
+	pb_build_sample(&s);
+	struct lk_reader *rd = open_mem(s.b.p, s.b.len, &r);
+	ASSERT_OK(r);
+	check_sample(rd, &s);
+	lk_reader_free(rd);
+	free(s.b.p);
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+	FILE *f = fopen(path, "we");
+
+	ASSERT_TRUE(f);
+	ASSERT_EQ(fwrite(p, 1, n, f), n);
+	ASSERT_EQ(fclose(f), 0);
+}
+
+TEST(round_trip_file)
+{
+	char path[] = "/tmp/leek-test-XXXXXX";
+	struct pb_sample s;
+	int fd = mkstemp(path);
+
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	pb_build_sample(&s);
+	pb_zeros(&s.b, 3000); /* zero padding after the trailer is allowed */
+	write_file(path, s.b.p, s.b.len);
+	s.b.len -= 3000;
+
+	struct lk_reader *rd = lk_reader_new();
+	ASSERT_OK(lk_reader_open(rd, path));
+	unlink(path);
+	check_sample(rd, &s);
+	lk_reader_free(rd);
+	free(s.b.p);
+}
+
+
+/* The record (or the header, -1) that byte `cut` falls in. */
+static long record_at(const struct pb_sample *s, size_t cut)
+{
+	if (cut < s->header_size)
+		return -1;
+	for (size_t i = 0; i < s->nrec; i++)
+		if (cut < s->off[i + 1])
+			return (long)i;
+	return (long)s->nrec;
+}
+
+TEST(truncated_at_every_byte)
+{
+	struct pb_sample s;
+	char want[64];
+	size_t n;
+	int r;
+
+	pb_build_sample(&s);
+	for (size_t cut = 0; cut < s.b.len; cut++) {
+		uint8_t *copy = malloc(cut + 1); /* exactly cut bytes, so ASan sees any overread */
+		memcpy(copy, s.b.p, cut);
+		struct lk_reader *rd = open_mem(copy, cut, &r);
+		long i = record_at(&s, cut);
+		if (cut == 0) {
+			ASSERT_EQ(r, -EMEDIUMTYPE);
+			ASSERT_STREQ(lk_reader_error(rd), "not a leek profile (empty file)");
+		} else if (i < 0) {
+			ASSERT_EQ(r, -EBADMSG);
+			ASSERT_CONTAINS(lk_reader_error(rd), "offset 0: header cut");
+		} else {
+			ASSERT_OK(r);
+			r = drain(rd, &n);
+			if (cut == s.off[i]) { /* at a record boundary: clean, no trailer */
+				ASSERT_EQ(r, 0);
+				ASSERT_EQ(n, (size_t)i);
+				ASSERT_TRUE(!lk_reader_has_trailer(rd));
+				ASSERT_EQ(lk_reader_end_offset(rd), cut);
+			} else { /* inside record i: an error naming where it starts */
+				ASSERT_EQ(r, -EBADMSG);
+				ASSERT_EQ(n, (size_t)i);
+				snprintf(want, sizeof(want), "offset %zu: ", s.off[i]);
+				ASSERT_CONTAINS(lk_reader_error(rd), want);
+				ASSERT_CONTAINS(lk_reader_error(rd), "cut by the end of the file");
+			}
+		}
+		lk_reader_free(rd);
+		free(copy);
+	}
+	free(s.b.p);
+}
+
+/* The writer stores the tag last: a crash leaves zeros, or a payload whose tag is still 0. */
+TEST(zero_padding_and_unfinished_records)
+{
+	struct pb_sample s;
+	struct pbuf b;
+	size_t n;
+	int r;
+
+	pb_build_sample(&s);
+	for (size_t i = 0; i < s.nrec; i++) {
+		for (int kind = 0; kind < 3; kind++) {
+			size_t len = s.off[i + 1] - s.off[i];
+			b = (struct pbuf){ 0 };
+			pb_put(&b, s.b.p, s.off[i]);
+			if (kind > 0) { /* record i written but for its tag, whole or in part */
+				pb_zeros(&b, 1);
+				size_t part = kind == 1 ? len - 1 : (len - 1) / 2;
+				pb_put(&b, s.b.p + s.off[i] + 1, part);
+			}
+			pb_zeros(&b, kind == 2 ? 0 : 4096);
+			struct lk_reader *rd = open_mem(b.p, b.len, &r);
+			ASSERT_OK(r);
+			ASSERT_EQ(drain(rd, &n), 0);
+			ASSERT_EQ(n, i);
+			ASSERT_TRUE(!lk_reader_has_trailer(rd));
+			ASSERT_EQ(lk_reader_end_offset(rd), s.off[i]);
+			lk_reader_free(rd);
+			free(b.p);
+		}
+	}
+	free(s.b.p);
+}
+
+TEST(data_after_trailer)
+{
+	struct pb_sample s;
+	char want[64];
+	size_t n;
+	int r;
+
+	pb_build_sample(&s);
+	pb_zeros(&s.b, 5000);
+	s.b.p[s.b.len - 7] = 1;
+	struct lk_reader *rd = open_mem(s.b.p, s.b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_EQ(drain(rd, &n), -EBADMSG);
+	ASSERT_EQ(n, s.nrec);
+	snprintf(want, sizeof(want), "offset %zu: data after the TRAILER", s.b.len - 7);
+	ASSERT_CONTAINS(lk_reader_error(rd), want);
+	lk_reader_free(rd);
+	free(s.b.p);
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/* Whatever a bit flip does, the reader ends, with each record consuming input. */
+TEST(random_bit_flips)
+{
+	struct pb_sample s;
+	uint64_t x = 0x1eec5eedull;
+	size_t n;
+	int r;
+
+	pb_build_sample(&s);
+	uint8_t *copy = malloc(s.b.len);
+	for (int iter = 0; iter < 30000; iter++) {
+		memcpy(copy, s.b.p, s.b.len);
+		int flips = 1 + (int)(xorshift(&x) % 4);
+		for (int f = 0; f < flips; f++) {
+			/* Mostly in the records: the header rarely survives a flip. */
+			size_t at = xorshift(&x) % 8 ? s.header_size + xorshift(&x) %
+							(s.b.len - s.header_size)
+						    : xorshift(&x) % s.b.len;
+			copy[at] ^= (uint8_t)(1u << (xorshift(&x) % 8));
+		}
+		struct lk_reader *rd = open_mem(copy, s.b.len, &r);
+		if (r >= 0) {
+			r = drain(rd, &n);
+			ASSERT_TRUE(n <= s.b.len);
+			ASSERT_TRUE(r == 0 || r == -EBADMSG);
+			ASSERT_TRUE(r == 0 || strncmp(lk_reader_error(rd), "offset ", 7) == 0);
+		}
+		lk_reader_free(rd);
+	}
+	free(copy);
+	free(s.b.p);
+}
+
+/* Noise after a valid header: most of it is caught at once, none of it may crash. */
+TEST(random_records)
+{
+	uint64_t x = 0xfeedfaceull;
+	struct pbuf b = { 0 };
+	size_t n, hs;
+	int r;
+
+	pb_simple_header(&b);
+	hs = b.len;
+	for (int iter = 0; iter < 20000; iter++) {
+		b.len = hs;
+		size_t len = xorshift(&x) % 64;
+		for (size_t i = 0; i < len; i++) {
+			uint8_t v = (uint8_t)xorshift(&x);
+			if (i == 0 && iter % 2) /* half start with a known tag */
+				v = (uint8_t)(1 + v % LK_REC_MAX_KNOWN);
+			pb_put(&b, &v, 1);
+		}
+		struct lk_reader *rd = open_mem(b.p, b.len, &r);
+		ASSERT_OK(r);
+		r = drain(rd, &n);
+		ASSERT_TRUE(n <= len);
+		ASSERT_TRUE(r == 0 || r == -EBADMSG);
+		lk_reader_free(rd);
+	}
+	free(b.p);
+}
+
+static void expect_foreign(const void *p, size_t n, const char *what)
+{
+	int r;
+	struct lk_reader *rd = open_mem(p, n, &r);
+
+	ASSERT_EQ(r, -EMEDIUMTYPE);
+	ASSERT_CONTAINS(lk_reader_error(rd), "not a leek profile");
+	ASSERT_CONTAINS(lk_reader_error(rd), what);
+	ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EMEDIUMTYPE);
+	lk_reader_free(rd);
+}
+
+TEST(foreign_files)
+{
+	struct lk_reader *rd = lk_reader_new();
+
+	expect_foreign("", 0, "empty file");
+	expect_foreign("hello, world\n", 13, "bad magic");
+	expect_foreign("LEEX", 4, "bad magic");
+	expect_foreign("\x7f" "ELF\2\1\1\0\0\0\0\0\0\0\0\0", 16, "bad magic");
+	/* An ELF file from disk, through the fd path. */
+	ASSERT_EQ(lk_reader_open(rd, "/proc/self/exe"), -EMEDIUMTYPE);
+	ASSERT_STREQ(lk_reader_error(rd), "not a leek profile (bad magic)");
+	lk_reader_free(rd);
+
+	rd = lk_reader_new();
+	ASSERT_EQ(lk_reader_open(rd, "/nonexistent/leek.lk"), -ENOENT);
+	ASSERT_STREQ(lk_reader_error(rd), strerror(ENOENT));
+	lk_reader_free(rd);
+	rd = lk_reader_new();
+	ASSERT_EQ(lk_reader_open(rd, "/"), -EISDIR);
+	lk_reader_free(rd);
+	rd = lk_reader_new();
+	ASSERT_EQ(lk_reader_open(rd, "/dev/null"), -EMEDIUMTYPE);
+	lk_reader_free(rd);
+}
+
+/* A profile larger than the reader's window, with an extension record larger than it too. */
+static void build_big(struct pbuf *b, size_t *nrec)
+{
+	static uint8_t ext[3 * LK_READ_BUF];
+	uint64_t frames[40];
+
+	*b = (struct pbuf){ 0 };
+	pb_simple_header(b);
+	*nrec = 0;
+	for (uint64_t i = 1; i <= 3000; i++) {
+		for (int k = 0; k < 40; k++)
+			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
+		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
+		PB_REC(b, lk_rec_alloc(rec, LK_REC_ALLOC, i, 7, 0x10000 * i, i * 3, i));
+		*nrec += 2;
+		if (i == 1500) {
+			uint8_t hdr[1 + LK_VARINT_MAX] = { 0x90 };
+			pb_put(b, hdr, 1 + lk_varint_put(hdr + 1, sizeof(ext)));
+			memset(ext, 0xab, sizeof(ext));
+			pb_put(b, ext, sizeof(ext));
+			++*nrec;
+		}
+	}
+}
+
+/* Reads both readers in step; every record must agree. */
+static void compare_readers(struct lk_reader *a, struct lk_reader *b, size_t nrec)
+{
+	struct lk_record ra, rb;
+	size_t n = 0;
+	int x, y;
+
+	while ((x = lk_reader_next(a, &ra)) > 0) {
+		y = lk_reader_next(b, &rb);
+		ASSERT_EQ(y, 1);
+		ASSERT_EQ(ra.tag, rb.tag);
+		ASSERT_EQ(ra.offset, rb.offset);
+		ASSERT_EQ(ra.time_ns, rb.time_ns);
+		if (ra.tag == LK_REC_STACK) {
+			ASSERT_EQ(ra.stack.nframes, rb.stack.nframes);
+			ASSERT_EQ(ra.stack.nframes, ra.stack.id % 41);
+		} else if (ra.tag == LK_REC_ALLOC) {
+			ASSERT_EQ(ra.alloc.addr, rb.alloc.addr);
+			ASSERT_EQ(ra.alloc.size, ra.alloc.stack * 3);
+		} else {
+			ASSERT_EQ(ra.ext.len, 3 * LK_READ_BUF);
+			ASSERT_EQ(rb.ext.len, 3 * LK_READ_BUF);
+		}
+		n++;
+	}
+	ASSERT_EQ(x, 0);
+	ASSERT_EQ(lk_reader_next(b, &rb), 0);
+	ASSERT_EQ(n, nrec);
+	ASSERT_TRUE(!lk_reader_has_trailer(a) && !lk_reader_has_trailer(b));
+}
+
+TEST(big_profile_file_and_pipe)
+{
+	char path[] = "/tmp/leek-test-XXXXXX";
+	struct lk_reader *mem, *rd;
+	struct pbuf b;
+	size_t nrec;
+	int fd = mkstemp(path), pipefd[2], status;
+
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	build_big(&b, &nrec);
+	ASSERT_TRUE(b.len > 4 * LK_READ_BUF);
+	write_file(path, b.p, b.len);
+
+	mem = open_mem(b.p, b.len, &fd);
+	rd = lk_reader_new();
+	ASSERT_OK(lk_reader_open(rd, path));
+	unlink(path);
+	compare_readers(mem, rd, nrec);
+	lk_reader_free(mem);
+	lk_reader_free(rd);
+
+	/* Through a pipe, in odd-sized writes: every short read must be handled. */
+	ASSERT_OK(pipe(pipefd));
+	pid_t pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		close(pipefd[0]);
+		for (size_t off = 0; off < b.len; off += 777) {
+			size_t k = b.len - off < 777 ? b.len - off : 777;
+			if (write(pipefd[1], b.p + off, k) != (ssize_t)k)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(pipefd[1]);
+	mem = open_mem(b.p, b.len, &fd);
+	rd = lk_reader_new();
+	ASSERT_OK(lk_reader_open_fd(rd, pipefd[0]));
+	compare_readers(mem, rd, nrec);
+	lk_reader_free(mem);
+	lk_reader_free(rd);
+	close(pipefd[0]);
+	ASSERT_EQ(waitpid(pid, &status, 0), pid);
+	ASSERT_EQ(status, 0);
+	free(b.p);
+}
+
+TEST(names)
+{
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_ALLOC), "ALLOC");
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_TRAILER), "TRAILER");
+	ASSERT_STREQ(lk_rec_tag_name(0x80), "EXT");
+	ASSERT_TRUE(!lk_rec_tag_name(0x2a));
+	ASSERT_TRUE(!lk_rec_tag_name(0));
+	ASSERT_STREQ(lk_counter_name(LK_CNT_ARENA_FULL), "arena_full");
+	ASSERT_STREQ(lk_counter_name(LK_CNT_FREES), "frees");
+	ASSERT_TRUE(!lk_counter_name(0));
+	ASSERT_TRUE(!lk_counter_name(LK_CNT_MAX + 1));
+}
