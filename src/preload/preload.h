@@ -129,6 +129,11 @@ bool lk_writer_ready(void);         /* a file is open, or can be opened */
 bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
 extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
 
+/* ---- loader.c: no fork while a thread holds the loader lock ---- */
+bool lk_loader_enter(bool insist); /* false: a fork is pending, go on without the loader */
+void lk_loader_exit(void);
+void lk_loader_atfork(int phase);
+
 /* ---- lock.c: the one lock of the slow path ---- */
 void lk_lock(void);
 void lk_unlock(void);

@@ -32,7 +32,6 @@ static int init_state;
 static __thread uint8_t booting; /* this thread is running lk_init */
 static bool enabled;             /* a profile is being written */
 static uint64_t seed, thread_seq, forks;
-static int in_loader, forking; /* see enter_loader_section */
 static struct lk_block *deferred; /* frees that arrived while their thread held lk_lock */
 
 _Static_assert(sizeof(((struct lk_thread *)0)->rng) == sizeof(struct lk_rng), "rng state");
@@ -74,9 +73,7 @@ static void scrub_ld_preload(void)
 static void atfork_prepare(void)
 {
 	forks++;
-	__atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
-	while (__atomic_load_n(&in_loader, __ATOMIC_SEQ_CST) && !lk_tls.in_slow)
-		sched_yield(); /* (in_slow: fork from a handler that interrupted our own unwinding) */
+	lk_loader_atfork(LK_FORK_PREPARE);
 	lk_modules_atfork(LK_FORK_PREPARE);
 	lk_lock_atfork(LK_FORK_PREPARE);
 }
@@ -85,14 +82,14 @@ static void atfork_parent(void)
 {
 	lk_lock_atfork(LK_FORK_PARENT);
 	lk_modules_atfork(LK_FORK_PARENT);
-	__atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST);
+	lk_loader_atfork(LK_FORK_PARENT);
 }
 
 static void atfork_child(void)
 {
 	lk_lock_atfork(LK_FORK_CHILD);
 	lk_modules_atfork(LK_FORK_CHILD);
-	in_loader = forking = 0;
+	lk_loader_atfork(LK_FORK_CHILD);
 	deferred = NULL;
 	lk_writer_atfork_child();
 	/* A stream of its own, or the child would repeat its parent's sampling decisions; derived
@@ -182,25 +179,6 @@ static void drain_deferred(uint32_t tid, uint64_t now)
 	}
 }
 
-/* The unwinder and the module refresh call dl_iterate_phdr, which takes the loader's write lock.
- * If a thread is inside it when another forks, the child inherits that lock held, forever
- * (glibc resets only its load lock in the child), and its first sample would hang. So fork
- * waits until no thread is in such a section, and a sample that starts while a fork is pending
- * waits for it, but only so long: it could be a thread that holds the loader lock in a
- * dl_iterate_phdr callback of its own, which the fork may be waiting for. Past that bound the
- * sample goes without a stack (counted as unwind_failed). */
-static bool enter_loader_section(void)
-{
-	for (int tries = 0; tries < 2000; tries++) { /* a fork takes well under a millisecond */
-		__atomic_fetch_add(&in_loader, 1, __ATOMIC_SEQ_CST);
-		if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
-			return true;
-		__atomic_fetch_sub(&in_loader, 1, __ATOMIC_RELEASE);
-		sched_yield();
-	}
-	return false;
-}
-
 static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
 {
 	uint64_t frames[LK_MAX_FRAMES];
@@ -210,10 +188,10 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
 	uint32_t n = 0;
-	if (enter_loader_section()) {
+	if (lk_loader_enter(false)) { /* no stack rather than a hang: loader.c */
 		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames);
 		lk_modules_refresh(false);
-		__atomic_fetch_sub(&in_loader, 1, __ATOMIC_RELEASE);
+		lk_loader_exit();
 	}
 	size_t usable = lk_real_usable(size, align);
 	uint64_t now = lk_now_ns();
@@ -223,7 +201,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	if (!lk_writer_ready()) {
 		enabled = false;
 	} else if (!(p = lk_arena_alloc(usable, align))) {
-		lk_counters[LK_CNT_ARENA_FULL]++;
+		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
+			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
 		uint8_t rec[LK_ALLOC_MAX];

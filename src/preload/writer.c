@@ -345,7 +345,8 @@ void lk_writer_rss_maybe(uint64_t now_ns)
 					       rss * (uint64_t)getpagesize()));
 	}
 	for (int i = 1; i <= LK_CNT_MAX; i++)
-		if (i != LK_CNT_SAMPLES && i != LK_CNT_FREES && i != LK_CNT_STACK_TRUNCATED)
+		if (i != LK_CNT_SAMPLES && i != LK_CNT_FREES && i != LK_CNT_STACK_TRUNCATED &&
+		    i != LK_CNT_DEFERRED_FREES)
 			losses += lk_counters[i];
 	if (losses != W.losses_written) {
 		W.losses_written = losses;
