@@ -7,11 +7,15 @@
  * grandchild that frees everything it inherited. Then one vfork+exec and one posix_spawn of
  * /bin/true. Every child must exit 0, and the parent's blocks must be intact after each fork.
  * Every process prints its tally lines (tally.h).
+ *
+ * Usage: fork [--walk-phdr].
  */
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <spawn.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/wait.h>
 
 #include "prog.h"
@@ -25,13 +29,27 @@ extern char **environ;
 
 static char *blocks[NBLOCKS];
 static atomic_int stop;
+static bool walk_phdr;
 
+static int count_object(struct dl_phdr_info *info, size_t size, void *data)
+{
+	++*(unsigned long *)data;
+	return 0;
+}
+
+/* The second thread allocates. With --walk-phdr it also walks the loaded objects, as libunwind,
+ * Rust's backtrace or libgcc before glibc 2.35 do, so that fork often lands while it holds the
+ * loader's lock. The children never call dl_iterate_phdr themselves: without leek they never
+ * meet that lock, so they must not meet it with leek either. */
 static void *churn(void *arg)
 {
 	uint64_t rng = 99;
 	void *keep[64] = { 0 };
+	unsigned long objects = 0;
 
 	while (!atomic_load(&stop)) {
+		if (walk_phdr)
+			dl_iterate_phdr(count_object, &objects);
 		unsigned i = (unsigned)(prog_rand(&rng) % 64);
 		free(keep[i]);
 		keep[i] = malloc(16 * (1 + prog_rand(&rng) % 256)); /* multiples of 16: never a tally size */
@@ -115,10 +133,11 @@ static void child(int k)
 	exit(0); /* not _exit: the profile must end with its trailer */
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	pthread_t th;
 
+	walk_phdr = argc > 1 && strcmp(argv[1], "--walk-phdr") == 0;
 	for (int i = 0; i < NBLOCKS; i++) {
 		blocks[i] = malloc(5003);
 		CHECK(blocks[i], "malloc(5003) failed");
@@ -145,8 +164,8 @@ int main(void)
 	}
 	wait_ok(pid, "vfork+exec of /bin/true");
 
-	char *argv[] = { "true", NULL };
-	int r = posix_spawn(&pid, "/bin/true", NULL, NULL, argv, environ);
+	char *spawn_argv[] = { "true", NULL };
+	int r = posix_spawn(&pid, "/bin/true", NULL, NULL, spawn_argv, environ);
 	CHECK(r == 0, "posix_spawn: %s", strerror(r));
 	wait_ok(pid, "posix_spawn of /bin/true");
 

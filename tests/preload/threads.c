@@ -9,8 +9,8 @@
  *
  * Usage: threads [ITERATIONS_PER_THREAD]. Prints "allocs N" (allocating calls made) at the end.
  */
-#include <pthread.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "prog.h"
