@@ -4,7 +4,8 @@
  * LD_PRELOAD, LEEK_OUTPUT (made absolute: the program may chdir), LEEK_SESSION (a random number
  * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
  * and, when asked, LEEK_PERIOD, LEEK_SEED and LEEK_INHERIT. While the program runs leek only
- * forwards signals and waits; it must never exit before its program or hide its status.
+ * forwards signals and waits; it must never exit before its program or hide its status. Then
+ * it summarizes each profile the run wrote (report.c, as `leek report` would rank its sites).
  */
 #include <dirent.h>
 #include <endian.h>
@@ -20,8 +21,8 @@
 #include <time.h>
 
 #include "commands.h"
+#include "report.h"
 #include "run.h"
-#include "summary.h"
 #include "util.h"
 
 static const char *arg_output = NULL;
@@ -312,30 +313,59 @@ static size_t find_profiles(const char *pattern, uint64_t session, struct found 
 	return n;
 }
 
+/* The end-of-run summary of one profile: totals, the peak and when, the heap at exit and its
+ * top sites (report.c, symbolized like `leek report`). */
+static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char *path, size_t top)
+{
+	static const struct lk_profile_opts po = { .at_ns = UINT64_MAX };
+	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top };
+	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
+	_cleanup_(freep) char *err = NULL;
+	int k = lk_report_new(&ro, &r);
+
+	if (k >= 0)
+		k = lk_report_add_file(r, sym, index, path, &po, &err);
+	if (k >= 0)
+		k = lk_report_finish(r);
+	if (k < 0 && err && *err)
+		lk_msg("%s: %s", path, err);
+	else if (k < 0)
+		lk_error(k, "%s", path);
+	else
+		lk_text_run_summary(stderr, r);
+}
+
 static void summarize(const char *pattern, uint64_t session)
 {
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	struct found *list = NULL;
 	size_t n = find_profiles(pattern, session, &list);
+	const char *const *warnings;
+	size_t nwarnings;
 
 	if (n == 0) {
 		lk_msg("no profile was written (see the message above, if libleek printed one)");
 		free(list);
 		return;
 	}
+	if (lk_symbolizer_new(&sym) < 0)
+		sym = NULL;
 	for (size_t i = 0; i < n; i++) {
-		_cleanup_(lk_reader_freep) struct lk_reader *rd = lk_reader_new();
-		struct lk_summary s;
-		int r = rd ? lk_reader_open(rd, list[i].path) : -ENOMEM;
-		if (r >= 0)
-			r = lk_summary_read(rd, &s);
-		if (r < 0)
-			lk_print_read_error(list[i].path, rd, r);
+		if (sym)
+			summarize_one(sym, (uint32_t)i, list[i].path, n == 1 ? 5 : 3);
 		else
-			lk_summary_print_short(stderr, list[i].path, lk_reader_header(rd), &s);
+			lk_msg("%s: written (out of memory for its summary)", list[i].path);
 		free(list[i].path);
 	}
-	lk_msg("%zu profile%s written; see one with 'leek dump --summary FILE'", n,
-	       n == 1 ? "" : "s");
+	nwarnings = sym ? lk_symbolizer_warnings(sym, &warnings) : 0;
+	for (size_t i = 0; i < nwarnings; i++)
+		lk_msg("warning: %s", warnings[i]);
+	if (n == 1)
+		lk_msg("1 profile written; 'leek report FILE' shows more (views: leaks, peak, "
+		       "growth, timeline, ...)");
+	else
+		lk_msg("%zu profiles written; 'leek report FILE...' shows each, with --merge all "
+		       "as one", n);
 	free(list);
 }
 

@@ -8,14 +8,6 @@
 #include "u64map.h"
 #include "util.h"
 
-double lk_sample_weight(uint64_t size, uint64_t period, bool exact)
-{
-	if (exact || period <= 1 || size == 0)
-		return 1.0;
-	/* -expm1(-x) is 1 - exp(-x) without the cancellation for blocks far below the period. */
-	return 1.0 / -expm1(-(double)size / (double)period);
-}
-
 static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
 {
 	for (uint32_t i = 0; i < s->ncounters; i++)
@@ -84,7 +76,7 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 		if (!live.e[i].used)
 			continue;
 		uint64_t size = live.e[i].value;
-		double w = lk_sample_weight(size, h->h.period, exact);
+		double w = lk_sample_weight(size, exact ? 1 : h->h.period);
 		s->live_blocks++;
 		s->live_bytes += size;
 		s->est_live_blocks += w;

@@ -26,8 +26,9 @@ struct lk_summary {
 	uint64_t end_offset;
 };
 
-/* The estimator's weight of one sampled block of `size` bytes. */
-double lk_sample_weight(uint64_t size, uint64_t period, bool exact);
+/* The estimator's weight of one sampled block of `size` bytes; period 1 is exact mode. Defined in
+ * profile-stats.c (profile.h declares it too). */
+double lk_sample_weight(uint64_t size, uint64_t period);
 
 /* Reads every remaining record of an opened reader. 0, or the reader's error (the caller prints
  * lk_reader_error()), or -ENOMEM / -E2BIG for too many live blocks. */

@@ -13,13 +13,12 @@
 TEST(weight)
 {
 	/* w(s) = 1 / (1 - exp(-s/T)): about T/s for small blocks, 1 for blocks far above T. */
-	ASSERT_NEAR(lk_sample_weight(128, 524288, false), 1.0 / (1.0 - exp(-128.0 / 524288)), 1e-6);
-	ASSERT_NEAR(lk_sample_weight(1, 524288, false), 524288.5, 0.01);
-	ASSERT_NEAR(lk_sample_weight(524288, 524288, false), 1.0 / (1.0 - exp(-1.0)), 1e-12);
-	ASSERT_NEAR(lk_sample_weight(100 << 20, 524288, false), 1.0, 1e-12);
-	ASSERT_EQ(lk_sample_weight(1, 1, false), 1.0); /* exact mode by period */
-	ASSERT_EQ(lk_sample_weight(1, 524288, true), 1.0); /* exact mode by flag */
-	ASSERT_EQ(lk_sample_weight(0, 524288, false), 1.0);
+	ASSERT_NEAR(lk_sample_weight(128, 524288), 1.0 / (1.0 - exp(-128.0 / 524288)), 1e-6);
+	ASSERT_NEAR(lk_sample_weight(1, 524288), 524288.5, 0.01);
+	ASSERT_NEAR(lk_sample_weight(524288, 524288), 1.0 / (1.0 - exp(-1.0)), 1e-12);
+	ASSERT_NEAR(lk_sample_weight(100 << 20, 524288), 1.0, 1e-12);
+	ASSERT_EQ(lk_sample_weight(1, 1), 1.0); /* exact mode: the caller passes period 1 */
+	ASSERT_EQ(lk_sample_weight(0, 524288), 1.0);
 }
 
 TEST(summary_of_sample)

@@ -1,0 +1,174 @@
+/* profile-result.c: turns the live set and the running sums of profile.c's passes into the
+ * numbers profile.h hands out: per-stack snapshots of the live set (at the selected time, at the
+ * peak, the old blocks at the end), the totals, every interval, the growth verdicts, the live
+ * blocks at the end; and the accessors.
+ *
+ * Estimates follow docs/sampling.md section 4: a sampled block of s bytes and weight w adds s w
+ * to a byte estimate and s^2 (w^2 - w) to its variance, w and w^2 - w to an object count's, and
+ * its own size (or 1) to what was observed. Never reads the file and never prints.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "profile-internal.h"
+
+void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects,
+		       const struct live_block *b)
+{
+	double s = (double)b->size;
+
+	bytes->value += s * b->w;
+	bytes->var += s * s * b->v1;
+	bytes->observed += s;
+	bytes->samples++;
+	objects->value += b->w;
+	objects->var += b->v1;
+	objects->observed += 1;
+	objects->samples++;
+}
+
+/* The (bytes, objects) pair of a snapshot in a stack's stats. */
+static void target(struct lk_stack_stats *s, enum profile_snap which, struct lk_estimate **bytes,
+		   struct lk_estimate **objects)
+{
+	switch (which) {
+	case PROFILE_SNAP_LIVE:
+		*bytes = &s->live_bytes;
+		*objects = &s->live_objects;
+		break;
+	case PROFILE_SNAP_PEAK:
+		*bytes = &s->peak_bytes;
+		*objects = &s->peak_objects;
+		break;
+	default:
+		*bytes = &s->old_bytes;
+		*objects = &s->old_objects;
+		break;
+	}
+}
+
+void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum profile_snap which,
+		      uint64_t end_ns)
+{
+	struct lk_estimate *bytes, *objects;
+
+	for (size_t i = 0; i < p->nstacks; i++) {
+		target(&p->stacks[i], which, &bytes, &objects);
+		*bytes = *objects = (struct lk_estimate){ 0 };
+	}
+	for (size_t i = 0; i < ls->map.size; i++) {
+		const struct live_block *b;
+		if (!ls->map.e[i].used)
+			continue;
+		b = &ls->blocks[ls->map.e[i].value];
+		/* Old: at least age_ns before the end (an INHERITed block may be from before the
+		 * start). */
+		if (which == PROFILE_SNAP_OLD &&
+		    (__int128)end_ns - b->t_ns < (__int128)p->opts.age_ns)
+			continue;
+		target(&p->stacks[b->stack], which, &bytes, &objects);
+		profile_add_block(bytes, objects, b);
+	}
+}
+
+static int cmp_live(const void *x, const void *y)
+{
+	const struct lk_live_block *a = x, *b = y;
+
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns)
+{
+	struct lk_profile_totals *t = &p->totals;
+	double bucket_s = (double)duration_ns / p->nbuckets / 1e9;
+	size_t n = 0;
+
+	profile_snapshot(p, ls, PROFILE_SNAP_OLD, duration_ns);
+	t->duration_ns = duration_ns;
+	t->max_live = ls->max_count;
+	p->live_blocks = malloc((ls->count ? ls->count : 1) * sizeof(*p->live_blocks));
+	if (!p->live_blocks)
+		return -ENOMEM;
+	for (size_t i = 0; i < ls->map.size; i++) {
+		const struct live_block *b;
+		if (!ls->map.e[i].used)
+			continue;
+		b = &ls->blocks[ls->map.e[i].value];
+		p->live_blocks[n++] = (struct lk_live_block){
+			.addr = b->addr, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
+			.weight = b->w };
+		profile_add_block(&t->live_bytes_end, &t->live_objects_end, b);
+	}
+	p->nlive_blocks = n;
+	qsort(p->live_blocks, n, sizeof(*p->live_blocks), cmp_live);
+	lk_estimate_finish(&t->live_bytes_end);
+	lk_estimate_finish(&t->live_objects_end);
+
+	for (size_t i = 0; i < p->nstacks; i++) {
+		struct lk_stack_stats *s = &p->stacks[i];
+		struct lk_estimate *e[] = { &s->alloc_bytes, &s->alloc_objects, &s->live_bytes,
+					    &s->live_objects, &s->peak_bytes, &s->peak_objects,
+					    &s->old_bytes, &s->old_objects };
+		for (size_t k = 0; k < sizeof(e) / sizeof(e[0]); k++)
+			lk_estimate_finish(e[k]);
+		lk_estimate_add(&t->alloc_bytes, &s->alloc_bytes);
+		lk_estimate_add(&t->alloc_objects, &s->alloc_objects);
+		lk_estimate_add(&t->peak_bytes, &s->peak_bytes);
+		lk_growth_classify(s->series, p->nbuckets, bucket_s,
+				   s->alloc_bytes.samples + p->runs[i].inherited, &s->growth);
+	}
+	/* Sums of nothing are finished too (a profile without samples). */
+	lk_estimate_finish(&t->alloc_bytes);
+	lk_estimate_finish(&t->alloc_objects);
+	lk_estimate_finish(&t->peak_bytes);
+	return 0;
+}
+
+struct lk_profile *lk_profile_free(struct lk_profile *p)
+{
+	if (!p)
+		return NULL;
+	profile_tables_free(p);
+	free(p->live_blocks);
+	free(p->strings);
+	free(p);
+	return NULL;
+}
+
+const struct lk_profile_header *lk_profile_header(const struct lk_profile *p)
+{
+	return &p->header;
+}
+
+const struct lk_profile_totals *lk_profile_totals(const struct lk_profile *p)
+{
+	return &p->totals;
+}
+
+size_t lk_profile_stacks(const struct lk_profile *p, const struct lk_stack_stats **ret)
+{
+	/* Stack 0 only when a sample had no stack. */
+	*ret = p->stack0_used ? p->stacks : p->stacks + 1;
+	return p->stack0_used ? p->nstacks : p->nstacks - 1;
+}
+
+size_t lk_profile_modules(const struct lk_profile *p, const struct lk_module_info_rec **ret)
+{
+	*ret = p->modules;
+	return p->nmodules;
+}
+
+size_t lk_profile_timeline(const struct lk_profile *p, const struct lk_timeline_point **ret)
+{
+	*ret = p->timeline;
+	return p->nbuckets;
+}
+
+size_t lk_profile_live_blocks(const struct lk_profile *p, const struct lk_live_block **ret)
+{
+	*ret = p->live_blocks;
+	return p->nlive_blocks;
+}

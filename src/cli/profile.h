@@ -1,0 +1,161 @@
+/* profile.h: aggregation of one profile into per-stack estimates, with intervals and a timeline.
+ *
+ * profile.c reads a profile with the streaming reader (read.h) and keeps only what is bounded by
+ * the number of distinct stacks and of live samples, never by the length of the file: per stack,
+ * running sums; per live sampled block, one entry; for the heap timeline, a fixed number of
+ * buckets. The file is read twice: first to learn its duration (the buckets) and the moment the
+ * heap peaked, then to aggregate, taking the live set at the peak and at opts.at_ns as the replay
+ * passes them. Estimates and intervals follow docs/sampling.md (sections 4 and 5); nothing here
+ * knows about symbols or output formats.
+ *
+ * Errors are negative errno values; on failure *ret is untouched and the message out-parameter
+ * says "offset N: what is wrong".
+ *
+ * Limits (so that a file cannot decide how much memory the CLI takes): LK_PROFILE_MAX_LIVE sampled
+ * blocks live at once, LK_PROFILE_MAX_STACKS stacks and LK_PROFILE_MAX_MODULES module records per
+ * file; beyond them lk_profile_load() fails with -E2BIG and says which limit.
+ */
+#ifndef LEEK_PROFILE_H
+#define LEEK_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "read.h"
+
+#define LK_TIMELINE_BUCKETS 64 /* default number of points in the heap timeline and growth series */
+#define LK_PROFILE_MAX_LIVE (1u << 25)       /* sampled blocks live at once (as summary.h) */
+#define LK_PROFILE_MAX_STACKS ((1u << 22) + 1) /* libleek's own stack table holds 2^22 - 1 */
+#define LK_PROFILE_MAX_MODULES (1u << 20)    /* MODULE records in one file */
+
+/* One estimate with its 95% interval (docs/sampling.md section 5). */
+struct lk_estimate {
+	double value;      /* unbiased estimate (Horvitz-Thompson) */
+	double var;        /* unbiased estimate of its variance */
+	double lo, hi;     /* 95% interval, lo >= observed */
+	double observed;   /* what the samples show by themselves (sum of sizes, or sample count) */
+	uint64_t samples;  /* K: sampled allocations behind it */
+	double k_eff;      /* est^2 / var (infinite when var == 0) */
+	bool too_few;      /* k_eff < 5: "too few samples", not to be ranked as precise */
+};
+
+enum lk_trend {
+	LK_TREND_UNKNOWN = 0, /* too few samples to say */
+	LK_TREND_FLAT,        /* no significant change through the run */
+	LK_TREND_GROWING,     /* live bytes still rising in the last part of the run */
+	LK_TREND_PLATEAU,     /* rose, then levelled off (pools, warmed caches) */
+};
+
+struct lk_growth {
+	enum lk_trend trend;
+	double confidence;    /* 1 - p-value of the test behind the verdict, in [0, 1]; for FLAT,
+			       * the p-value of the whole-run test for a rise (1 when the series
+			       * never rises); 0 for UNKNOWN (profile-growth.c) */
+	double slope_bytes_s; /* Sen's slope of live bytes over the last part of the run */
+};
+
+/* Per stack (one allocation call chain). Estimates are in bytes requested and in objects. */
+struct lk_stack_stats {
+	uint64_t id;              /* the stack id in its profile (1..) ; 0 = "no stack" */
+	uint32_t nframes;
+	const uint64_t *frames;   /* return addresses, innermost first */
+	const uint64_t *modules;  /* per frame: id of the module mapped there when the stack was
+				   * written (0 if none) */
+	struct lk_estimate alloc_bytes, alloc_objects;   /* everything allocated, freed or not */
+	struct lk_estimate live_bytes, live_objects;     /* live at the selected moment (see opts) */
+	struct lk_estimate peak_bytes, peak_objects;     /* live at the global peak */
+	struct lk_estimate old_bytes, old_objects;       /* live at the end and at least opts.age
+							  * old */
+	double series[LK_TIMELINE_BUCKETS];              /* live-bytes estimate at each bucket's end */
+	struct lk_growth growth;
+};
+
+struct lk_timeline_point {
+	uint64_t t_ns;       /* bucket end, since the profile's start */
+	double heap_bytes;   /* estimated live heap (sampled blocks, weighted) */
+	double heap_max;     /* the highest estimate reached within the bucket */
+	uint64_t rss_bytes;  /* last RSS record at or before t_ns (0 if none yet) */
+};
+
+struct lk_profile_opts {
+	uint64_t at_ns;      /* "live" means live at this time since start; UINT64_MAX = the end */
+	uint64_t age_ns;     /* old_*: live at the end and allocated at least age_ns before it
+			      * (end - t >= age_ns, so 0 takes every live block) */
+	unsigned buckets;    /* timeline points, <= LK_TIMELINE_BUCKETS; 0 = the maximum */
+};
+
+struct lk_profile_totals {
+	uint64_t duration_ns;           /* time of the last record */
+	uint64_t period;                /* header period; 1 = exact */
+	uint64_t samples, frees;        /* ALLOC and FREE records */
+	struct lk_estimate alloc_bytes, alloc_objects;
+	struct lk_estimate live_bytes_end, live_objects_end;
+	struct lk_estimate peak_bytes;  /* the heap estimate at its high-water mark */
+	uint64_t peak_ns;               /* when */
+	uint64_t max_rss;
+	uint64_t losses[LK_CNT_MAX + 1];/* last LOSS or TRAILER values */
+	bool trailer;                   /* clean exit; false: the profile ends at its last complete
+					 * record (crash, kill, exec) */
+	uint64_t frees_unknown;         /* frees of addresses with no live sample (corruption, or a
+					 * forked child's file without INHERIT) */
+	uint64_t inherited;             /* INHERIT records: live in the parent at the fork */
+	uint64_t max_live;              /* the most sampled blocks live at once */
+	uint64_t records;               /* records read, up to the end (extensions included) */
+};
+
+struct lk_module_info_rec {       /* a MODULE record, kept for symbolization */
+	uint64_t id, base, loaded_ns, unloaded_ns; /* unloaded_ns = UINT64_MAX while mapped */
+	uint32_t nseg, build_id_len;
+	const struct lk_module_seg *seg;
+	const uint8_t *build_id;
+	const char *path;           /* path_len bytes and a NUL (the loader's path may hold NULs) */
+	uint32_t path_len;
+};
+
+struct lk_profile;
+
+/* Reads and aggregates one profile (in two passes; a pipe is first copied to an unlinked temporary
+ * file). On error returns < 0 and, if err is not NULL, a malloc'ed "offset N: ..." message in
+ * *err. A profile that ends without a trailer is not an error: totals.trailer says so. */
+int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct lk_profile **ret,
+		    char **err);
+struct lk_profile *lk_profile_free(struct lk_profile *p); /* NULL-safe, returns NULL */
+static inline void lk_profile_freep(struct lk_profile **p)
+{
+	lk_profile_free(*p);
+}
+
+const struct lk_profile_header *lk_profile_header(const struct lk_profile *p);
+const struct lk_profile_totals *lk_profile_totals(const struct lk_profile *p);
+
+/* Stacks, in stack-id order; stack 0 ("no stack") is included when a sample had none. */
+size_t lk_profile_stacks(const struct lk_profile *p, const struct lk_stack_stats **ret);
+size_t lk_profile_modules(const struct lk_profile *p, const struct lk_module_info_rec **ret);
+size_t lk_profile_timeline(const struct lk_profile *p, const struct lk_timeline_point **ret);
+
+/* Live sampled blocks at the end, oldest first, for `old --age` (alloc time since start; an
+ * INHERITed block's time may be negative). */
+struct lk_live_block {
+	uint64_t addr, size, stack;
+	int64_t t_ns;
+	double weight;
+};
+size_t lk_profile_live_blocks(const struct lk_profile *p, const struct lk_live_block **ret);
+
+/* Helpers shared with the report (pure functions, docs/sampling.md). */
+double lk_sample_weight(uint64_t size, uint64_t period);          /* 1/p(s); 1 in exact mode */
+void lk_estimate_finish(struct lk_estimate *e);                    /* fills lo, hi, k_eff, too_few
+								    * from value, var, observed,
+								    * samples */
+void lk_estimate_add(struct lk_estimate *sum, const struct lk_estimate *e); /* sums of
+								    * independent estimates (merge);
+								    * adds value, var, observed,
+								    * samples, then finishes sum */
+
+/* The growth verdict of one live-bytes series of n points, bucket_s seconds apart, behind which
+ * stand `samples` sampled blocks (allocated or inherited); profile-growth.c has the method. */
+void lk_growth_classify(const double *series, unsigned n, double bucket_s, uint64_t samples,
+			struct lk_growth *ret);
+
+#endif /* LEEK_PROFILE_H */

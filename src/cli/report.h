@@ -1,0 +1,137 @@
+/* report.h: what `leek report` shows, built from loaded profiles (report.c) and printed by
+ * out-text.c, out-json.c and chart.c. report.c builds, report-view.c ranks.
+ *
+ * A section is one process, or several merged (--merge). Building one: lk_report_new(), then
+ * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
+ * copies of what it prints and pointers into the symbolizer, which must outlive it), then
+ * lk_report_finish(), which finishes the estimates, ranks the sites and keeps the top ones.
+ * Memory follows the number of distinct stacks, never the length of a profile.
+ *
+ * Glossary: the view's figure is the estimate a view ranks by (live bytes for leaks, bytes at the
+ * peak for peak, ...); a site's "heaviest stack" is the one of its stacks with the largest figure,
+ * the one printed under it.
+ */
+#ifndef LEEK_REPORT_H
+#define LEEK_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile.h"
+#include "site.h"
+#include "symbolize.h"
+
+enum lk_view {
+	LK_VIEW_LEAKS,
+	LK_VIEW_PEAK,
+	LK_VIEW_INUSE,
+	LK_VIEW_ALLOC,
+	LK_VIEW_OLD,
+	LK_VIEW_GROWTH,
+	LK_VIEW_TIMELINE,
+	_LK_VIEW_MAX,
+};
+
+const char *lk_view_name(enum lk_view v);
+int lk_view_from_name(const char *name); /* enum lk_view, or -EINVAL */
+const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "unknown" */
+
+struct lk_report_opts {
+	enum lk_view view;
+	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
+	uint64_t age_ns;  /* old */
+	size_t top;       /* sites kept after ranking; 0 = all */
+	double min_share; /* sites below this fraction of the view's total are dropped */
+	bool merge, stacks, ascii;
+	const struct lk_site_filter *filter;
+};
+
+struct lk_report_site {
+	const struct lk_sym_frame *const *stack; /* heaviest stack, innermost first */
+	size_t nframes, site_frame;              /* stack[site_frame] is the site */
+	size_t nstacks;                          /* stacks that share this site */
+	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
+	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
+	struct lk_growth growth;                 /* of the heaviest stack */
+	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
+						  * end of its profile; -1 if none */
+	double figure;                           /* heaviest stack's figure (internal) */
+	double share;                            /* of the view's total, 0 to 1 */
+};
+
+/* One profile, as the report prints its header. Strings are copies. */
+struct lk_report_process {
+	char *path, *exe, *cmdline; /* cmdline: NUL-separated, cmdline_len bytes */
+	size_t exe_len, cmdline_len;
+	uint32_t pid, ppid, flags;
+	uint64_t period, start_realtime_ns;
+	struct lk_profile_totals totals;
+	struct lk_timeline_point *timeline; /* until lk_report_finish() (merged: summed) */
+	size_t ntimeline;
+};
+
+struct lk_report {
+	struct lk_report_opts opts;
+	struct lk_report_process *procs;
+	size_t nprocs;
+	struct lk_profile_totals totals;      /* the process's, or the sum (merged) */
+	uint64_t span_ns;                     /* merged: first start to last end, in real time */
+	bool periods_differ;                  /* merged: totals.period is the first one's */
+	struct lk_estimate view_bytes, view_objects; /* the view's figure over every stack */
+	struct lk_report_site *sites;         /* ranked (after lk_report_finish) */
+	size_t nsites, sites_total;           /* shown; before --top and --min-share */
+	size_t stacks_filtered;               /* stacks dropped by --focus / --ignore */
+	struct lk_timeline_point *timeline;   /* the process's; merged: the sum on one real-time
+					       * axis, from the first start (after lk_report_finish) */
+	size_t ntimeline;
+
+	struct lk_report_index *index;        /* report.c's state while adding */
+};
+
+int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret);
+/* profile is the symbolizer's profile number for p (its modules must be registered). */
+int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
+		  const char *path, const struct lk_profile *p);
+/* Loads the file and adds it, with its modules: the usual way to call the two above. On a load
+ * error, *err may hold a malloc'd "offset N: ..." (see lk_profile_load). */
+int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
+		       const char *path, const struct lk_profile_opts *po, char **err);
+int lk_report_finish(struct lk_report *r);
+int lk_report_rank(struct lk_report *r); /* report-view.c: lk_report_finish() without the cleanup */
+struct lk_report *lk_report_free(struct lk_report *r); /* NULL-safe, returns NULL */
+static inline void lk_report_freep(struct lk_report **r)
+{
+	lk_report_free(*r);
+}
+
+/* Registers every module of p with the symbolizer as profile number `profile`. */
+int lk_report_add_modules(struct lk_symbolizer *sym, uint32_t profile, const struct lk_profile *p);
+
+/* "1.5", "250ms", "2m", "90s", "1h": a duration in ns. 0, -EINVAL or -ERANGE. */
+int lk_parse_duration(const char *s, uint64_t *ret);
+
+/* The figure a view ranks by, and its objects. */
+const struct lk_estimate *lk_report_figure(const struct lk_report_site *s, enum lk_view v);
+const struct lk_estimate *lk_report_figure_objects(const struct lk_report_site *s,
+						   enum lk_view v);
+
+/* out-text.c */
+void lk_text_report(FILE *f, const struct lk_report *r);
+/* The few lines `leek run` prints per profile (to stderr). */
+void lk_text_run_summary(FILE *f, const struct lk_report *r);
+
+/* out-json.c: one document per call of begin/end; sections in between (see docs/json.md). */
+struct lk_json_doc;
+int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
+		  struct lk_json_doc **ret);
+void lk_json_report(struct lk_json_doc *d, const struct lk_report *r);
+void lk_json_end(struct lk_json_doc *d); /* closes and frees */
+/* A JSON string: quotes, escapes, and U+FFFD for each byte that is not part of valid UTF-8. */
+void lk_json_write_string(FILE *f, const char *s, size_t len);
+
+/* chart.c: the timeline as a chart, 80 columns wide. */
+void lk_chart_timeline(FILE *f, const struct lk_timeline_point *p, size_t n, bool ascii);
+
+#endif /* LEEK_REPORT_H */

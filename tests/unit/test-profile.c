@@ -1,0 +1,468 @@
+/* test-profile.c: aggregation of a profile (src/cli/profile*.c): exact totals, live, peak and old
+ * sets, the timeline, modules of frames, INHERIT and unmatched frees, crashed and corrupt files,
+ * pipes, bounded memory. The estimators and intervals are in test-profile-stats.c, the growth
+ * verdicts in test-profile-growth.c.
+ *
+ * Every profile is built in memory with the writer's own encoders (profile-sim.h) and every
+ * expected number below is worked out by hand from the records.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <math.h>
+#include <string.h>
+
+#include "harness.h"
+#include "profile-sim.h"
+
+/* An exact estimate: the point, no interval, never "too few". */
+#define ASSERT_EXACT(e, v)                                                                         \
+	do {                                                                                       \
+		ASSERT_EQ((e).value, (v));                                                         \
+		ASSERT_EQ((e).lo, (v));                                                            \
+		ASSERT_EQ((e).hi, (v));                                                            \
+		ASSERT_EQ((e).var, 0);                                                             \
+		ASSERT_EQ((e).observed, (v));                                                      \
+		ASSERT_TRUE(isinf((e).k_eff));                                                     \
+		ASSERT_TRUE(!(e).too_few);                                                         \
+	} while (0)
+
+/* The exact-mode run of the test below:
+ *
+ *   t   record          heap H(t)  live                 stack
+ *   0   MODULE 1 (0x400000 + [0, 0x10000)), STACK 1 (in it), STACK 2 (outside)
+ *   10  ALLOC A 100     100        A                    1
+ *   20  ALLOC B 200     300        A B                  1
+ *   30  ALLOC C 1000    1300       A B C                2
+ *   40  FREE A          1200       B C
+ *   50  ALLOC D 50      1250       B C D                2
+ *   60  FREE C          250        B D
+ *   65  RSS 5000
+ *   70  ALLOC E 2000    2250 peak  B D E                1
+ *   80  FREE E          250        B D
+ *   85  UNLOAD 1, STACK 3 (stack 1's frames, now in no module)
+ *   90  ALLOC F 10      260        B D F                3
+ *   95  RSS 3000
+ *   100 TRAILER (samples 6, frees 3)
+ */
+static void build_exact(struct sim *s)
+{
+	static const uint64_t frames1[] = { 0x401234, 0x40ffff, 0x400000 }, frames2[] = { 0x7f01 };
+	struct lk_module_info m = { .id = 1, .base = 0x400000, .nseg = 1, .seg = { { 0, 0x10000 } },
+				    .build_id_len = 2, .build_id = { 0xab, 0xcd },
+				    .path = "/usr/bin/sim", .path_len = 12 };
+	uint64_t counters[LK_CNT_MAX + 1] = { [LK_CNT_SAMPLES] = 6, [LK_CNT_FREES] = 3 };
+
+	sim_start(s, 1, LK_HDR_EXACT);
+	PB_REC(&s->b, lk_rec_module(rec, 0, &m));
+	sim_stack(s, frames1, 3);
+	sim_stack(s, frames2, 1);
+	sim_alloc(s, 10, 0xa000, 100, 1);
+	sim_alloc(s, 20, 0xb000, 200, 1);
+	sim_alloc(s, 30, 0xc000, 1000, 2);
+	sim_free(s, 40, 0xa000);
+	sim_alloc(s, 50, 0xd000, 50, 2);
+	sim_free(s, 60, 0xc000);
+	sim_rss(s, 65, 5000);
+	sim_alloc(s, 70, 0xe000, 2000, 1);
+	sim_free(s, 80, 0xe000);
+	PB_REC(&s->b, lk_rec_pair(rec, LK_REC_UNLOAD, sim_dt(s, 85), 1));
+	sim_stack(s, frames1, 3);
+	sim_alloc(s, 90, 0xf000, 10, 3);
+	sim_rss(s, 95, 3000);
+	sim_trailer(s, 100, counters);
+}
+
+TEST(exact_totals_peak_timeline)
+{
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .buckets = 4 };
+	const struct lk_profile_totals *t;
+	const struct lk_timeline_point *tl;
+	const struct lk_stack_stats *st;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	build_exact(&s);
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->period, 1);
+	ASSERT_EQ(t->duration_ns, 100);
+	ASSERT_EQ(t->records, 17);
+	ASSERT_EQ(t->samples, 6);
+	ASSERT_EQ(t->frees, 3);
+	ASSERT_EQ(t->frees_unknown, 0);
+	ASSERT_EQ(t->inherited, 0);
+	ASSERT_EQ(t->max_live, 3);
+	ASSERT_EQ(t->max_rss, 5000);
+	ASSERT_EQ(t->losses[LK_CNT_SAMPLES], 6);
+	ASSERT_EQ(t->losses[LK_CNT_ARENA_FULL], 0);
+	ASSERT_TRUE(t->trailer);
+	ASSERT_EXACT(t->alloc_bytes, 3360);
+	ASSERT_EXACT(t->alloc_objects, 6);
+	ASSERT_EXACT(t->live_bytes_end, 260);
+	ASSERT_EXACT(t->live_objects_end, 3);
+	ASSERT_EXACT(t->peak_bytes, 2250);
+	ASSERT_EQ(t->peak_ns, 70);
+
+	/* Stack 0 named no sample, so it is left out: ids 1, 2, 3. */
+	ASSERT_EQ(lk_profile_stacks(p, &st), 3);
+	ASSERT_EQ(st[0].id, 1);
+	ASSERT_EXACT(st[0].alloc_bytes, 2300);
+	ASSERT_EXACT(st[0].alloc_objects, 3);
+	ASSERT_EXACT(st[0].live_bytes, 200);
+	ASSERT_EXACT(st[0].peak_bytes, 2200); /* B and E */
+	ASSERT_EXACT(st[0].peak_objects, 2);
+	ASSERT_EXACT(st[1].alloc_bytes, 1050);
+	ASSERT_EXACT(st[1].peak_bytes, 50);
+	ASSERT_EXACT(st[2].live_bytes, 10);
+	ASSERT_EXACT(st[2].peak_bytes, 0);
+
+	/* Buckets end at 25, 50, 75, 100. */
+	ASSERT_EQ(lk_profile_timeline(p, &tl), 4);
+	const double heap[] = { 300, 1250, 2250, 260 }, max[] = { 300, 1300, 2250, 2250 };
+	const uint64_t rss[] = { 0, 0, 5000, 3000 };
+	const double s1[] = { 300, 200, 2200, 200 }, s2[] = { 0, 1050, 50, 50 };
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(tl[i].t_ns, 25 * (i + 1));
+		ASSERT_EQ(tl[i].heap_bytes, heap[i]);
+		ASSERT_EQ(tl[i].heap_max, max[i]);
+		ASSERT_EQ(tl[i].rss_bytes, rss[i]);
+		ASSERT_EQ(st[0].series[i], s1[i]);
+		ASSERT_EQ(st[1].series[i], s2[i]);
+		ASSERT_EQ(st[2].series[i], i == 3 ? 10 : 0);
+	}
+	ASSERT_EQ(st[0].growth.trend, LK_TREND_UNKNOWN); /* 4 points, 3 samples */
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+TEST(exact_live_at_and_old)
+{
+	struct lk_profile_opts o = { .at_ns = 35, .age_ns = 50 };
+	const struct lk_stack_stats *st;
+	const struct lk_live_block *lb;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	build_exact(&s);
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_EQ(lk_profile_stacks(p, &st), 3);
+	/* At 35: A, B (stack 1) and C (stack 2). */
+	ASSERT_EXACT(st[0].live_bytes, 300);
+	ASSERT_EXACT(st[0].live_objects, 2);
+	ASSERT_EXACT(st[1].live_bytes, 1000);
+	ASSERT_EXACT(st[2].live_bytes, 0);
+	/* Old at 100, at least 50 ns: B (80) and D (50), not F (10). */
+	ASSERT_EXACT(st[0].old_bytes, 200);
+	ASSERT_EXACT(st[1].old_bytes, 50);
+	ASSERT_EXACT(st[1].old_objects, 1);
+	ASSERT_EXACT(st[2].old_bytes, 0);
+	/* The live blocks at the end, oldest first, whatever "at" says. */
+	ASSERT_EQ(lk_profile_live_blocks(p, &lb), 3);
+	ASSERT_EQ(lb[0].addr, 0xb000);
+	ASSERT_EQ(lb[0].t_ns, 20);
+	ASSERT_EQ(lb[0].stack, 1);
+	ASSERT_EQ(lb[0].size, 200);
+	ASSERT_EQ(lb[0].weight, 1);
+	ASSERT_EQ(lb[1].addr, 0xd000);
+	ASSERT_EQ(lb[2].addr, 0xf000);
+	lk_profile_free(p);
+
+	/* Before the first record: nothing live. At 40 exactly: A's free counts. */
+	o.at_ns = 0;
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	lk_profile_stacks(p, &st);
+	ASSERT_EXACT(st[0].live_bytes, 0);
+	lk_profile_free(p);
+	o.at_ns = 40;
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	lk_profile_stacks(p, &st);
+	ASSERT_EXACT(st[0].live_bytes, 200);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+TEST(header_modules_and_frames)
+{
+	const struct lk_module_info_rec *m;
+	const struct lk_stack_stats *st;
+	const struct lk_profile_header *h;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	build_exact(&s);
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	h = lk_profile_header(p);
+	ASSERT_STREQ(h->exe, "/usr/bin/sim");
+	ASSERT_EQ(h->h.pid, 7);
+	ASSERT_EQ(lk_profile_modules(p, &m), 1);
+	ASSERT_EQ(m[0].id, 1);
+	ASSERT_EQ(m[0].base, 0x400000);
+	ASSERT_EQ(m[0].loaded_ns, 0);
+	ASSERT_EQ(m[0].unloaded_ns, 85);
+	ASSERT_EQ(m[0].nseg, 1);
+	ASSERT_EQ(m[0].seg[0].len, 0x10000);
+	ASSERT_EQ(m[0].build_id_len, 2);
+	ASSERT_EQ(m[0].build_id[1], 0xcd);
+	ASSERT_STREQ(m[0].path, "/usr/bin/sim");
+	ASSERT_EQ(m[0].path_len, 12);
+
+	ASSERT_EQ(lk_profile_stacks(p, &st), 3);
+	ASSERT_EQ(st[0].nframes, 3);
+	ASSERT_EQ(st[0].frames[0], 0x401234);
+	/* Return addresses are looked up at frame - 1: 0x400000 - 1 is outside. */
+	ASSERT_EQ(st[0].modules[0], 1);
+	ASSERT_EQ(st[0].modules[1], 1);
+	ASSERT_EQ(st[0].modules[2], 0);
+	ASSERT_EQ(st[1].modules[0], 0);
+	/* Stack 3 was written after the UNLOAD: the same frames name no module. */
+	ASSERT_EQ(st[2].frames[0], 0x401234);
+	ASSERT_EQ(st[2].modules[0], 0);
+	/* Defaults: 64 buckets ending at the duration. */
+	const struct lk_timeline_point *tl;
+	ASSERT_EQ(lk_profile_timeline(p, &tl), LK_TIMELINE_BUCKETS);
+	ASSERT_EQ(tl[LK_TIMELINE_BUCKETS - 1].t_ns, 100);
+	ASSERT_EQ(tl[LK_TIMELINE_BUCKETS - 1].heap_bytes, 260);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+/* A forked child's file: INHERITed blocks, an unmatched free, a missing free, no trailer. */
+TEST(inherit_frees_and_crash)
+{
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .age_ns = 100 };
+	const struct lk_profile_totals *t;
+	const struct lk_stack_stats *st;
+	const struct lk_live_block *lb;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT | LK_HDR_FORKED);
+	sim_site(&s, 0x401000);
+	PB_REC(&s.b, lk_rec_inherit(rec, 0x9000, 300, 1, SIM_START_MONO - 5000));
+	PB_REC(&s.b, lk_rec_inherit(rec, 0xa000, 700, 1, SIM_START_MONO - 1000));
+	sim_alloc(&s, 10, 0xb000, 50, 1);
+	sim_free(&s, 20, 0xa000);
+	sim_free(&s, 30, 0xdead);            /* never sampled here */
+	sim_alloc(&s, 40, 0xb000, 80, 1);    /* 0xb000's FREE is missing */
+	pb_zeros(&s.b, 4096);                /* the writer's fallocate'd tail */
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+
+	t = lk_profile_totals(p);
+	ASSERT_TRUE(!t->trailer);
+	ASSERT_EQ(t->duration_ns, 40);
+	ASSERT_EQ(t->samples, 2);
+	ASSERT_EQ(t->inherited, 2);
+	ASSERT_EQ(t->frees, 2);
+	ASSERT_EQ(t->frees_unknown, 1);
+	ASSERT_EXACT(t->alloc_bytes, 130);     /* inherited blocks were allocated elsewhere */
+	ASSERT_EXACT(t->live_bytes_end, 380);  /* the first inherited block and the 80 */
+	ASSERT_EXACT(t->peak_bytes, 1050);
+	ASSERT_EQ(t->peak_ns, 10);
+	ASSERT_EQ(lk_profile_stacks(p, &st), 1);
+	ASSERT_EXACT(st[0].alloc_objects, 2);
+	ASSERT_EXACT(st[0].live_objects, 2);
+	ASSERT_EXACT(st[0].old_bytes, 300);    /* 5040 ns old; the 80 bytes are 0 ns old */
+	ASSERT_EQ(lk_profile_live_blocks(p, &lb), 2);
+	ASSERT_EQ(lb[0].t_ns, -5000);
+	ASSERT_EQ(lb[0].size, 300);
+	ASSERT_EQ(lb[1].t_ns, 40);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+TEST(stack0_and_losses)
+{
+	uint64_t loss[LK_CNT_MAX + 1] = { [LK_CNT_ARENA_FULL] = 3, [LK_CNT_UNWIND_FAILED] = 1 };
+	const struct lk_profile_totals *t;
+	const struct lk_stack_stats *st;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	sim_alloc(&s, 5, 0x1000, 64, 0);
+	PB_REC(&s.b, lk_rec_counters(rec, LK_REC_LOSS, sim_dt(&s, 6), 0, loss));
+	sim_alloc(&s, 7, 0x2000, 32, 1);
+	loss[LK_CNT_ARENA_FULL] = 4;
+	loss[LK_CNT_SAMPLES] = 2;
+	sim_trailer(&s, 9, loss);
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->losses[LK_CNT_ARENA_FULL], 4);
+	ASSERT_EQ(t->losses[LK_CNT_UNWIND_FAILED], 1);
+	ASSERT_EQ(t->losses[LK_CNT_SAMPLES], 2);
+	/* A sample had no stack: stack 0 comes first. */
+	ASSERT_EQ(lk_profile_stacks(p, &st), 2);
+	ASSERT_EQ(st[0].id, 0);
+	ASSERT_EQ(st[0].nframes, 0);
+	ASSERT_EXACT(st[0].live_bytes, 64);
+	ASSERT_EQ(st[1].id, 1);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+TEST(errors_name_the_offset)
+{
+	struct lk_profile *p = (struct lk_profile *)0x1;
+	char *err = NULL, path[64];
+	struct sim s;
+	size_t off;
+	int fd;
+
+	/* A record cut by the end of the file is corruption, named by its offset. */
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	sim_alloc(&s, 100, 0x1000, 64, 1);
+	off = s.b.len;
+	sim_alloc(&s, 200, 0x2000, 64, 1);
+	s.b.len -= 2;
+	ASSERT_EQ(sim_load(&s, NULL, &p, &err), -EBADMSG);
+	ASSERT_EQ((uintptr_t)p, 0x1); /* untouched */
+	snprintf(path, sizeof(path), "offset %zu: ", off);
+	ASSERT_CONTAINS(err, path);
+	ASSERT_CONTAINS(err, "cut");
+	free(err);
+
+	ASSERT_EQ(lk_profile_load("/nonexistent/x.lk", NULL, &p, &err), -ENOENT);
+	ASSERT_CONTAINS(err, "No such file");
+	free(err);
+	ASSERT_EQ(lk_profile_load("/", NULL, &p, &err), -EISDIR);
+	free(err);
+	fd = memfd_create("junk", MFD_CLOEXEC);
+	ASSERT_EQ(write(fd, "not a profile at all", 20), 20);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ASSERT_EQ(lk_profile_load(path, NULL, &p, &err), -EMEDIUMTYPE);
+	ASSERT_CONTAINS(err, "not a leek profile");
+	free(err);
+	ASSERT_EQ(lk_profile_load(path, NULL, &p, NULL), -EMEDIUMTYPE); /* err is optional */
+	close(fd);
+	ASSERT_TRUE(lk_profile_free(NULL) == NULL);
+	free(s.b.p);
+}
+
+TEST(pipe_is_read_twice)
+{
+	struct lk_profile *p = NULL;
+	char *err = NULL, path[64];
+	struct sim s;
+	int fds[2];
+
+	/* Small enough for the pipe's buffer: written first, read after. */
+	build_exact(&s);
+	ASSERT_TRUE(s.b.len < 4096);
+	ASSERT_OK(pipe(fds));
+	ASSERT_EQ(write(fds[1], s.b.p, s.b.len), (ssize_t)s.b.len);
+	close(fds[1]);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+	ASSERT_OK(lk_profile_load(path, NULL, &p, &err));
+	ASSERT_EXACT(lk_profile_totals(p)->peak_bytes, 2250);
+	ASSERT_EQ(lk_profile_totals(p)->records, 17);
+	lk_profile_free(p);
+	close(fds[0]);
+	free(s.b.p);
+}
+
+TEST(memory_follows_live_blocks_not_records)
+{
+	struct mallinfo2 before, after;
+	const struct lk_profile_totals *t;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	/* 10^6 allocate-and-free pairs at distinct addresses: 2 million records. */
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	for (uint64_t i = 0; i < 1000000; i++) {
+		sim_alloc(&s, 2 * i + 1, 0x100000 + 16 * i, 48, 1);
+		sim_free(&s, 2 * i + 2, 0x100000 + 16 * i);
+	}
+	sim_trailer(&s, 2000001, NULL);
+	before = mallinfo2();
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	after = mallinfo2();
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->samples, 1000000);
+	ASSERT_EQ(t->frees, 1000000);
+	ASSERT_EQ(t->max_live, 1);
+	ASSERT_EXACT(t->alloc_bytes, 48e6);
+	ASSERT_EXACT(t->live_bytes_end, 0);
+	ASSERT_EXACT(t->peak_bytes, 48);
+	/* What the profile keeps is a few KiB, whatever the length of the file (under ASan
+	 * mallinfo2 says nothing, and this holds trivially). */
+	ASSERT_TRUE(after.uordblks < before.uordblks + (1u << 20));
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+/* Cut at every byte and flipped at random, a profile gives a result or an error with a message,
+ * never a crash (the ASan build runs this too). */
+TEST(damaged_profiles)
+{
+	struct lk_profile *p;
+	struct lk_rng rng;
+	struct sim s;
+	size_t len;
+	int r;
+
+	build_exact(&s);
+	len = s.b.len;
+	for (size_t cut = 0; cut <= len; cut++) {
+		char *err = NULL;
+		s.b.len = cut;
+		r = sim_load(&s, NULL, &p, &err);
+		if (r < 0) {
+			ASSERT_TRUE(err && *err);
+			free(err);
+		} else {
+			ASSERT_TRUE(lk_profile_totals(p)->live_bytes_end.value >= 0);
+			lk_profile_free(p);
+		}
+	}
+	s.b.len = len;
+	lk_rng_seed(&rng, 42, 0);
+	for (int i = 0; i < 2000; i++) {
+		uint8_t *b = s.b.p + 96 + lk_rng_next(&rng) % (len - 96), old = *b;
+		char *err = NULL;
+		*b ^= (uint8_t)(1u << (lk_rng_next(&rng) % 8));
+		r = sim_load(&s, NULL, &p, &err);
+		if (r < 0) {
+			ASSERT_TRUE(err && *err);
+			free(err);
+		} else {
+			lk_profile_free(p);
+		}
+		*b = old;
+	}
+	free(s.b.p);
+}
+
+TEST(header_only)
+{
+	const struct lk_profile_totals *t;
+	const struct lk_timeline_point *tl;
+	const struct lk_stack_stats *st;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 524288, 0);
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_TRUE(!t->trailer);
+	ASSERT_EQ(t->records, 0);
+	ASSERT_EQ(t->duration_ns, 0);
+	ASSERT_EXACT(t->alloc_bytes, 0);
+	ASSERT_EXACT(t->peak_bytes, 0);
+	ASSERT_EQ(lk_profile_stacks(p, &st), 0);
+	ASSERT_EQ(lk_profile_timeline(p, &tl), LK_TIMELINE_BUCKETS);
+	ASSERT_EQ(tl[0].t_ns, 0);
+	ASSERT_EQ(tl[LK_TIMELINE_BUCKETS - 1].heap_max, 0);
+	lk_profile_free(p);
+	free(s.b.p);
+}

@@ -1,0 +1,300 @@
+/* test-site.c: which frame is a stack's allocation site, the --focus/--ignore/--alloc-fn filters,
+ * site keys, and the small parsers of `leek report` (src/cli/site.c, report-view.c).
+ *
+ * Frames are built by hand, as the symbolizer would return them: the function names are the
+ * spellings libdw and the demangler produce (demangled with parameters, or mangled when no
+ * demangler was found, or glibc's __GI_ aliases).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "harness.h"
+#include "report.h"
+#include "site.h"
+
+#define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
+#define PROG "/usr/bin/prog"
+
+static struct lk_sym_frame fr(const char *function, const char *module)
+{
+	return (struct lk_sym_frame){ .function = function, .module = module };
+}
+
+static bool alloc(const struct lk_site_filter *f, const char *function, const char *module)
+{
+	struct lk_sym_frame x = fr(function, module);
+
+	return lk_site_is_allocator(f, &x);
+}
+
+TEST(malloc_family_anywhere)
+{
+	static const char *const names[] = {
+		"malloc", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc",
+		"posix_memalign", "valloc", "pvalloc", "__libc_malloc", "__libc_calloc",
+		"__GI___libc_malloc", "xmalloc", "xstrdup", "g_malloc0", "g_try_realloc_n",
+		"malloc(unsigned long)",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!alloc(NULL, names[i], PROG) || !alloc(NULL, names[i], LIBC) ||
+		    !alloc(NULL, names[i], NULL))
+			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+	}
+}
+
+TEST(operator_new_and_std_allocator)
+{
+	static const char *const names[] = {
+		"operator new(unsigned long)",
+		"operator new[](unsigned long)",
+		"operator new(unsigned long, std::align_val_t)",
+		"operator new(unsigned long, std::nothrow_t const&)",
+		"operator new",
+		"_Znwm", "_Znam", "_ZnwmSt11align_val_t", "_ZnwmRKSt9nothrow_t", "_ZnamRKSt9nothrow_t",
+		"std::__new_allocator<int>::allocate(unsigned long, void const*)",
+		"__gnu_cxx::new_allocator<char>::allocate(unsigned long, void const*)",
+		"std::allocator<int>::allocate(unsigned long)",
+		"std::allocator_traits<std::allocator<int> >::allocate(std::allocator<int>&, unsigned long)",
+		"__gnu_cxx::__alloc_traits<std::allocator<char>, char>::allocate",
+		"_ZNSt15__new_allocatorIiE8allocateEmPKv",
+		"std::_Vector_base<int, std::allocator<int> >::_M_allocate(unsigned long)",
+		"std::vector<int, std::allocator<int> >::_M_realloc_insert<int const&>",
+		"std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> >::_M_create(unsigned long&, unsigned long)",
+		"std::__allocate_guarded<std::allocator<std::_Sp_counted_ptr_inplace<int> > >",
+		"__cxa_allocate_exception",
+		"void std::_Construct<std::__cxx11::basic_string<char>, int, char>(std::__cxx11::basic_string<char>*, int&&, char&&)",
+		"std::shared_ptr<std::enable_if<!std::is_array<int>::value, int>::type> std::make_shared<int>(int&&)",
+		"Pool::operator new(unsigned long)",
+		"_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJRKiEEEvN9__gnu_cxx17__normal_iteratorIPiS1_EEDpOT_",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!alloc(NULL, names[i], "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"))
+			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+	/* What merely looks alike is the program's own. */
+	ASSERT_TRUE(!alloc(NULL, "operator delete(void*)", PROG));
+	ASSERT_TRUE(!alloc(NULL, "_Z3foov", PROG));
+	ASSERT_TRUE(!alloc(NULL, "stdio_thing", PROG));
+	ASSERT_TRUE(!alloc(NULL, "mystd::vector<int>::push", PROG));
+	ASSERT_TRUE(!alloc(NULL, "(anonymous namespace)::std_like()", PROG));
+	ASSERT_TRUE(!alloc(NULL, "(anonymous namespace)::f(std::vector<int> const&)", PROG));
+	ASSERT_TRUE(!alloc(NULL, "void Cache::put<std::string>(std::string const&)", PROG));
+	ASSERT_TRUE(!alloc(NULL, "std_thing::operator newish()", PROG));
+	ASSERT_TRUE(!alloc(NULL, "Cache::get() const::{lambda(int)#1}::operator()(int) const", PROG));
+}
+
+TEST(libc_helpers_only_in_libc)
+{
+	static const char *const names[] = {
+		"strdup", "__strdup", "__GI___strdup", "strndup", "asprintf", "__vasprintf_internal",
+		"getline", "getdelim", "open_memstream", "realpath", "_int_malloc",
+		"__libc_scratch_buffer_grow", "__libc_dynarray_emplace_enlarge",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!alloc(NULL, names[i], LIBC))
+			lk_test_fail(__FILE__, __LINE__, "%s in libc is not an allocator frame",
+				     names[i]);
+		if (alloc(NULL, names[i], PROG))
+			lk_test_fail(__FILE__, __LINE__, "the program's own %s is an allocator frame",
+				     names[i]);
+	}
+	ASSERT_TRUE(alloc(NULL, "strdup", "/lib/x86_64-linux-gnu/libc-2.31.so"));
+	ASSERT_TRUE(!alloc(NULL, "strdup", "/lib/x86_64-linux-gnu/libcrypt.so.1"));
+}
+
+TEST(not_allocators)
+{
+	static const char *const names[] = {
+		"main", "__libc_start_main", "__libc_start_call_main", "start_thread", "my_malloc",
+		"malloc_trim", "mallocx_wrapper", "free", "_IO_file_doallocate", "libc.so.6+0x1a2b",
+		"0x7f001234",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (alloc(NULL, names[i], LIBC))
+			lk_test_fail(__FILE__, __LINE__, "%s is an allocator frame", names[i]);
+}
+
+TEST(alloc_fn_adds_wrappers)
+{
+	struct lk_site_filter f = {};
+	char err[128];
+
+	ASSERT_TRUE(!alloc(&f, "my_alloc", PROG));
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "^my_alloc$", err, sizeof(err)));
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "^pool::get", err, sizeof(err)));
+	ASSERT_TRUE(alloc(&f, "my_alloc", PROG));
+	ASSERT_TRUE(!alloc(&f, "my_alloc2", PROG));
+	ASSERT_TRUE(alloc(&f, "pool::get(unsigned long)", PROG));
+	ASSERT_TRUE(alloc(&f, "malloc", PROG)); /* the built-in list stays */
+	lk_site_filter_done(&f);
+	ASSERT_TRUE(!alloc(&f, "my_alloc", PROG));
+}
+
+TEST(bad_regex)
+{
+	struct lk_site_filter f = {};
+	char err[128] = "";
+
+	ASSERT_EQ(lk_site_filter_add(&f, LK_SITE_FOCUS, "(unclosed", err, sizeof(err)), -EINVAL);
+	ASSERT_TRUE(err[0] != 0);
+	ASSERT_EQ(f.n[LK_SITE_FOCUS], 0);
+	ASSERT_EQ(lk_site_filter_add(&f, 7, "x", NULL, 0), -EINVAL);
+	lk_site_filter_done(&f);
+}
+
+TEST(pick_skips_allocator_frames)
+{
+	struct lk_sym_frame a = fr("operator new(unsigned long)", "/usr/lib/libstdc++.so.6"),
+			    b = fr("std::__new_allocator<int>::allocate(unsigned long, void const*)",
+				   PROG),
+			    c = fr("Cache::put(int)", PROG), d = fr("main", PROG),
+			    m = fr("malloc", LIBC), s = fr("__strdup", LIBC), u = fr("wrap", PROG);
+	const struct lk_sym_frame *stack[] = { &a, &b, &c, &d };
+	const struct lk_sym_frame *all_alloc[] = { &m, &a, &s };
+	const struct lk_sym_frame *strdup_then_user[] = { &s, &u, &d };
+	struct lk_site_filter f = {};
+
+	b.inlined = true;
+	ASSERT_EQ(lk_site_pick(NULL, stack, 4), 2);
+	ASSERT_EQ(lk_site_pick(NULL, stack + 2, 2), 0);
+	ASSERT_EQ(lk_site_pick(NULL, all_alloc, 3), 0); /* nothing else: the innermost frame */
+	ASSERT_EQ(lk_site_pick(NULL, strdup_then_user, 3), 1);
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "^wrap$", NULL, 0));
+	ASSERT_EQ(lk_site_pick(&f, strdup_then_user, 3), 2);
+	lk_site_filter_done(&f);
+}
+
+TEST(focus_and_ignore)
+{
+	struct lk_sym_frame a = fr("malloc", LIBC), b = fr("parse_request", PROG),
+			    c = fr("plugin_init", "/opt/x/libplugin.so.2"), d = fr("main", PROG);
+	const struct lk_sym_frame *one[] = { &a, &b, &d }, *two[] = { &a, &c, &d };
+	struct lk_site_filter f = {};
+
+	ASSERT_TRUE(lk_site_wanted(NULL, one, 3));
+	ASSERT_TRUE(lk_site_wanted(&f, one, 3));
+
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_FOCUS, "^parse_", NULL, 0));
+	ASSERT_TRUE(lk_site_wanted(&f, one, 3));
+	ASSERT_TRUE(!lk_site_wanted(&f, two, 3));
+	/* Several focus patterns: any of them. Modules match by path or by file name. */
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_FOCUS, "^libplugin\\.so", NULL, 0));
+	ASSERT_TRUE(lk_site_wanted(&f, two, 3));
+	lk_site_filter_done(&f);
+
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_IGNORE, "/opt/", NULL, 0));
+	ASSERT_TRUE(lk_site_wanted(&f, one, 3));
+	ASSERT_TRUE(!lk_site_wanted(&f, two, 3));
+	/* ignore wins over focus */
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_FOCUS, "main", NULL, 0));
+	ASSERT_TRUE(!lk_site_wanted(&f, two, 3));
+	ASSERT_TRUE(lk_site_wanted(&f, one, 3));
+	lk_site_filter_done(&f);
+}
+
+TEST(site_keys)
+{
+	char fn[] = "parse", file[] = "/src/p.c", mod[] = "/usr/bin/prog";
+	struct lk_sym_frame a = { .function = "parse", .file = "/src/p.c", .line = 10,
+				  .module = "/usr/bin/prog", .offset = 1 },
+			    b = { .function = fn, .file = file, .line = 10, .module = mod,
+				  .offset = 2, .inlined = true },
+			    c = a, d = a, e = a;
+
+	ASSERT_EQ(lk_site_key_compare(&a, &b), 0); /* strings compared, offset ignored */
+	ASSERT_EQ(lk_site_key_hash(&a), lk_site_key_hash(&b));
+	c.line = 11;
+	ASSERT_TRUE(lk_site_key_compare(&a, &c) < 0);
+	d.file = NULL;
+	ASSERT_TRUE(lk_site_key_compare(&a, &d) != 0);
+	ASSERT_TRUE(lk_site_key_hash(&a) != lk_site_key_hash(&d));
+	e.file = "";
+	ASSERT_TRUE(lk_site_key_compare(&d, &e) != 0); /* NULL is not "" */
+	ASSERT_TRUE(lk_site_key_hash(&d) != lk_site_key_hash(&e));
+	e = a;
+	e.module = "/usr/bin/other";
+	ASSERT_TRUE(lk_site_key_compare(&a, &e) != 0);
+	ASSERT_STREQ(lk_site_basename("/a/b/libc.so.6"), "libc.so.6");
+	ASSERT_STREQ(lk_site_basename("prog"), "prog");
+	ASSERT_STREQ(lk_site_basename(NULL), "");
+}
+
+TEST(durations)
+{
+	uint64_t v = 0;
+
+	ASSERT_OK(lk_parse_duration("1.5", &v));
+	ASSERT_EQ(v, 1500000000);
+	ASSERT_OK(lk_parse_duration("250ms", &v));
+	ASSERT_EQ(v, 250000000);
+	ASSERT_OK(lk_parse_duration("2m", &v));
+	ASSERT_EQ(v, 120000000000);
+	ASSERT_OK(lk_parse_duration("90s", &v));
+	ASSERT_EQ(v, 90000000000);
+	ASSERT_OK(lk_parse_duration("1h", &v));
+	ASSERT_EQ(v, 3600000000000);
+	ASSERT_OK(lk_parse_duration("10us", &v));
+	ASSERT_EQ(v, 10000);
+	ASSERT_OK(lk_parse_duration("7ns", &v));
+	ASSERT_EQ(v, 7);
+	ASSERT_OK(lk_parse_duration(".5s", &v));
+	ASSERT_EQ(v, 500000000);
+	ASSERT_OK(lk_parse_duration("0", &v));
+	ASSERT_EQ(v, 0);
+	ASSERT_EQ(lk_parse_duration("", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("-1", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("1x", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("s", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("inf", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("nan", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("1 s", &v), -EINVAL);
+	ASSERT_EQ(lk_parse_duration("1e300h", &v), -ERANGE);
+}
+
+TEST(view_names)
+{
+	ASSERT_EQ(lk_view_from_name("leaks"), LK_VIEW_LEAKS);
+	ASSERT_EQ(lk_view_from_name("timeline"), LK_VIEW_TIMELINE);
+	ASSERT_EQ(lk_view_from_name("Leaks"), -EINVAL);
+	ASSERT_EQ(lk_view_from_name(""), -EINVAL);
+	for (unsigned v = 0; v < _LK_VIEW_MAX; v++)
+		ASSERT_EQ(lk_view_from_name(lk_view_name(v)), v);
+	ASSERT_STREQ(lk_trend_name(LK_TREND_GROWING), "growing");
+	ASSERT_STREQ(lk_trend_name(LK_TREND_PLATEAU), "plateau");
+	ASSERT_STREQ(lk_trend_name(LK_TREND_FLAT), "flat");
+	ASSERT_STREQ(lk_trend_name(LK_TREND_UNKNOWN), "unknown");
+}
+
+/* Addresses no module covers become frames named by their address, shared between stacks and
+ * kept until the end; a stack without frames is "(no stack)". */
+TEST(symbolize_without_modules)
+{
+	static const uint64_t frames[] = { 0x401234, 0x7f0000001000, 0x401234 };
+	static const uint64_t none[] = { 0, 0, 0 }, unknown[] = { 9, 9, 9 };
+	struct lk_symbolizer *sym = NULL;
+	struct lk_site_stack st;
+	const struct lk_sym_frame *first;
+
+	ASSERT_OK(lk_symbolizer_new(&sym));
+	lk_site_stack_init(&st);
+	ASSERT_OK(lk_site_symbolize(&st, sym, 0, frames, none, 3));
+	ASSERT_EQ(st.n, 3);
+	ASSERT_STREQ(st.frames[0]->function, "0x401234");
+	ASSERT_STREQ(st.frames[1]->function, "0x7f0000001000");
+	ASSERT_TRUE(st.frames[0] == st.frames[2]);
+	ASSERT_TRUE(st.frames[0]->module == NULL && st.frames[0]->file == NULL);
+	first = st.frames[0];
+	ASSERT_OK(lk_site_symbolize(&st, sym, 0, frames, unknown, 2)); /* -ENOENT: no module 9 */
+	ASSERT_EQ(st.n, 2);
+	ASSERT_TRUE(st.frames[0] == first);
+	ASSERT_OK(lk_site_symbolize(&st, sym, 0, NULL, NULL, 0));
+	ASSERT_EQ(st.n, 1);
+	ASSERT_STREQ(st.frames[0]->function, "(no stack)");
+	lk_site_stack_trim(&st);
+	ASSERT_STREQ(first->function, "0x401234"); /* still valid */
+	lk_site_stack_done(&st);
+	lk_symbolizer_free(sym);
+}
