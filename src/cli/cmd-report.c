@@ -23,7 +23,7 @@
 #define DEFAULT_TOP 20
 
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set;
+static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
 static const char *arg_at, *arg_age;
 static size_t arg_top = DEFAULT_TOP;
 static double arg_min_share;
@@ -94,7 +94,7 @@ static int add_pattern(enum lk_site_pattern which, const char *option, const cha
 static int parse_args(int argc, char *argv[])
 {
 	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_FOCUS, ARG_IGNORE,
-	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII };
+	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "top", required_argument, NULL, 'n' },
@@ -109,6 +109,7 @@ static int parse_args(int argc, char *argv[])
 		{ "format", required_argument, NULL, 'f' },
 		{ "debug-dir", required_argument, NULL, ARG_DEBUG_DIR },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
+		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -177,12 +178,19 @@ static int parse_args(int argc, char *argv[])
 		case ARG_ASCII:
 			arg_ascii = true;
 			break;
+		case ARG_DEBUGINFOD:
+			arg_debuginfod = true;
+			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
 		default:
 			return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
 		}
 	}
+	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it for login
+	 * shells): a report must not wait on the network unless asked to. */
+	if (!arg_debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
 	/* `leek report --merge timeline FILE...`: a view after the options, unless a file has
 	 * that name. */
 	if (!arg_view_set && optind < argc && lk_view_from_name(argv[optind]) >= 0 &&

@@ -80,6 +80,8 @@ static const struct lk_command commands[] = {
 	  "      --merge          one report for all the files (a process tree), sites summed\n"
 	  "  -f, --format FMT     text (default) or json (docs/json.md)\n"
 	  "      --debug-dir DIR  look for debug files in DIR first (can be repeated)\n"
+	  "      --debuginfod     let libdw fetch debug files from DEBUGINFOD_URLS (off by\n"
+	  "                       default: a report never waits on the network unasked)\n"
 	  "      --ascii          draw the timeline with ASCII characters only\n"
 	  "\n"
 	  "Several files are reported one after the other unless --merge. Exits 0, or 2 if a\n"

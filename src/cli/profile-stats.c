@@ -3,7 +3,8 @@
  * estimate (section 5, with Garwood's table).
  *
  * Pure functions of their arguments: no I/O, no allocation, no state. Never change a number here
- * without changing docs/sampling.md first; tests/unit/test-profile.c checks the table's rows.
+ * without changing docs/sampling.md first; tests/unit/test-profile-stats.c checks the table's
+ * rows against the Poisson distribution.
  */
 #include <math.h>
 
