@@ -343,7 +343,7 @@ void lk_text_run_summary(FILE *f, const struct lk_report *r)
 	print_estimate(f, &t->alloc_bytes);
 	fputs("\n  peak          ", f);
 	print_estimate(f, &t->peak_bytes);
-	fprintf(f, "; at %s\n  live at exit  ", fmt_time(a, sizeof(a), (double)t->peak_ns));
+	fprintf(f, "; at %s\n  live at end   ", fmt_time(a, sizeof(a), (double)t->peak_ns));
 	print_estimate(f, &t->live_bytes_end);
 	fputc('\n', f);
 	for (size_t i = 0; i < r->nsites; i++) {

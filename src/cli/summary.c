@@ -178,22 +178,3 @@ void lk_summary_print(FILE *f, const char *path, const struct lk_profile_header 
 		fprintf(f, "\ntrailer:     no: profile ends at offset %" PRIu64
 			" (process crashed, was killed or exec'd)\n", s->end_offset);
 }
-
-void lk_summary_print_short(FILE *f, const char *path, const struct lk_profile_header *h,
-			    const struct lk_summary *s)
-{
-	const char *slash = strrchr(h->exe, '/'), *name = slash ? slash + 1 : h->exe;
-	char est[32], rss[32];
-
-	fputs("leek: ", f);
-	lk_print_escaped(f, path, strlen(path));
-	fprintf(f, ": pid %" PRIu32 " (", h->h.pid);
-	lk_print_escaped(f, name, strlen(name));
-	fprintf(f, "), %.3f s, %" PRIu64 " sample%s, %" PRIu64 " live at end (~%s estimated), "
-		"max RSS %s, losses: ", (double)s->duration_ns / 1e9, s->allocs,
-		s->allocs == 1 ? "" : "s", s->live_blocks,
-		lk_format_bytes(est, sizeof(est), s->est_live_bytes),
-		lk_format_bytes(rss, sizeof(rss), (double)s->max_rss));
-	print_counters(f, s);
-	fputs(s->trailer ? "\n" : ", no trailer (crashed, killed or exec'd)\n", f);
-}

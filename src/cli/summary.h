@@ -37,9 +37,6 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s);
 /* The `leek dump --summary` block, "key: value" lines. */
 void lk_summary_print(FILE *f, const char *path, const struct lk_profile_header *h,
 		      const struct lk_summary *s);
-/* One line for `leek run`: "leek: PATH: pid N (name), ...". */
-void lk_summary_print_short(FILE *f, const char *path, const struct lk_profile_header *h,
-			    const struct lk_summary *s);
 
 /* "leek: PATH: what is wrong" for an error r from the reader or lk_summary_read(); returns r. */
 int lk_print_read_error(const char *path, const struct lk_reader *rd, int r);
