@@ -3,7 +3,7 @@
  * Records are stored into a MAP_SHARED window of the file. A store into a shared file mapping is in
  * the page cache at once, so it survives SIGKILL and SIGSEGV of the process: a record is in the
  * file as soon as its tag byte is stored, and the tag is stored last. The file grows by fallocate
- * in CHUNK steps (never by a sparse ftruncate: a store into a hole on a full disk would raise
+ * in 64 KiB, then 1 MiB steps (never by a sparse ftruncate: a store into a hole on a full disk would raise
  * SIGBUS in the program); at a clean exit it is cut to its length and ends with a trailer. A file
  * system without fallocate gets one pwrite per record instead.
  *
@@ -26,6 +26,7 @@
 #include "record.h"
 
 #define CHUNK ((uint64_t)1 << 20)
+#define GROW_SMALL ((uint64_t)64 << 10)
 #define PAGE 4096u
 #define FD_FLOOR 200 /* keep clear of the low descriptors programs assume are theirs */
 
@@ -84,20 +85,29 @@ static void die(void)
 	W.state = W_DEAD;
 }
 
-/* Maps the window that holds [off, off + len), growing the file first. */
+/* Allocates the file up to at least `end`: 64 KiB at a time while it is small (a process that
+ * execs soon after starting, like env or taskset, leaves a small file), 1 MiB at a time after. */
+static int grow(uint64_t end)
+{
+	uint64_t step = W.len < CHUNK ? GROW_SMALL : CHUNK;
+	uint64_t want = (end + step - 1) / step * step;
+	int r = check_fd();
+
+	if (r < 0)
+		return r;
+	r = posix_fallocate(W.fd, (off_t)W.len, (off_t)(want - W.len));
+	if (r)
+		return -r;
+	W.len = want;
+	return 0;
+}
+
+/* Maps the window that holds off. Its pages past the end of the file are never touched: put()
+ * grows the file before it stores there. */
 static int remap(uint64_t off)
 {
 	uint64_t woff = off & ~(uint64_t)(PAGE - 1);
 
-	if (woff + CHUNK > W.len) {
-		int r = check_fd();
-		if (r < 0)
-			return r;
-		r = posix_fallocate(W.fd, (off_t)W.len, (off_t)(woff + CHUNK - W.len));
-		if (r)
-			return -r;
-		W.len = woff + CHUNK;
-	}
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, W.fd, (off_t)woff);
@@ -125,14 +135,13 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 			return;
 		}
 	} else {
-		if (!W.win || W.off + len > W.win_off + CHUNK) {
-			if (remap(W.off) < 0) {
-				die();
-				lk_counters[LK_CNT_RECORDS_DROPPED]++;
-				lk_log("cannot grow the profile (disk full?); profiling stops, the program goes on");
-				errno = saved;
-				return;
-			}
+		if ((W.off + len > W.len && grow(W.off + len) < 0) ||
+		    ((!W.win || W.off + len > W.win_off + CHUNK) && remap(W.off) < 0)) {
+			die();
+			lk_counters[LK_CNT_RECORDS_DROPPED]++;
+			lk_log("cannot grow the profile (disk full?); profiling stops, the program goes on");
+			errno = saved;
+			return;
 		}
 		uint8_t *d = W.win + (W.off - W.win_off);
 		memcpy(d + 1, rec + 1, len - 1);
@@ -215,7 +224,12 @@ static int open_file(void)
 	int fd = -1;
 
 	exe[elen > 0 ? elen : 0] = 0;
-	if (!expand(W.path, sizeof(W.path) - 8, lk_cfg.output, exe))
+	/* %e is the name the program was started as: /usr/bin/redis-server is a symlink to
+	 * redis-check-rdb, and the user looks for redis-server. */
+	const char *name = program_invocation_short_name && *program_invocation_short_name
+				   ? program_invocation_short_name
+				   : exe;
+	if (!expand(W.path, sizeof(W.path) - 8, lk_cfg.output, name))
 		return -ENAMETOOLONG;
 	size_t base = strlen(W.path);
 	for (unsigned k = 0; k < 1000 && fd < 0; k++) {
@@ -248,13 +262,13 @@ static int open_file(void)
 	W.off = W.len = 0;
 	W.win = NULL;
 	W.use_pwrite = false;
-	int r = posix_fallocate(fd, 0, (off_t)CHUNK);
+	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
 	if (r == EOPNOTSUPP || r == EINVAL)
 		W.use_pwrite = true;
 	else if (r)
 		return -r;
 	else
-		W.len = CHUNK;
+		W.len = GROW_SMALL;
 
 	/* The header, then the strings. */
 	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
