@@ -16,7 +16,6 @@
 #define LEEK_PROFILE_INTERNAL_H
 
 #include "profile.h"
-#include "u64map.h"
 
 typedef __int128 lk_q128;      /* a fixed-point sum of bytes */
 #define LIVE_Q_ONE 65536.0     /* 2^-16 byte: s w <= T + s < 2^65, and sums fit in 127 bits */
@@ -25,39 +24,101 @@ typedef __int128 lk_q128;      /* a fixed-point sum of bytes */
 struct live_block {
 	uint64_t addr, size;
 	int64_t t_ns;     /* allocation time since start; negative for an INHERITed block */
+	uint64_t seq;     /* it was the seq-th block added (1..) */
 	uint32_t stack;   /* the stack id (the reader checked it is defined) */
 	uint32_t next;    /* free list link (slot + 1, 0 = end) while the slot is free */
+};
+
+/* A block that was live at the mark (live_set_mark()) and has left the set since. */
+struct live_gone {
+	uint64_t size;
+	uint32_t stack;
+};
+
+/* An entry of the live set's hash table: 8 bytes, so that the table of a large heap stays in the
+ * cache, and a probe touches the block itself only when the hashes match. */
+struct live_entry {
+	uint32_t slot1;   /* the block's slot + 1; 0: an empty entry */
+	uint32_t hash;    /* the low 32 bits of its address's hash: its home, and a filter */
+};
+
+/* What a block of a given size weighs (docs/sampling.md section 4). */
+struct live_weight {
 	double w, v1;
 };
 
-/* The live sampled blocks and their sum: H(t), the estimated live heap, with its variance. */
+/* The live sampled blocks and their sum: H(t), the estimated live heap, with its variance; and the
+ * blocks that were live at the mark (profile-live.c). */
 struct live_set {
-	struct lk_u64map map;        /* addr -> slot in blocks */
-	struct live_block *blocks;
+	struct live_entry *e;        /* addr -> slot: open addressing, linear probing */
+	size_t size;                 /* entries: 0 or a power of two, at most half of them used */
+	struct live_block *blocks;   /* by slot; freed slots are reused, last freed first */
 	uint32_t used, cap, free_head;
 	uint64_t count, max_count;
 	lk_q128 heap_q;              /* sum of q over live blocks */
 	double heap_var;             /* sum of s^2 v1: drifts by rounding, reset at count 0 */
 	uint64_t period;             /* 1 in exact mode */
+	uint64_t seq, mark;          /* blocks added so far; seq at the mark (0: none yet) */
+	struct live_gone *gone;      /* the blocks live at the mark that have left since */
+	size_t ngone, gone_cap;      /* ngone <= the blocks live at the mark <= gone_cap */
 };
 
 void live_set_init(struct live_set *ls, uint64_t period);
 void live_set_done(struct live_set *ls);
-/* Adds a block at an address where none is live (remove the old one first); the new block, with
- * its weights, goes to *ret. 0, -ENOMEM or -E2BIG (LK_PROFILE_MAX_LIVE). */
+/* ALLOC or INHERIT: a block at addr, with one probe of the table. If a block is live there already
+ * (its FREE is missing), the new one replaces it, the old one goes to *old (if not NULL), and the
+ * return is 1; else 0. Or -ENOMEM, or -E2BIG (LK_PROFILE_MAX_LIVE). */
 int live_set_add(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack, int64_t t_ns,
-		 struct live_block *ret);
-/* Removes the block at addr into *ret (may be NULL); false if no sampled block is live there. */
+		 struct live_block *old);
+/* Removes the block at addr into *ret (if not NULL); false if no sampled block is live there. */
 bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret);
-static inline lk_q128 live_q(const struct live_block *b)
-{
-	double q = (double)b->size * b->w * LIVE_Q_ONE;
+/* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks with
+ * seq <= mark, and those in gone. Forgets the previous mark. 0, or -ENOMEM (room in gone for
+ * every block live now is made here, so that removing a block never fails). */
+int live_set_mark(struct live_set *ls);
 
+/* The low 32 bits of addr's hash (murmur3's finalizer: addresses spread well). */
+static inline uint32_t live_hash(uint64_t addr)
+{
+	addr ^= addr >> 33;
+	addr *= 0xff51afd7ed558ccdull;
+	addr ^= addr >> 33;
+	return (uint32_t)addr;
+}
+
+/* Asks the cache for the entry where a lookup of addr starts: a hint, which changes nothing.
+ * always_inline: as a call, GCC finds it free of side effects and drops it, prefetch and all. */
+static inline __attribute__((always_inline)) void live_set_prefetch(const struct live_set *ls,
+								     uint64_t addr)
+{
+	if (ls->size)
+		__builtin_prefetch(&ls->e[live_hash(addr) & (ls->size - 1)]);
+}
+
+struct live_weight live_weigh_sampled(uint64_t size, uint64_t period);
+/* The weights of a block of `size` bytes: in exact mode w = 1 and v1 = 0, without a call. */
+static inline struct live_weight live_weigh(const struct live_set *ls, uint64_t size)
+{
+	if (ls->period <= 1)
+		return (struct live_weight){ .w = 1.0, .v1 = 0.0 };
+	return live_weigh_sampled(size, ls->period);
+}
+
+/* q = s w in fixed point. For w = 1 and s below 2^47 that is s 2^16 exactly, without a
+ * floating-point conversion: the same value the general case gives. */
+static inline lk_q128 live_q(uint64_t size, double w)
+{
+	double q;
+
+	if (w == 1.0 && size < (1ull << 47))
+		return (lk_q128)(size << 16);
+	q = (double)size * w * LIVE_Q_ONE;
 	/* One instruction below 2^63 (128 TiB), a libgcc call above. */
 	return q < 0x1p63 ? (lk_q128)(int64_t)q : (lk_q128)q;
 }
-/* Every live block: for (i = 0; i < ls->map.size; i++) if (ls->map.e[i].used)
- * ls->blocks[ls->map.e[i].value]. */
+
+/* Every live block: for (i = 0; i < ls->size; i++) if (ls->e[i].slot1)
+ * ls->blocks[ls->e[i].slot1 - 1]. */
 
 /* Per stack, what the passes keep beside the public lk_stack_stats. */
 struct stack_run {
@@ -107,11 +168,13 @@ int profile_fail_record(char **msg, const struct lk_record *rec, int r, const ch
 /* profile-result.c: snapshots of the live set into per-stack estimates, and the end. */
 enum profile_snap {
 	PROFILE_SNAP_LIVE, /* live_*: at opts.at_ns */
-	PROFILE_SNAP_PEAK, /* peak_*: right after the record where H(t) peaked */
+	PROFILE_SNAP_PEAK, /* peak_*: at the live set's mark, taken right after the record where
+			    * H(t) peaked (at the end of the pass: the set at the mark is known
+			    * then, the mark itself only once H(t) has peaked for good) */
 	PROFILE_SNAP_OLD,  /* old_*: at the end, at least opts.age_ns old at end_ns */
 };
-void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects,
-		       const struct live_block *b);
+void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
+		       const struct live_weight *wt);
 void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum profile_snap which,
 		      uint64_t end_ns);
 /* The old blocks, the live blocks at the end, totals, intervals, growth. 0 or -ENOMEM. */

@@ -1,9 +1,21 @@
-/* profile-live.c: the set of sampled blocks live at the current record, and their sum H(t), the
- * estimated live heap (docs/sampling.md section 4, "Live bytes").
+/* profile-live.c: the set of sampled blocks live at the current record, their sum H(t), the
+ * estimated live heap (docs/sampling.md section 4, "Live bytes"), and the set as it was at one
+ * marked moment (the heap's peak).
  *
- * A hash map (u64map) from address to a slot in an array of blocks; freed slots are reused
- * through a free list, so memory follows the most blocks live at once and never the number of
- * ALLOC and FREE records. Never trusts the file for a count: LK_PROFILE_MAX_LIVE bounds it.
+ * Pass 2 of profile.c looks a block up here for every ALLOC and FREE, tens of millions of them in
+ * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
+ * spot of the aggregation. Hence a table of its own rather than u64map: 8-byte entries (a slot,
+ * and 32 bits of the address's hash, which are the entry's home and a filter, so that a probe
+ * reads a block only when the hashes match), a load of at most 1/2, so that the probe runs of the
+ * misses (every ALLOC is one) stay short, one probe per ALLOC for both the block whose FREE may
+ * be missing and the entry of the new one, and deletion that shifts back the rest of the run (no
+ * tombstones). The blocks are in an array whose freed slots are reused last freed first, so the
+ * block an ALLOC writes is usually in the cache already. Memory follows the most blocks live at
+ * once, never the number of records, and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
+ *
+ * The mark remembers the set without copying it: each block carries the number of its addition,
+ * so the blocks live at the mark are the live ones numbered up to the mark, and those that have
+ * left since, which are kept aside in `gone` (never more than were live at the mark).
  */
 #include <errno.h>
 #include <math.h>
@@ -14,36 +26,70 @@
 void live_set_init(struct live_set *ls, uint64_t period)
 {
 	*ls = (struct live_set){ .period = period };
-	lk_u64map_init(&ls->map, LK_PROFILE_MAX_LIVE);
 }
 
 void live_set_done(struct live_set *ls)
 {
-	lk_u64map_done(&ls->map);
+	free(ls->e);
 	free(ls->blocks);
+	free(ls->gone);
+	ls->e = NULL;
 	ls->blocks = NULL;
+	ls->gone = NULL;
+	ls->size = 0;
 }
 
 /* w = 1/p and v1 = (1-p)/p^2, with 1 - p = exp(-s/T) taken directly rather than by
  * cancellation. p = 1 in double precision (s above about 37 T) adds no variance at all, as
  * section 4 says, and exact mode weighs 1 (section 6). Same w as lk_sample_weight(). */
-static void weigh(uint64_t size, uint64_t period, double *w, double *v1)
+struct live_weight live_weigh_sampled(uint64_t size, uint64_t period)
 {
 	double x, p;
 
-	*w = 1.0;
-	*v1 = 0.0;
 	if (period <= 1 || size == 0)
-		return;
+		return (struct live_weight){ .w = 1.0, .v1 = 0.0 };
 	x = (double)size / (double)period;
 	p = -expm1(-x);
 	if (p >= 1.0)
-		return;
-	*w = 1.0 / p;
-	*v1 = exp(-x) / (p * p);
+		return (struct live_weight){ .w = 1.0, .v1 = 0.0 };
+	return (struct live_weight){ .w = 1.0 / p, .v1 = exp(-x) / (p * p) };
 }
 
-static int grow(struct live_set *ls)
+/* The entry of the block at addr, or the empty one where it would go (there is always one). */
+static size_t find(const struct live_set *ls, uint64_t addr, uint32_t h)
+{
+	size_t mask = ls->size - 1;
+
+	for (size_t i = h & mask;; i = (i + 1) & mask) {
+		const struct live_entry *x = &ls->e[i];
+		if (!x->slot1 || (x->hash == h && ls->blocks[x->slot1 - 1].addr == addr))
+			return i;
+	}
+}
+
+/* Doubles the table (the load stays at most 1/2). */
+static int grow_table(struct live_set *ls)
+{
+	size_t size = ls->size ? ls->size * 2 : 64, mask = size - 1;
+	struct live_entry *e = calloc(size, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < ls->size; i++) {
+		size_t j = ls->e[i].hash & mask;
+		if (!ls->e[i].slot1)
+			continue;
+		while (e[j].slot1)
+			j = (j + 1) & mask;
+		e[j] = ls->e[i];
+	}
+	free(ls->e);
+	ls->e = e;
+	ls->size = size;
+	return 0;
+}
+
+static int grow_blocks(struct live_set *ls)
 {
 	uint32_t cap = ls->cap ? ls->cap * 2 : 1024;
 	struct live_block *b;
@@ -60,58 +106,112 @@ static int grow(struct live_set *ls)
 	return 0;
 }
 
-int live_set_add(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack, int64_t t_ns,
-		 struct live_block *ret)
+/* A block leaves: its weights leave H(t), and if it was live at the mark, it is kept in gone. */
+static inline void unsum(struct live_set *ls, const struct live_block *b)
 {
-	struct live_block *b;
-	uint32_t slot;
-	int r;
+	struct live_weight wt = live_weigh(ls, b->size);
 
-	if (ls->free_head) {
-		slot = ls->free_head - 1;
-	} else {
-		if (ls->used == ls->cap) {
-			r = grow(ls);
-			if (r < 0)
-				return r;
-		}
-		slot = ls->used;
-	}
-	r = lk_u64map_put(&ls->map, addr, slot);
-	if (r < 0)
-		return r;
-	b = &ls->blocks[slot];
-	if (ls->free_head)
-		ls->free_head = b->next;
-	else
-		ls->used++;
-	*b = (struct live_block){ .addr = addr, .size = size, .t_ns = t_ns, .stack = stack };
-	weigh(size, ls->period, &b->w, &b->v1);
-	ls->heap_q += live_q(b);
-	ls->heap_var += (double)size * (double)size * b->v1;
-	if (++ls->count > ls->max_count)
-		ls->max_count = ls->count;
-	*ret = *b;
-	return 0;
-}
-
-bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret)
-{
-	struct live_block *b;
-	uint64_t slot;
-
-	if (!lk_u64map_remove(&ls->map, addr, &slot))
-		return false;
-	b = &ls->blocks[slot];
-	if (ret)
-		*ret = *b;
-	ls->heap_q -= live_q(b);
-	ls->heap_var -= (double)b->size * (double)b->size * b->v1;
+	if (b->seq <= ls->mark) /* room made by live_set_mark() */
+		ls->gone[ls->ngone++] = (struct live_gone){ .size = b->size, .stack = b->stack };
+	ls->heap_q -= live_q(b->size, wt.w);
+	ls->heap_var -= (double)b->size * (double)b->size * wt.v1;
 	if (--ls->count == 0) {
 		ls->heap_q = 0; /* exact already; the variance may have drifted */
 		ls->heap_var = 0;
 	}
+}
+
+int live_set_add(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack, int64_t t_ns,
+		 struct live_block *old)
+{
+	uint32_t h = live_hash(addr), slot;
+	size_t i = ls->size ? find(ls, addr, h) : 0;
+	struct live_weight w = live_weigh(ls, size);
+	struct live_block *b;
+	int r = 0;
+
+	if (ls->size && ls->e[i].slot1) { /* its FREE is missing: the old block is gone, unseen */
+		b = &ls->blocks[ls->e[i].slot1 - 1];
+		unsum(ls, b);
+		if (old)
+			*old = *b;
+		r = 1;
+	} else {
+		if (ls->count >= LK_PROFILE_MAX_LIVE)
+			return -E2BIG;
+		if (!ls->free_head && ls->used == ls->cap) {
+			r = grow_blocks(ls);
+			if (r < 0)
+				return r;
+		}
+		if ((ls->count + 1) * 2 > ls->size) {
+			r = grow_table(ls);
+			if (r < 0)
+				return r;
+			i = find(ls, addr, h);
+		}
+		if (ls->free_head) {
+			slot = ls->free_head - 1;
+			ls->free_head = ls->blocks[slot].next;
+		} else {
+			slot = ls->used++;
+		}
+		ls->e[i] = (struct live_entry){ .slot1 = slot + 1, .hash = h };
+		b = &ls->blocks[slot];
+	}
+	*b = (struct live_block){ .addr = addr, .size = size, .t_ns = t_ns, .seq = ++ls->seq,
+				  .stack = stack };
+	ls->heap_q += live_q(size, w.w);
+	ls->heap_var += (double)size * (double)size * w.v1;
+	if (++ls->count > ls->max_count)
+		ls->max_count = ls->count;
+	return r;
+}
+
+bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret)
+{
+	size_t mask = ls->size - 1, i, j;
+	struct live_block *b;
+	uint32_t slot;
+
+	if (!ls->size)
+		return false;
+	i = find(ls, addr, live_hash(addr));
+	if (!ls->e[i].slot1)
+		return false;
+	slot = ls->e[i].slot1 - 1;
+	b = &ls->blocks[slot];
+	if (ret)
+		*ret = *b;
+	unsum(ls, b);
 	b->next = ls->free_head;
-	ls->free_head = (uint32_t)slot + 1;
+	ls->free_head = slot + 1;
+	/* Backward shift: pull later members of the probe run into the hole, so that no lookup
+	 * ever stops early at it (Knuth 6.4, algorithm R). */
+	for (j = (i + 1) & mask; ls->e[j].slot1; j = (j + 1) & mask) {
+		size_t h = ls->e[j].hash & mask;
+		/* Move j to i unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+			ls->e[i] = ls->e[j];
+			i = j;
+		}
+	}
+	ls->e[i].slot1 = 0;
 	return true;
+}
+
+int live_set_mark(struct live_set *ls)
+{
+	/* Every block live now may leave before the next mark: room for all of them. */
+	if (ls->count > ls->gone_cap) {
+		size_t cap = ls->gone_cap * 2 > ls->count ? ls->gone_cap * 2 : ls->count;
+		struct live_gone *g = realloc(ls->gone, cap * sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		ls->gone = g;
+		ls->gone_cap = cap;
+	}
+	ls->ngone = 0;
+	ls->mark = ls->seq;
+	return 0;
 }

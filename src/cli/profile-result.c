@@ -12,17 +12,17 @@
 
 #include "profile-internal.h"
 
-void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects,
-		       const struct live_block *b)
+void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
+		       const struct live_weight *wt)
 {
-	double s = (double)b->size;
+	double s = (double)size;
 
-	bytes->value += s * b->w;
-	bytes->var += s * s * b->v1;
+	bytes->value += s * wt->w;
+	bytes->var += s * s * wt->v1;
 	bytes->observed += s;
 	bytes->samples++;
-	objects->value += b->w;
-	objects->var += b->v1;
+	objects->value += wt->w;
+	objects->var += wt->v1;
 	objects->observed += 1;
 	objects->samples++;
 }
@@ -56,18 +56,29 @@ void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum prof
 		target(&p->stacks[i], which, &bytes, &objects);
 		*bytes = *objects = (struct lk_estimate){ 0 };
 	}
-	for (size_t i = 0; i < ls->map.size; i++) {
+	for (size_t i = 0; i < ls->size; i++) {
 		const struct live_block *b;
-		if (!ls->map.e[i].used)
+		struct live_weight wt;
+		if (!ls->e[i].slot1)
 			continue;
-		b = &ls->blocks[ls->map.e[i].value];
+		b = &ls->blocks[ls->e[i].slot1 - 1];
 		/* Old: at least age_ns before the end (an INHERITed block may be from before the
-		 * start). */
+		 * start). Peak: live at the mark. */
 		if (which == PROFILE_SNAP_OLD &&
 		    (__int128)end_ns - b->t_ns < (__int128)p->opts.age_ns)
 			continue;
+		if (which == PROFILE_SNAP_PEAK && b->seq > ls->mark)
+			continue;
 		target(&p->stacks[b->stack], which, &bytes, &objects);
-		profile_add_block(bytes, objects, b);
+		wt = live_weigh(ls, b->size);
+		profile_add_block(bytes, objects, b->size, &wt);
+	}
+	for (size_t i = 0; which == PROFILE_SNAP_PEAK && i < ls->ngone; i++) { /* gone since */
+		const struct live_gone *g = &ls->gone[i];
+		struct live_weight wt = live_weigh(ls, g->size);
+
+		target(&p->stacks[g->stack], which, &bytes, &objects);
+		profile_add_block(bytes, objects, g->size, &wt);
 	}
 }
 
@@ -92,15 +103,17 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 	p->live_blocks = malloc((ls->count ? ls->count : 1) * sizeof(*p->live_blocks));
 	if (!p->live_blocks)
 		return -ENOMEM;
-	for (size_t i = 0; i < ls->map.size; i++) {
+	for (size_t i = 0; i < ls->size; i++) {
 		const struct live_block *b;
-		if (!ls->map.e[i].used)
+		struct live_weight wt;
+		if (!ls->e[i].slot1)
 			continue;
-		b = &ls->blocks[ls->map.e[i].value];
+		b = &ls->blocks[ls->e[i].slot1 - 1];
+		wt = live_weigh(ls, b->size);
 		p->live_blocks[n++] = (struct lk_live_block){
 			.addr = b->addr, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
-			.weight = b->w };
-		profile_add_block(&t->live_bytes_end, &t->live_objects_end, b);
+			.weight = wt.w };
+		profile_add_block(&t->live_bytes_end, &t->live_objects_end, b->size, &wt);
 	}
 	p->nlive_blocks = n;
 	qsort(p->live_blocks, n, sizeof(*p->live_blocks), cmp_live);

@@ -2,20 +2,25 @@
  * and live estimates with their intervals, a live-bytes series and a growth verdict; for the
  * process, the heap timeline, its peak, losses and RSS.
  *
- * Pass 1 replays the live set alone, to learn what pass 2 must know in advance: the duration, so
- * that the timeline's buckets are fixed from the start ([0, duration] cut into equal parts, bucket
- * b ending at duration * (b + 1) / buckets and holding the records at or before its end), and the
- * record at which the estimated heap H(t) first reaches its maximum. Pass 2 replays everything,
- * and snapshots the live set per stack when the selected time (opts.at_ns) passes, right after
- * the peak's record, at each bucket's end (series) and at the end (live, old). Both passes stop
- * after the same number of records, so a profile still being written reads consistently. The
- * reader is fast (tens of millions of records a second), so the extra pass costs little, and
- * memory stays bounded by the stacks, the modules, the live blocks and the buckets, never by the
- * number of records.
+ * Pass 1 only reads (lk_reader_skip()), to learn what pass 2 must know in advance: the number of
+ * records and the duration, so that the timeline's buckets are fixed from the start ([0, duration]
+ * cut into equal parts, bucket b ending at duration * (b + 1) / buckets and holding the records at
+ * or before its end). Pass 2 replays everything, and snapshots the live set per stack when the
+ * selected time (opts.at_ns) passes, at each bucket's end (series) and at the end (live, old).
+ * Each time the estimated heap H(t) rises above its highest level so far, pass 2 marks the live
+ * set, which then keeps aside the blocks that leave it (profile-live.c): at the end, the set at
+ * the last mark is the set right after the record at which H(t) first reached its maximum (peak).
+ * Both passes stop after the same number of records, so a profile still being written reads
+ * consistently. Reading alone is fast (tens of millions of records a second), so the extra pass
+ * costs little, and memory stays bounded by the stacks, the modules, the live blocks and the
+ * buckets, never by the number of records.
+ *
+ * Looking up the live blocks is what costs most, the cache misses of a large heap's table above
+ * all. So pass 2 reads a few records ahead of the one it applies (struct ahead).
  *
  * H(t) is summed in fixed point (profile-internal.h), so the same set of live blocks always gives
- * the same value: the peak found in pass 1 is the peak of pass 2, and a stack's series returns to
- * exactly its old value when its blocks are freed. Never prints; errors are "offset N: ...".
+ * the same value: the maximum is found without rounding, and a stack's series returns to exactly
+ * its old value when its blocks are freed. Never prints; errors are "offset N: ...".
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,7 +31,7 @@
 
 /* What pass 1 learns. */
 struct first_pass {
-	uint64_t records, duration_ns, peak_rec, peak_ns;
+	uint64_t records, duration_ns;
 };
 
 /* Pass 2's state beyond the profile itself. */
@@ -34,9 +39,67 @@ struct second_pass {
 	struct live_set ls;
 	uint64_t ends[LK_TIMELINE_BUCKETS]; /* each bucket's end */
 	unsigned bucket;                    /* the current one */
+	lk_q128 bucket_max;                 /* the highest H(t) in it so far */
 	uint64_t rss;                       /* the last RSS record */
 	bool at_done;                       /* live_* taken */
+	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
+	uint64_t peak_ns;                   /* the time of the record that first reached it */
 };
+
+/* Pass 2 reads records ahead of the one it applies, and asks the cache for the live-set entry of
+ * each ALLOC, FREE and INHERIT as it is read, so that the entry is there when the record is
+ * applied: the table of a large heap does not fit in the cache, and a miss costs more than
+ * decoding a record. The reader's pointers (STACK, MODULE, LOSS, TRAILER) live until its next
+ * record, so nothing is read past such a record before it is applied. */
+#define AHEAD 16
+
+struct ahead {
+	struct lk_reader *rd;
+	struct lk_record rec[AHEAD]; /* a ring: rec[first], then n - 1 more */
+	unsigned first, n;
+	uint64_t left;               /* records still to read: as many as pass 1 read */
+	int r;                       /* 1 while the reader has more, then its last return */
+};
+
+static void ahead_init(struct ahead *ah, struct lk_reader *rd, uint64_t records)
+{
+	ah->rd = rd;
+	ah->first = ah->n = 0;
+	ah->left = records;
+	ah->r = 1;
+}
+
+static bool holds_pointers(const struct lk_record *rec)
+{
+	return rec->tag == LK_REC_STACK || rec->tag == LK_REC_MODULE || rec->tag == LK_REC_LOSS ||
+	       rec->tag == LK_REC_TRAILER;
+}
+
+/* As lk_reader_next(), but *ret points into the ring and lives until the next call. */
+static int ahead_next(struct ahead *ah, const struct live_set *ls, const struct lk_record **ret)
+{
+	while (ah->n < AHEAD && ah->r > 0 && ah->left > 0 &&
+	       !(ah->n && holds_pointers(&ah->rec[(ah->first + ah->n - 1) % AHEAD]))) {
+		struct lk_record *rec = &ah->rec[(ah->first + ah->n) % AHEAD];
+		ah->r = lk_reader_next(ah->rd, rec);
+		if (ah->r <= 0)
+			break;
+		ah->n++;
+		ah->left--;
+		if (rec->tag == LK_REC_ALLOC)
+			live_set_prefetch(ls, rec->alloc.addr);
+		else if (rec->tag == LK_REC_FREE)
+			live_set_prefetch(ls, rec->free.addr);
+		else if (rec->tag == LK_REC_INHERIT)
+			live_set_prefetch(ls, rec->inherit.addr);
+	}
+	if (!ah->n)
+		return ah->r < 0 ? ah->r : 0;
+	*ret = &ah->rec[ah->first];
+	ah->first = (ah->first + 1) % AHEAD;
+	ah->n--;
+	return 1;
+}
 
 static int64_t inherit_time(const struct lk_profile *p, const struct lk_record *rec)
 {
@@ -64,41 +127,20 @@ static int copy_header(struct lk_profile *p, const struct lk_reader *rd)
 static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char **msg)
 {
 	struct lk_reader *rd;
-	struct lk_record rec;
-	struct live_set ls;
-	struct live_block b;
-	lk_q128 best = 0;
+	uint64_t t;
 	int r;
 
 	r = profile_open_reader(fd, &rd, msg);
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
-	live_set_init(&ls, p->totals.period);
-	while (r >= 0 && (r = lk_reader_next(rd, &rec)) > 0) {
+	while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
 		a->records++;
-		a->duration_ns = rec.time_ns;
-		if (rec.tag == LK_REC_ALLOC || rec.tag == LK_REC_INHERIT) {
-			bool alloc = rec.tag == LK_REC_ALLOC;
-			uint64_t addr = alloc ? rec.alloc.addr : rec.inherit.addr;
-			live_set_remove(&ls, addr, NULL);
-			r = live_set_add(&ls, addr, alloc ? rec.alloc.size : rec.inherit.size, 0, 0,
-					 &b);
-			if (r < 0)
-				profile_fail_record(msg, &rec, r, NULL);
-		} else if (rec.tag == LK_REC_FREE) {
-			live_set_remove(&ls, rec.free.addr, NULL);
-		}
-		if (ls.heap_q > best) { /* the first time the maximum is reached */
-			best = ls.heap_q;
-			a->peak_rec = a->records;
-			a->peak_ns = rec.time_ns;
-		}
+		a->duration_ns = t;
 	}
 	if (r < 0)
 		profile_fail_reader(msg, rd, r); /* unless a message is there already */
 	p->totals.trailer = lk_reader_has_trailer(rd);
-	live_set_done(&ls);
 	lk_reader_free(rd);
 	return r < 0 ? r : 0;
 }
@@ -107,25 +149,25 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 static void close_bucket(struct lk_profile *p, struct second_pass *sp)
 {
 	unsigned b = sp->bucket;
-	double heap = (double)sp->ls.heap_q / LIVE_Q_ONE;
 	struct lk_timeline_point *t = &p->timeline[b];
 
 	t->t_ns = sp->ends[b];
-	t->heap_bytes = heap;
+	t->heap_bytes = (double)sp->ls.heap_q / LIVE_Q_ONE;
+	t->heap_max = (double)sp->bucket_max / LIVE_Q_ONE;
 	t->rss_bytes = sp->rss;
 	for (size_t i = 0; i < p->nstacks; i++)
 		p->stacks[i].series[b] = (double)p->runs[i].live_q / LIVE_Q_ONE;
 	if (b + 1 < p->nbuckets) {
 		sp->bucket++;
-		p->timeline[b + 1].heap_max = heap; /* the level the next bucket starts at */
+		sp->bucket_max = sp->ls.heap_q; /* the level the next bucket starts at */
 	}
 }
 
-static void unlive(struct lk_profile *p, const struct live_block *b)
+static void unlive(struct lk_profile *p, const struct second_pass *sp, const struct live_block *b)
 {
 	struct stack_run *run = &p->runs[b->stack];
 
-	run->live_q -= live_q(b);
+	run->live_q -= live_q(b->size, live_weigh(&sp->ls, b->size).w);
 	if (--run->live_n == 0)
 		run->live_q = 0;
 }
@@ -137,27 +179,28 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 	uint64_t addr = alloc ? rec->alloc.addr : rec->inherit.addr;
 	uint64_t size = alloc ? rec->alloc.size : rec->inherit.size;
 	uint64_t stack = alloc ? rec->alloc.stack : rec->inherit.stack;
-	struct live_block b;
+	struct live_weight wt;
+	struct live_block old;
 	struct stack_run *run;
 	int r;
 
 	if (stack >= p->nstacks) /* the reader checks this; a second line of defence */
 		return -EBADMSG;
-	/* Live already: its FREE is missing. The old block is gone now, unseen. */
-	if (live_set_remove(&sp->ls, addr, &b))
-		unlive(p, &b);
 	r = live_set_add(&sp->ls, addr, size, (uint32_t)stack,
-			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec), &b);
+			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec), &old);
 	if (r < 0)
 		return r;
+	if (r > 0) /* live already: its FREE is missing, and the old block is gone now, unseen */
+		unlive(p, sp, &old);
+	wt = live_weigh(&sp->ls, size);
 	run = &p->runs[stack];
-	run->live_q += live_q(&b);
+	run->live_q += live_q(size, wt.w);
 	run->live_n++;
 	if (stack == 0)
 		p->stack0_used = true;
 	if (alloc) {
 		profile_add_block(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
-				  &b);
+				  size, &wt);
 		p->totals.samples++;
 	} else {
 		run->inherited++;
@@ -187,7 +230,7 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	case LK_REC_FREE:
 		p->totals.frees++;
 		if (live_set_remove(&sp->ls, rec->free.addr, &b))
-			unlive(p, &b);
+			unlive(p, sp, &b);
 		else
 			p->totals.frees_unknown++;
 		return 0;
@@ -215,9 +258,9 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 		       struct second_pass *sp, char **msg)
 {
+	const struct lk_record *rec;
 	struct lk_reader *rd;
-	struct lk_record rec;
-	uint64_t n = 0;
+	struct ahead ah;
 	int r;
 
 	r = profile_open_reader(fd, &rd, msg);
@@ -225,34 +268,37 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 		return r;
 	for (unsigned b = 0; b < p->nbuckets; b++)
 		sp->ends[b] = (uint64_t)((unsigned __int128)a->duration_ns * (b + 1) / p->nbuckets);
-	while (n < a->records && (r = lk_reader_next(rd, &rec)) > 0) {
+	ahead_init(&ah, rd, a->records);
+	while ((r = ahead_next(&ah, &sp->ls, &rec)) > 0) {
 		const char *what = NULL;
-		double heap;
 
-		if (!sp->at_done && rec.time_ns > p->opts.at_ns) {
+		if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
 			profile_snapshot(p, &sp->ls, PROFILE_SNAP_LIVE, 0);
 			sp->at_done = true;
 		}
-		while (sp->bucket + 1 < p->nbuckets && rec.time_ns > sp->ends[sp->bucket])
+		while (sp->bucket + 1 < p->nbuckets && rec->time_ns > sp->ends[sp->bucket])
 			close_bucket(p, sp);
-		r = apply(p, sp, &rec, &what);
+		r = apply(p, sp, rec, &what);
+		if (r >= 0 && sp->ls.heap_q > sp->peak) { /* the first time this level is reached */
+			sp->peak = sp->ls.heap_q;
+			sp->peak_ns = rec->time_ns;
+			r = live_set_mark(&sp->ls);
+		}
 		if (r < 0) {
-			profile_fail_record(msg, &rec, r, what);
+			profile_fail_record(msg, rec, r, what);
 			break;
 		}
-		if (++n == a->peak_rec)
-			profile_snapshot(p, &sp->ls, PROFILE_SNAP_PEAK, 0);
-		heap = (double)sp->ls.heap_q / LIVE_Q_ONE;
-		if (heap > p->timeline[sp->bucket].heap_max)
-			p->timeline[sp->bucket].heap_max = heap;
+		p->totals.records++;
+		if (sp->ls.heap_q > sp->bucket_max) /* converted once, at the bucket's end */
+			sp->bucket_max = sp->ls.heap_q;
 	}
 	if (r < 0)
 		profile_fail_reader(msg, rd, r);
 	lk_reader_free(rd);
 	if (r < 0)
 		return r;
-	p->totals.records = n;
-	p->totals.peak_ns = a->peak_ns;
+	p->totals.peak_ns = sp->peak_ns;
+	profile_snapshot(p, &sp->ls, PROFILE_SNAP_PEAK, 0);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */
 		close_bucket(p, sp);
 	close_bucket(p, sp);

@@ -3,9 +3,10 @@
  * profile.c reads a profile with the streaming reader (read.h) and keeps only what is bounded by
  * the number of distinct stacks and of live samples, never by the length of the file: per stack,
  * running sums; per live sampled block, one entry; for the heap timeline, a fixed number of
- * buckets. The file is read twice: first to learn its duration (the buckets) and the moment the
- * heap peaked, then to aggregate, taking the live set at the peak and at opts.at_ns as the replay
- * passes them. Estimates and intervals follow docs/sampling.md (sections 4 and 5); nothing here
+ * buckets. The file is read twice: first, records skipped undecoded, to learn its length and
+ * duration (the buckets), then to aggregate. The live set at the peak is found in that second
+ * pass: each new high marks the live set, and blocks live at the mark that go later are set aside
+ * (never more than were live at the mark). Estimates and intervals follow docs/sampling.md (sections 4 and 5); nothing here
  * knows about symbols or output formats.
  *
  * Errors are negative errno values; on failure *ret is untouched and the message out-parameter

@@ -109,6 +109,11 @@ const struct lk_profile_header *lk_reader_header(const struct lk_reader *r);
 /* 1 and *rec filled, 0 at the end, or < 0 (and the same error again on later calls). */
 int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
 
+/* lk_reader_next() for a caller that needs only the time of each record (a first pass over a
+ * profile): the same records, checked as much, with the same results, but only the time of the
+ * record is given, in *time_ns. */
+int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
+
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
 bool lk_reader_has_trailer(const struct lk_reader *r);
 uint64_t lk_reader_end_offset(const struct lk_reader *r); /* after the last complete record */

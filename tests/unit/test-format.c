@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -519,6 +520,192 @@ TEST(big_profile_file_and_pipe)
 	ASSERT_EQ(waitpid(pid, &status, 0), pid);
 	ASSERT_EQ(status, 0);
 	free(b.p);
+}
+
+/* The fast path for ALLOC and FREE (read-record.c) against the values written: every varint length
+ * from 1 to 10 bytes, longer encodings of the same values (zero groups after the last one), and
+ * the records it hands to the general path, in a profile far larger than LK_READ_RECORD_MAX so
+ * that the fast path runs; from memory and through a file's window; by lk_reader_next() and by
+ * lk_reader_skip(). */
+struct fast_rec {
+	uint8_t tag;
+	uint64_t offset, time, f[4]; /* ALLOC: tid addr size stack; FREE: tid addr; RSS: bytes */
+};
+
+/* v as a varint, then `pad` more bytes (zero groups) as long as it stays within 10. */
+static size_t put_padded(uint8_t *p, uint64_t v, unsigned pad)
+{
+	size_t n = lk_varint_put(p, v);
+
+	while (pad-- && n < LK_VARINT_MAX) {
+		p[n - 1] |= 0x80;
+		p[n++] = 0;
+	}
+	return n;
+}
+
+/* A value of 0 to 64 bits, so that every encoded length comes up. */
+static uint64_t any_width(uint64_t *x)
+{
+	unsigned w = (unsigned)(xorshift(x) % 65);
+
+	return w ? xorshift(x) >> (64 - w) : 0;
+}
+
+/* Padding for one field in four: longer than it needs to be. */
+static unsigned any_pad(uint64_t *x)
+{
+	return xorshift(x) % 4 ? 0 : (unsigned)(xorshift(x) % 4);
+}
+
+#define FAST_STACKS 300
+#define FAST_RECORDS 20000
+
+enum fast_defect { FAST_FINE, FAST_UNDEFINED_STACK, FAST_VARINT_11, FAST_VARINT_OVERFLOW };
+
+/* FAST_RECORDS random ALLOC, FREE and RSS records after FAST_STACKS stacks; record `at` is an
+ * ALLOC with the defect, if any. */
+static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fast_defect defect)
+{
+	uint64_t x = 0x5eed0f5a57ull, time = 0, frame = 0x401000;
+	uint8_t enc[1 + 5 * LK_VARINT_MAX + 1];
+
+	*b = (struct pbuf){ 0 };
+	pb_simple_header(b);
+	for (uint64_t id = 1; id <= FAST_STACKS; id++)
+		PB_REC(b, lk_rec_stack(rec, id, &frame, 1));
+	for (size_t i = 0; i < FAST_RECORDS; i++) {
+		struct fast_rec *w = &want[i];
+		unsigned kind = (unsigned)(xorshift(&x) % 20), nf, n = 1;
+		uint64_t dt = any_width(&x);
+
+		w->tag = kind < 12 ? LK_REC_ALLOC : kind < 19 ? LK_REC_FREE : LK_REC_RSS;
+		if (i == at && defect != FAST_FINE)
+			w->tag = LK_REC_ALLOC;
+		nf = w->tag == LK_REC_ALLOC ? 4 : w->tag == LK_REC_FREE ? 2 : 1;
+		for (unsigned k = 0; k < nf; k++)
+			w->f[k] = any_width(&x);
+		if (w->tag == LK_REC_ALLOC)
+			w->f[3] = xorshift(&x) % (FAST_STACKS + 1);
+		if (i == at) { /* a record the fast path would take, but for its defect */
+			dt &= 0xffff;
+			for (unsigned k = 0; k < nf; k++)
+				w->f[k] &= 0xffffffff;
+		}
+		enc[0] = w->tag;
+		n += put_padded(enc + n, dt, i == at ? 0 : any_pad(&x));
+		for (unsigned k = 0; k < nf; k++) {
+			uint8_t *f = enc + n;
+			n += put_padded(f, w->f[k], i == at ? 0 : any_pad(&x));
+			if (i != at)
+				continue;
+			if (k == 1 && defect == FAST_VARINT_11) { /* 10 bytes and one more */
+				n = (unsigned)(f - enc) + put_padded(f, w->f[k], 10) + 1;
+				f[9] |= 0x80;
+				f[10] = 0;
+			} else if (k == 1 && defect == FAST_VARINT_OVERFLOW) { /* 2^64 and more */
+				n = (unsigned)(f - enc) + put_padded(f, UINT64_MAX, 0);
+				f[9] = 2;
+			} else if (k == 3 && defect == FAST_UNDEFINED_STACK) {
+				n = (unsigned)(f - enc) + put_padded(f, FAST_STACKS + 1, 0);
+			}
+		}
+		w->offset = b->len;
+		w->time = time += dt;
+		pb_put(b, enc, n);
+	}
+}
+
+/* Reads rd to the end with lk_reader_next() (skip false) or lk_reader_skip(), comparing with
+ * want; returns the last result and the records read. */
+static int read_fast(struct lk_reader *rd, bool skip, const struct fast_rec *want, size_t *count)
+{
+	struct lk_record r;
+	uint64_t t;
+	int k;
+
+	for (*count = 0;; ++*count) {
+		k = skip ? lk_reader_skip(rd, &t) : lk_reader_next(rd, &r);
+		if (k <= 0)
+			return k;
+		const struct fast_rec *w = &want[*count];
+		if (skip) {
+			ASSERT_EQ(t, w->time);
+			continue;
+		}
+		ASSERT_EQ(r.tag, w->tag);
+		ASSERT_EQ(r.offset, w->offset);
+		ASSERT_EQ(r.time_ns, w->time);
+		if (w->tag == LK_REC_ALLOC) {
+			ASSERT_EQ(r.alloc.tid, w->f[0]);
+			ASSERT_EQ(r.alloc.addr, w->f[1]);
+			ASSERT_EQ(r.alloc.size, w->f[2]);
+			ASSERT_EQ(r.alloc.stack, w->f[3]);
+		} else if (w->tag == LK_REC_FREE) {
+			ASSERT_EQ(r.free.tid, w->f[0]);
+			ASSERT_EQ(r.free.addr, w->f[1]);
+		} else {
+			ASSERT_EQ(r.rss.bytes, w->f[0]);
+		}
+	}
+}
+
+/* Both ways through the whole profile, from memory and from a file; an error must be the same
+ * message after the same number of records both ways. */
+static void check_fast(const struct pbuf *b, const struct fast_rec *want, size_t nrec,
+		       int result, const char *msg)
+{
+	char path[] = "/tmp/leek-test-XXXXXX";
+	int fd = mkstemp(path), r;
+	size_t n;
+
+	ASSERT_TRUE(fd >= 0);
+	close(fd);
+	write_file(path, b->p, b->len);
+	for (int way = 0; way < 4; way++) {
+		struct lk_reader *rd = way < 2 ? open_mem(b->p, b->len, &r) : lk_reader_new();
+		if (way >= 2)
+			r = lk_reader_open(rd, path);
+		ASSERT_OK(r);
+		for (int i = 0; i < FAST_STACKS; i++) /* to the records of interest */
+			ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), 1);
+		ASSERT_EQ(read_fast(rd, way % 2, want, &n), result);
+		ASSERT_EQ(n, nrec);
+		ASSERT_STREQ(lk_reader_error(rd), msg);
+		if (result == 0)
+			ASSERT_EQ(lk_reader_end_offset(rd), b->len);
+		lk_reader_free(rd);
+	}
+	unlink(path);
+}
+
+TEST(fast_path_records)
+{
+	static struct fast_rec want[FAST_RECORDS];
+	static const struct {
+		enum fast_defect defect;
+		const char *msg;
+	} broken[] = {
+		{ FAST_UNDEFINED_STACK, "ALLOC names stack 301, which is not defined yet" },
+		{ FAST_VARINT_11, "ALLOC record holds a varint over 64 bits" },
+		{ FAST_VARINT_OVERFLOW, "ALLOC record holds a varint over 64 bits" },
+	};
+	struct pbuf b;
+	char msg[256];
+
+	build_fast(&b, want, 0, FAST_FINE);
+	ASSERT_TRUE(b.len > 16 * LK_READ_RECORD_MAX);
+	check_fast(&b, want, FAST_RECORDS, 0, "");
+	free(b.p);
+
+	/* Broken in the middle, where the fast path runs: the general path's messages. */
+	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+		build_fast(&b, want, FAST_RECORDS / 2, broken[i].defect);
+		snprintf(msg, sizeof(msg), "offset %" PRIu64 ": %s", want[FAST_RECORDS / 2].offset,
+			 broken[i].msg);
+		check_fast(&b, want, FAST_RECORDS / 2, -EBADMSG, msg);
+		free(b.p);
+	}
 }
 
 TEST(names)

@@ -345,6 +345,239 @@ TEST(errors_name_the_offset)
 	free(s.b.p);
 }
 
+/* The set at the peak is remembered, not copied (profile-live.c): the block whose ALLOC made the
+ * peak, blocks from before it still live at the end, blocks live at it that were freed or
+ * replaced (their FREE missing) since, and none of those that came after it. */
+TEST(peak_set_after_the_fact)
+{
+	const struct lk_profile_totals *t;
+	const struct lk_stack_stats *st;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	sim_site(&s, 0x402000);
+	sim_alloc(&s, 1, 0xa000, 100, 1);
+	sim_alloc(&s, 2, 0xb000, 200, 2);
+	sim_free(&s, 3, 0xa000);
+	sim_alloc(&s, 4, 0xc000, 50, 1);  /* 250 */
+	sim_alloc(&s, 5, 0xd000, 400, 2); /* 650: the peak */
+	sim_free(&s, 6, 0xc000);
+	sim_alloc(&s, 7, 0xb000, 10, 1);  /* 0xb000's FREE is missing: 460 */
+	sim_alloc(&s, 8, 0xe000, 190, 1); /* 650 again: not a new peak */
+	sim_free(&s, 9, 0xe000);
+	sim_alloc(&s, 10, 0xf000, 5, 2);
+	sim_trailer(&s, 11, NULL);
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_EXACT(t->peak_bytes, 650);
+	ASSERT_EQ(t->peak_ns, 5);
+	ASSERT_EQ(lk_profile_stacks(p, &st), 2);
+	ASSERT_EXACT(st[0].peak_bytes, 50);   /* C, freed since */
+	ASSERT_EXACT(st[0].peak_objects, 1);
+	ASSERT_EXACT(st[1].peak_bytes, 600);  /* B, replaced since, and D, still live */
+	ASSERT_EXACT(st[1].peak_objects, 2);
+	ASSERT_EXACT(st[0].live_bytes, 10);
+	ASSERT_EXACT(st[1].live_bytes, 405);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+/* The live set against a plain replay of the same records (tests/unit/test-u64map.c does the same
+ * for the map): a few addresses taken and freed at random, some ALLOCs at an address still live
+ * (their FREE missing), FREEs of addresses never live, INHERITs, times with ties, and a heap that
+ * rises to new peaks, falls and rises again, so that the mark moves many times and the blocks
+ * live at it leave in every order. In exact mode every number must be equal; at a period,
+ * within rounding (sums in another order, q's fixed point). */
+#define REPLAY_ADDRS 48
+#define REPLAY_STACKS 5
+#define REPLAY_RECORDS 40000
+#define REPLAY_BUCKETS 16
+
+struct replay_op {
+	uint8_t tag;
+	uint64_t t, addr, size, stack;
+};
+
+struct replay_block {
+	bool live;
+	uint64_t size, stack;
+};
+
+struct replay_sum {
+	double bytes, bytes_var, objects, objects_var;
+	uint64_t n;
+};
+
+/* The sums of docs/sampling.md section 4 per stack, from scratch, and the heap, their total. v1 =
+ * w^2 - w is (1 - p)/p^2, taken without cancellation as profile-live.c does. */
+static double replay_sums(const struct replay_block *live, uint64_t period,
+			  struct replay_sum sum[REPLAY_STACKS + 1])
+{
+	double heap = 0;
+
+	memset(sum, 0, sizeof(*sum) * (REPLAY_STACKS + 1));
+	for (unsigned a = 0; a < REPLAY_ADDRS; a++) {
+		double s = (double)live[a].size, w = lk_sample_weight(live[a].size, period), v1 = 0;
+		struct replay_sum *x = &sum[live[a].stack];
+		if (!live[a].live)
+			continue;
+		if (period > 1 && w > 1)
+			v1 = exp(-s / (double)period) * w * w;
+		x->bytes += s * w;
+		x->bytes_var += s * s * v1;
+		x->objects += w;
+		x->objects_var += v1;
+		x->n++;
+		heap += s * w;
+	}
+	return heap;
+}
+
+static void expect_sum(const struct lk_estimate *bytes, const struct lk_estimate *objects,
+		       const struct replay_sum *x, bool exact)
+{
+	ASSERT_EQ(bytes->samples, x->n);
+	ASSERT_EQ(objects->samples, x->n);
+	if (exact) {
+		ASSERT_EXACT(*bytes, x->bytes);
+		ASSERT_EXACT(*objects, x->objects);
+		return;
+	}
+	ASSERT_NEAR(bytes->value, x->bytes, 1e-9 * (x->bytes + 1));
+	ASSERT_NEAR(bytes->var, x->bytes_var, 1e-9 * (x->bytes_var + 1));
+	ASSERT_NEAR(objects->value, x->objects, 1e-9 * (x->objects + 1));
+	ASSERT_NEAR(objects->var, x->objects_var, 1e-9 * (x->objects_var + 1));
+}
+
+/* Equal in exact mode; else within what q's fixed point (2^-16 a block) and rounding allow. */
+#define ASSERT_CLOSE(a, b, exact) ASSERT_NEAR((a), (b), (exact) ? 0 : 1e-9 * (fabs(b) + 1e6))
+
+static void replay_check(uint64_t period, uint64_t seed)
+{
+	static struct replay_op op[REPLAY_RECORDS];
+	struct replay_sum peak[REPLAY_STACKS + 1], now[REPLAY_STACKS + 1];
+	struct replay_block live[REPLAY_ADDRS] = { 0 };
+	uint64_t ends[REPLAY_BUCKETS], peak_ns = 0, unknown = 0, count = 0, max_count = 0;
+	double series[REPLAY_BUCKETS][REPLAY_STACKS + 1], heap[REPLAY_BUCKETS],
+		heap_max[REPLAY_BUCKETS], best = 0, level = 0, h = 0;
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .buckets = REPLAY_BUCKETS };
+	const struct lk_timeline_point *tl;
+	const struct lk_profile_totals *t;
+	const struct lk_stack_stats *st;
+	bool exact = period == 1;
+	struct lk_profile *p = NULL;
+	unsigned b = 0;
+	char *err = NULL;
+	struct lk_rng rng;
+	struct sim s;
+
+	lk_rng_seed(&rng, seed, 0);
+	sim_start(&s, period, exact ? LK_HDR_EXACT : 0);
+	for (uint64_t k = 1; k <= REPLAY_STACKS; k++)
+		sim_site(&s, 0x401000 + 0x100 * k);
+	for (size_t i = 0, now_t = 0; i < REPLAY_RECORDS; i++) {
+		uint64_t r = lk_rng_next(&rng);
+		/* Phases of 4000 records: mostly ALLOCs, then mostly FREEs. */
+		bool rising = (i / 4000) % 2 == 0;
+		now_t += r % 3; /* ties */
+		op[i] = (struct replay_op){
+			.tag = (r >> 8) % 50 == 0 ? LK_REC_INHERIT
+			       : (r >> 16) % 100 < (rising ? 70u : 30u) ? LK_REC_ALLOC
+									  : LK_REC_FREE,
+			.t = now_t,
+			.addr = 0x10000 + 0x40 * ((r >> 24) % REPLAY_ADDRS),
+			.size = 1 + (r >> 32) % 5000,
+			.stack = 1 + (r >> 48) % REPLAY_STACKS,
+		};
+		if (op[i].tag == LK_REC_ALLOC)
+			sim_alloc(&s, op[i].t, op[i].addr, op[i].size, op[i].stack);
+		else if (op[i].tag == LK_REC_FREE)
+			sim_free(&s, op[i].t, op[i].addr);
+		else
+			PB_REC(&s.b, lk_rec_inherit(rec, op[i].addr, op[i].size, op[i].stack,
+						    SIM_START_MONO));
+	}
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+
+	/* The replay: every block is its own array entry, every sum is done again from scratch.
+	 * An INHERIT has no time of its own: it carries the last one. */
+	for (unsigned k = 0; k < REPLAY_BUCKETS; k++)
+		ends[k] = s.now * (k + 1) / REPLAY_BUCKETS;
+	for (size_t i = 0, last_t = 0; i <= REPLAY_RECORDS; i++) {
+		uint64_t t_i = i < REPLAY_RECORDS && op[i].tag != LK_REC_INHERIT ? op[i].t : last_t;
+		while (b + 1 < REPLAY_BUCKETS && (i == REPLAY_RECORDS || t_i > ends[b])) {
+			heap[b] = h;
+			heap_max[b] = level;
+			replay_sums(live, period, now);
+			for (unsigned k = 0; k <= REPLAY_STACKS; k++)
+				series[b][k] = now[k].bytes;
+			level = h;
+			b++;
+		}
+		if (i == REPLAY_RECORDS)
+			break;
+		last_t = t_i;
+		unsigned a = (unsigned)((op[i].addr - 0x10000) / 0x40);
+		if (op[i].tag == LK_REC_FREE && !live[a].live)
+			unknown++;
+		if (live[a].live) /* freed, or its FREE is missing */
+			count--;
+		live[a].live = op[i].tag != LK_REC_FREE;
+		if (live[a].live) {
+			live[a].size = op[i].size;
+			live[a].stack = op[i].stack;
+			if (++count > max_count)
+				max_count = count;
+		}
+		h = replay_sums(live, period, now);
+		if (h > best) { /* the first time it is reached */
+			best = h;
+			peak_ns = t_i;
+			memcpy(peak, now, sizeof(peak));
+		}
+		if (h > level)
+			level = h;
+	}
+	heap[b] = h;
+	heap_max[b] = level;
+	replay_sums(live, period, now);
+	for (unsigned k = 0; k <= REPLAY_STACKS; k++)
+		series[b][k] = now[k].bytes;
+
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->records, REPLAY_RECORDS + REPLAY_STACKS);
+	ASSERT_EQ(t->frees_unknown, unknown);
+	ASSERT_EQ(t->max_live, max_count);
+	ASSERT_EQ(t->peak_ns, peak_ns);
+	ASSERT_EQ(lk_profile_stacks(p, &st), REPLAY_STACKS);
+	for (unsigned k = 1; k <= REPLAY_STACKS; k++) {
+		expect_sum(&st[k - 1].peak_bytes, &st[k - 1].peak_objects, &peak[k], exact);
+		expect_sum(&st[k - 1].live_bytes, &st[k - 1].live_objects, &now[k], exact);
+		for (unsigned j = 0; j < REPLAY_BUCKETS; j++)
+			ASSERT_CLOSE(st[k - 1].series[j], series[j][k], exact);
+	}
+	ASSERT_CLOSE(t->peak_bytes.value, best, exact);
+	ASSERT_EQ(lk_profile_timeline(p, &tl), REPLAY_BUCKETS);
+	for (unsigned j = 0; j < REPLAY_BUCKETS; j++) {
+		ASSERT_EQ(tl[j].t_ns, ends[j]);
+		ASSERT_CLOSE(tl[j].heap_bytes, heap[j], exact);
+		ASSERT_CLOSE(tl[j].heap_max, heap_max[j], exact);
+	}
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
+TEST(live_set_against_replay)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++) {
+		replay_check(1, seed);
+		replay_check(4096, seed);
+	}
+}
+
 TEST(pipe_is_read_twice)
 {
 	struct lk_profile *p = NULL;
