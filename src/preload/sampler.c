@@ -332,7 +332,11 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 	}
 	if (!lk_arena_owns(p)) { /* unsampled block, countdown ran out */
 		if (!lk_real.malloc_usable_size) {
-			t->bytes_left = 0;
+			/* The old block's length is unknown, so it cannot be copied into the arena:
+			 * this sample is skipped, and the countdown starts afresh (0 would force the
+			 * next allocation to be sampled whatever its size). */
+			if (t->state == LK_T_ACTIVE)
+				t->bytes_left = next_interval(t);
 			return lk_real.realloc(p, size);
 		}
 		q = lk_sample(t, size, 0, false);

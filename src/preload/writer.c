@@ -213,8 +213,6 @@ static void inherit_block(struct lk_block *b, void *user, void *ctx)
 	lk_writer_put(rec, lk_rec_inherit(rec, (uintptr_t)user, b->size, sid, b->time_ns));
 }
 
-bool lk_writer_ready(void);
-
 static int open_file(void)
 {
 	static char exe[LK_MAX_PATH];
