@@ -146,16 +146,16 @@ static void emit_pending(uint64_t now)
 	}
 }
 
-void lk_modules_refresh(bool force)
+unsigned long long lk_modules_refresh(bool force)
 {
 	struct counts c = { 0, 0 };
 
 	dl_iterate_phdr(first_cb, &c);
 	if (!force && c.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
 	    c.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
-		return;
+		return c.subs;
 	if (pthread_mutex_trylock(&mods_lock))
-		return; /* another thread is at it; this sample's frames resolve at its next refresh */
+		return c.subs; /* another thread is at it; this sample's frames resolve at its next refresh */
 	if (!exe[0]) {
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = 0;
@@ -180,6 +180,7 @@ void lk_modules_refresh(bool force)
 	__atomic_store_n(&seen_adds, c.adds, __ATOMIC_RELAXED);
 	__atomic_store_n(&seen_subs, c.subs, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mods_lock);
+	return c.subs;
 }
 
 /* A new file (a forked child's): every module again. Caller holds lk_lock. */

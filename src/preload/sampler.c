@@ -89,6 +89,7 @@ static void atfork_child(void)
 {
 	lk_lock_atfork(LK_FORK_CHILD);
 	lk_modules_atfork(LK_FORK_CHILD);
+	lk_stack_atfork_child();
 	lk_loader_atfork(LK_FORK_CHILD);
 	deferred = NULL;
 	lk_writer_atfork_child();
@@ -189,8 +190,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	t->bytes_left = UINT64_MAX;
 	uint32_t n = 0;
 	if (lk_loader_enter(false)) { /* no stack rather than a hang: loader.c */
-		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames);
-		lk_modules_refresh(false);
+		/* Modules first: every frame on this stack was there before this call began. */
+		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, lk_modules_refresh(false));
 		lk_loader_exit();
 	}
 	size_t usable = lk_real_usable(size, align);

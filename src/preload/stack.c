@@ -43,6 +43,260 @@ static struct {
 
 static uintptr_t self_lo, self_hi; /* libleek's own code: frames there are not the program's */
 
+/* ---- the unwind-rule cache ----
+ *
+ * libunwind interprets DWARF call-frame information, and even with its per-thread trace cache a
+ * capture costs about 280 ns. This file learns, from libunwind's own walks, one rule per return
+ * address: where the caller's frame is and where its return address and %rbp were saved. A
+ * frame-pointer frame (CFA = %rbp + 16) is walked by the chain, a frame without one by a fixed
+ * offset from %rsp, which is what DWARF says for every call site of a function that uses no
+ * alloca. Once the addresses of a program's hot stacks are known, a capture is one hash probe
+ * and two loads a frame (docs/performance.md). An address libunwind could not unwind, a signal
+ * trampoline, and every unknown address send the capture back to libunwind; the walk reads only
+ * inside [%rsp, top of this thread's stack as libunwind last found it], so a stale rule can cost
+ * a wrong stack but never a fault. Rules are forgotten when a library is unloaded (its addresses
+ * may be reused by the next one).
+ *
+ * Readers take no lock: a slot is {ip, rule}, published ip first then rule, and a reader checks
+ * the ip again after reading the rule. Writers (learning, flushing, growing) hold `learning`, a
+ * try-lock: a thread that finds it taken learns nothing this time. */
+enum {
+	RULE_FP = 1,   /* CFA = rbp + 16; caller's rbp at [rbp] */
+	RULE_SP = 2,   /* CFA = rsp + off; caller's rbp unchanged, or at [CFA - rbp_off] */
+	RULE_END = 3,  /* the outermost frame: the stack ends here */
+	RULE_SLOW = 4, /* libunwind every time (signal frames, frames it could not step) */
+};
+#define RULE(kind, off, rbp_off) ((uint64_t)(kind) | (uint64_t)(off) << 8 | (uint64_t)(rbp_off) << 36)
+#define RULE_KIND(r) ((unsigned)(r)&0xff)
+#define RULE_OFF(r) (((r) >> 8) & 0xfffffff)
+#define RULE_RBP(r) ((r) >> 36)
+#define RULES_MIN 4096u
+#define RULES_MAX (1u << 20)
+
+struct rule_slot {
+	uint64_t ip, rule;
+};
+struct rules {
+	uint64_t mask, used;
+	struct rule_slot slot[];
+};
+
+static struct rules *rules; /* current table; replaced whole, never freed (see rules_replace) */
+static int learning;        /* writers' try-lock */
+static unsigned long long rules_subs = ~0ull; /* the loader's unload count the rules are for */
+static __thread uintptr_t stack_top; /* this thread's outermost CFA, as libunwind last saw it */
+
+static inline uint32_t rule_hash(uint64_t ip, uint64_t mask)
+{
+	return (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 40) & (uint32_t)mask;
+}
+
+static uint64_t rule_find(const struct rules *t, uint64_t ip)
+{
+	for (uint64_t j = rule_hash(ip, t->mask);; j = (j + 1) & t->mask) {
+		uint64_t k = __atomic_load_n(&t->slot[j].ip, __ATOMIC_ACQUIRE);
+		if (k == ip) {
+			uint64_t r = __atomic_load_n(&t->slot[j].rule, __ATOMIC_ACQUIRE);
+			return __atomic_load_n(&t->slot[j].ip, __ATOMIC_RELAXED) == ip ? r : 0;
+		}
+		if (k == 0)
+			return 0;
+	}
+}
+
+/* A new table with the old one's rules (keep) or none; the old one's pages go back to the kernel
+ * but stay mapped, so a reader still inside it reads zeros: a miss. Caller holds `learning`. */
+static struct rules *rules_replace(struct rules *old, uint64_t cap, bool keep)
+{
+	struct rules *t = mmap(NULL, sizeof(*t) + cap * sizeof(struct rule_slot),
+			       PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		return NULL;
+	t->mask = cap - 1;
+	for (uint64_t i = 0; keep && old && i <= old->mask; i++) {
+		if (!old->slot[i].ip || !old->slot[i].rule)
+			continue;
+		uint64_t j = rule_hash(old->slot[i].ip, t->mask);
+		while (t->slot[j].ip)
+			j = (j + 1) & t->mask;
+		t->slot[j] = old->slot[i];
+		t->used++;
+	}
+	__atomic_store_n(&rules, t, __ATOMIC_RELEASE);
+	if (old)
+		madvise(old, sizeof(*old) + (old->mask + 1) * sizeof(struct rule_slot), MADV_DONTNEED);
+	return t;
+}
+
+static void rule_add(uint64_t ip, uint64_t rule)
+{
+	struct rules *t = rules;
+
+	if (!t || (t->used + 1) * 4 > (t->mask + 1) * 3) {
+		if (t && t->mask + 1 >= RULES_MAX)
+			return; /* full: the addresses it lacks stay libunwind's */
+		if (!(t = rules_replace(t, t ? (t->mask + 1) * 2 : RULES_MIN, true)))
+			return;
+	}
+	uint64_t j = rule_hash(ip, t->mask);
+	for (; t->slot[j].ip; j = (j + 1) & t->mask)
+		if (t->slot[j].ip == ip)
+			return;
+	__atomic_store_n(&t->slot[j].ip, ip, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->slot[j].rule, rule, __ATOMIC_RELEASE);
+	t->used++;
+}
+
+static bool learn_begin(void)
+{
+	return !__atomic_exchange_n(&learning, 1, __ATOMIC_ACQUIRE);
+}
+
+static void learn_end(void)
+{
+	__atomic_store_n(&learning, 0, __ATOMIC_RELEASE);
+}
+
+/* Whether the rules may be used for a walk now: the loader's unload count has not moved since
+ * they were learned, or they could be forgotten now (a library that was unloaded may have left
+ * its addresses to the next one). */
+static bool rules_current(unsigned long long subs)
+{
+	if (__atomic_load_n(&rules_subs, __ATOMIC_ACQUIRE) == subs)
+		return true;
+	if (!learn_begin())
+		return false; /* a learner is inside; this walk goes without the rules */
+	if (rules_subs != subs) {
+		if (rules)
+			rules_replace(rules, rules->mask + 1, false);
+		__atomic_store_n(&rules_subs, subs, __ATOMIC_RELEASE);
+	}
+	learn_end();
+	return true;
+}
+
+void lk_stack_atfork_child(void)
+{
+	learning = 0; /* its holder did not come along */
+}
+
+enum walk { WALK_DONE, WALK_MISS, WALK_SLOW };
+
+static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
+{
+	return a >= lo && a + 8 <= hi && !(a & 7);
+}
+
+/* The cached walk: WALK_DONE with *n frames, or what to do instead. */
+static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n)
+{
+	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
+	uintptr_t ip = uc->uc_mcontext.gregs[REG_RIP], sp = uc->uc_mcontext.gregs[REG_RSP];
+	uintptr_t bp = uc->uc_mcontext.gregs[REG_RBP], hi = stack_top;
+
+	if (!t || sp >= hi)
+		return WALK_MISS;
+	for (int k = 0; k < max; k++) {
+		uint64_t r = rule_find(t, ip);
+		uintptr_t cfa, ra;
+		buf[k] = ip;
+		switch (RULE_KIND(r)) {
+		case RULE_END:
+			*n = k + 1;
+			return WALK_DONE;
+		case RULE_FP:
+			cfa = bp + 16;
+			if (cfa <= sp || !readable(bp, sp, hi))
+				return WALK_MISS;
+			ra = ((uintptr_t *)bp)[1];
+			bp = ((uintptr_t *)bp)[0];
+			break;
+		case RULE_SP:
+			cfa = sp + RULE_OFF(r);
+			if (!readable(cfa - 8, sp, hi))
+				return WALK_MISS;
+			ra = ((uintptr_t *)cfa)[-1];
+			if (RULE_RBP(r)) {
+				if (!readable(cfa - RULE_RBP(r), sp, hi))
+					return WALK_MISS;
+				bp = *(uintptr_t *)(cfa - RULE_RBP(r));
+			}
+			break;
+		case RULE_SLOW:
+			return WALK_SLOW;
+		default:
+			return WALK_MISS;
+		}
+		ip = ra;
+		sp = cfa;
+	}
+	*n = max;
+	return WALK_DONE;
+}
+
+/* The rule for the frame at cursor c, whose caller is at next (already stepped). */
+static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, const unw_cursor_t *next)
+{
+	unw_cursor_t c = *next;
+	unw_word_t nip, cfa, nbp;
+	unw_save_loc_t loc;
+
+	if (unw_get_reg(&c, UNW_REG_IP, &nip) || unw_get_reg(&c, UNW_REG_SP, &cfa) ||
+	    unw_get_reg(&c, UNW_X86_64_RBP, &nbp) || unw_get_save_loc(&c, UNW_X86_64_RBP, &loc))
+		return RULE(RULE_SLOW, 0, 0);
+	if (cfa <= sp || cfa - sp >= (1u << 28) || (cfa & 7) || ((uintptr_t *)cfa)[-1] != nip)
+		return RULE(RULE_SLOW, 0, 0);
+	if (bp + 16 == cfa && ((uintptr_t *)bp)[0] == nbp)
+		return RULE(RULE_FP, 0, 0);
+	if (loc.type == UNW_SLT_MEMORY && loc.u.addr >= sp && loc.u.addr < cfa &&
+	    *(uintptr_t *)loc.u.addr == nbp)
+		return RULE(RULE_SP, cfa - sp, cfa - loc.u.addr);
+	if (nbp == bp)
+		return RULE(RULE_SP, cfa - sp, 0);
+	return RULE(RULE_SLOW, 0, 0);
+}
+
+/* libunwind's walk, step by step, teaching the cache what it finds. */
+static int walk_learn(unw_context_t *uc, uint64_t *buf, int max)
+{
+	unw_cursor_t c, next;
+	unw_word_t ip, sp, bp;
+	bool learn = learn_begin(), after_signal = false;
+	int n = 0;
+
+	if (unw_init_local(&c, uc) < 0)
+		goto out;
+	while (n < max) {
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) || unw_get_reg(&c, UNW_REG_SP, &sp) ||
+		    unw_get_reg(&c, UNW_X86_64_RBP, &bp) || ip == 0)
+			break;
+		buf[n++] = ip;
+		bool signal = unw_is_signal_frame(&c) > 0;
+		next = c;
+		int s = unw_step(&next);
+		if (s == 0)
+			stack_top = sp;
+		/* The frame a signal interrupted is not at a call: its address is no return address.
+		 * Code without unwind information (JIT code) was stepped by libunwind's guesses, which
+		 * hold for one walk, not for every walk through that address. */
+		if (learn && !after_signal) {
+			unw_proc_info_t pi;
+			bool described = unw_get_proc_info(&c, &pi) == 0 && pi.start_ip <= ip && ip < pi.end_ip;
+			rule_add(ip, !described || s < 0 || signal ? RULE(RULE_SLOW, 0, 0)
+				 : s == 0 ? RULE(RULE_END, 0, 0)
+				 : derive(ip, sp, bp, &next));
+		}
+		if (s <= 0)
+			break;
+		after_signal = signal;
+		c = next;
+	}
+out:
+	if (learn)
+		learn_end();
+	return n;
+}
+
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 {
 	uintptr_t me = (uintptr_t)data;
@@ -70,18 +324,29 @@ int lk_stack_init(void)
 	return 0;
 }
 
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max)
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long subs)
 {
-	void *buf[LK_MAX_FRAMES + 8];
-	int n = unw_backtrace(buf, (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8));
-	int i = 0;
+	uint64_t buf[LK_MAX_FRAMES + 8];
+	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
+	unw_context_t uc;
 	uint32_t k = 0;
 
-	while (i < n && (uintptr_t)buf[i] - self_lo < self_hi - self_lo)
+	unw_getcontext(&uc);
+	switch (rules_current(subs) ? walk_cached(&uc, buf, cap, &n) : WALK_SLOW) {
+	case WALK_DONE:
+		break;
+	case WALK_MISS:
+		n = walk_learn(&uc, buf, cap);
+		break;
+	case WALK_SLOW:
+		n = unw_backtrace((void **)buf, cap);
+		break;
+	}
+	while (i < n && buf[i] - self_lo < self_hi - self_lo)
 		i++;
 	for (; i < n && k < max; i++)
-		frames[k++] = (uintptr_t)buf[i];
-	if (i < n || n == LK_MAX_FRAMES + 8)
+		frames[k++] = buf[i];
+	if (i < n || n == cap)
 		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 	return k;
 }

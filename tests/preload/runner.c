@@ -231,6 +231,9 @@ static void load_record(struct profile *p, struct addr_map *live, const struct l
 		if (p->nstacks % 256 == 0)
 			p->stacks = xrealloc(p->stacks, p->nstacks + 256, sizeof(*p->stacks));
 		p->stacks[p->nstacks].nframes = rec->stack.nframes;
+		p->stacks[p->nstacks].frames = xcalloc(rec->stack.nframes + 1, sizeof(uint64_t));
+		memcpy(p->stacks[p->nstacks].frames, rec->stack.frames,
+		       rec->stack.nframes * sizeof(uint64_t));
 		p->stacks[p->nstacks++].modules = stack_modules(p, rec->stack.frames, rec->stack.nframes);
 		break;
 	case LK_REC_MODULE:
@@ -316,7 +319,9 @@ static void load_profiles(struct run *r)
 	if (!d)
 		FAIL("%s: %s", r->dir, strerror(errno));
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "stdout") || !strcmp(de->d_name, "stderr"))
+		size_t len = strlen(de->d_name);
+		if (de->d_name[0] == '.' || !strcmp(de->d_name, "stdout") || !strcmp(de->d_name, "stderr") ||
+		    (len > 7 && !strcmp(de->d_name + len - 7, ".expect"))) /* a program's own notes */
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
 		r->prof = xrealloc(r->prof, r->nprof + 1, sizeof(*r->prof));
@@ -419,8 +424,10 @@ void run_cleanup(struct run *r)
 	rmdir(r->dir);
 	for (size_t i = 0; i < r->nprof; i++) {
 		struct profile *p = &r->prof[i];
-		for (size_t k = 0; k < p->nstacks; k++)
+		for (size_t k = 0; k < p->nstacks; k++) {
 			free(p->stacks[k].modules);
+			free(p->stacks[k].frames);
+		}
 		for (size_t k = 0; k < p->nmodules; k++)
 			free(p->modules[k].path);
 		free(p->stacks);

@@ -33,6 +33,7 @@ struct block {
 
 struct stack {
 	uint32_t nframes;
+	uint64_t *frames; /* return addresses, innermost first */
 	char *modules; /* "\n"-separated paths of the modules its frames fall in, each once */
 };
 

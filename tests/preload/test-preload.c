@@ -440,6 +440,70 @@ TEST(exact_counts)
 	run_cleanup(&r);
 }
 
+/* ---- the cached unwinder against an independent one ---- */
+
+/* unwind.c writes, for each of its allocations, the callers that glibc's backtrace() saw; the
+ * profile's stack for that size must list the same callers (frame 0, the return address into the
+ * allocating function itself, differs from backtrace's by design). Also under a period small
+ * enough to sample each of its ~70 KB allocations, so that the default sampling path is used. */
+static void unwind_run(const char *setting)
+{
+	struct run r;
+	const char *argv[] = { "unwind", NULL };
+	char path[512];
+
+	run_prog(&r, &(struct run_opts){ .env = { setting, SEED } }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	snprintf(path, sizeof(path), "%s/unwind.expect", r.dir);
+	FILE *f = fopen(path, "r");
+	ASSERT_TRUE(f != NULL);
+	size_t size;
+	int n, checked = 0, deep = 0;
+	while (fscanf(f, "%zu %d", &size, &n) == 2) {
+		uint64_t want[64];
+		ASSERT_TRUE(n > 0 && n <= 64);
+		for (int k = 0; k < n; k++) {
+			unsigned long v;
+			ASSERT_EQ(fscanf(f, " %lx", &v), 1);
+			want[k] = v;
+		}
+		const struct block *b = NULL;
+		for (size_t i = 0; i < p->nblocks && !b; i++)
+			if (p->blocks[i].size == size)
+				b = &p->blocks[i];
+		if (!b)
+			lk_test_fail(__FILE__, __LINE__, "%s: no block of %zu bytes", p->path, size);
+		ASSERT_TRUE(b->stack > 0 && b->stack <= p->nstacks);
+		const struct stack *st = &p->stacks[b->stack - 1];
+		if (st->nframes != (uint32_t)n + 1)
+			lk_test_fail(__FILE__, __LINE__, "%s: %zu bytes: %u frames, backtrace() saw %d "
+				     "callers + 1", p->path, size, st->nframes, n);
+		for (int k = 0; k < n; k++)
+			if (st->frames[k + 1] != want[k])
+				lk_test_fail(__FILE__, __LINE__, "%s: %zu bytes: frame %d is %#llx, "
+					     "backtrace() saw %#llx", p->path, size, k + 1,
+					     (unsigned long long)st->frames[k + 1],
+					     (unsigned long long)want[k]);
+		checked++;
+		deep += n > 30;
+	}
+	fclose(f);
+	ASSERT_EQ((unsigned long)checked, printed(&r, "notes "));
+	ASSERT_TRUE(checked > 300 && deep > 20);
+	run_cleanup(&r);
+}
+
+TEST(unwind_exact)
+{
+	unwind_run(EXACT);
+}
+
+TEST(unwind_sampled)
+{
+	unwind_run("LEEK_PERIOD=64");
+}
+
 /* ---- a process that dies: the profile stops at its last complete record ---- */
 
 static void crash(const char *how, int sig)

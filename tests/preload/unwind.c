@@ -1,0 +1,174 @@
+/* unwind.c: stacks that leek's cached unwinder must get exactly right.
+ *
+ * Built with -O2 -fomit-frame-pointer, so most frames here have no frame pointer and are walked by
+ * a rule learned from libunwind (src/preload/stack.c); some use alloca, which makes GCC keep one.
+ * Every allocation has a size of its own, and right after it the same function asks glibc's
+ * backtrace() (libgcc's unwinder: code independent of leek and libunwind) for its callers. The
+ * program writes "size n frame..." lines to unwind.expect, beside its profile (the directory of
+ * LEEK_OUTPUT); test-preload.c checks that the profile's
+ * stack for that size has the same callers, frame for frame.
+ *
+ * Each shape runs many times, so that the second and later captures come from the cache: deep
+ * recursion through small, large (20 KiB) and alloca frames in three orders; two threads at once;
+ * a signal handler that allocates, on the thread's stack and on a sigaltstack.
+ */
+#include <alloca.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <signal.h>
+
+#include "prog.h"
+
+#define MAX_NOTES 4096
+#define MAX_FRAMES 64
+
+struct note {
+	size_t size;
+	int n;
+	void *frames[MAX_FRAMES];
+};
+
+static struct note notes[MAX_NOTES];
+static unsigned nnotes;
+static pthread_mutex_t notes_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile unsigned long sink;
+static size_t next_size = 70001;
+
+static __attribute__((noinline)) size_t take_size(void)
+{
+	pthread_mutex_lock(&notes_lock);
+	size_t s = next_size++;
+	pthread_mutex_unlock(&notes_lock);
+	return s;
+}
+
+/* Called by the allocating function right after malloc: frames[2..] are that function's callers. */
+static __attribute__((noinline)) void note(size_t size)
+{
+	void *f[MAX_FRAMES + 2];
+	int n = backtrace(f, MAX_FRAMES + 2);
+
+	pthread_mutex_lock(&notes_lock);
+	if (nnotes < MAX_NOTES && n > 2) {
+		struct note *e = &notes[nnotes++];
+		e->size = size;
+		e->n = n - 2;
+		memcpy(e->frames, f + 2, (size_t)e->n * sizeof(void *));
+	}
+	pthread_mutex_unlock(&notes_lock);
+}
+
+static __attribute__((noinline, noclone)) unsigned long leaf(void)
+{
+	size_t size = take_size();
+	char *p = malloc(size);
+
+	CHECK(p, "malloc(%zu)", size);
+	note(size);
+	p[0] = 1;
+	unsigned long r = (unsigned long)p[0] + size;
+	free(p);
+	return r;
+}
+
+static unsigned long descend(int depth, int shape);
+
+static __attribute__((noinline, noclone)) unsigned long small_frame(int depth, int shape)
+{
+	unsigned long r = descend(depth - 1, shape);
+	sink += r;
+	return r + 1;
+}
+
+static __attribute__((noinline, noclone)) unsigned long big_frame(int depth, int shape)
+{
+	volatile char buf[20000];
+
+	buf[depth] = (char)depth;
+	unsigned long r = descend(depth - 1, shape) + buf[depth];
+	sink += r;
+	return r + 2;
+}
+
+static __attribute__((noinline, noclone)) unsigned long alloca_frame(int depth, int shape)
+{
+	volatile char *buf = alloca(64 + (size_t)depth * 40);
+
+	buf[0] = (char)depth;
+	unsigned long r = descend(depth - 1, shape) + buf[0];
+	sink += r;
+	return r + 3;
+}
+
+static unsigned long descend(int depth, int shape)
+{
+	if (depth <= 0)
+		return leaf();
+	switch ((depth + shape) % 3) {
+	case 0:
+		return small_frame(depth, shape);
+	case 1:
+		return big_frame(depth, shape);
+	default:
+		return alloca_frame(depth, shape);
+	}
+}
+
+static void shapes(int rounds)
+{
+	for (int i = 0; i < rounds; i++)
+		for (int shape = 0; shape < 3; shape++)
+			sink += descend(1 + (i * 7 + shape) % 40, shape);
+}
+
+static void *thread_main(void *arg)
+{
+	shapes((int)(intptr_t)arg);
+	return NULL;
+}
+
+static void on_signal(int sig)
+{
+	sink += descend(5, sig); /* malloc from a handler: defined here, the signal is synchronous */
+}
+
+int main(void)
+{
+	pthread_t t[2];
+
+	shapes(40);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)30) == 0, "thread");
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigaction(SIGUSR1, &sa, NULL);
+	for (int i = 0; i < 5; i++)
+		raise(SIGUSR1);
+
+	static char alt[1 << 16];
+	stack_t ss = { .ss_sp = alt, .ss_size = sizeof(alt) };
+	CHECK(sigaltstack(&ss, NULL) == 0, "sigaltstack");
+	sa.sa_flags = SA_ONSTACK;
+	sigaction(SIGUSR2, &sa, NULL);
+	for (int i = 0; i < 5; i++)
+		raise(SIGUSR2);
+	shapes(5); /* back on the thread's own stack after the handler ran on another */
+
+	const char *out = getenv("LEEK_OUTPUT");
+	const char *slash = out ? strrchr(out, '/') : NULL;
+	char path[4096];
+	snprintf(path, sizeof(path), "%.*sunwind.expect", slash ? (int)(slash - out + 1) : 0, out);
+	FILE *f = fopen(path, "w");
+	CHECK(f, "%s", path);
+	for (unsigned i = 0; i < nnotes; i++) {
+		fprintf(f, "%zu %d", notes[i].size, notes[i].n);
+		for (int k = 0; k < notes[i].n; k++)
+			fprintf(f, " %lx", (unsigned long)(uintptr_t)notes[i].frames[k]);
+		fputc('\n', f);
+	}
+	CHECK(fclose(f) == 0, "fclose");
+	printf("notes %u\n", nnotes);
+	return 0;
+}
