@@ -1,4 +1,4 @@
-/* stack.c: unwinding (libunwind) and stack interning.
+/* stack.c: unwinding (libunwind, and rules cached from it) and stack interning.
  *
  * lk_stack_capture runs with no leek lock held, because libunwind calls dl_iterate_phdr, which
  * takes the loader's lock: a thread inside dlopen holds that lock and may be waiting for lk_lock in
@@ -8,7 +8,7 @@
  * what lets a forked child start a file of its own.
  *
  * Never: unwind under lk_lock; allocate through libc; grow without bound (the table stops at
- * MAX_STACKS and counts what it drops).
+ * MAX_STACKS and counts what it drops); read outside the current thread's stack in a cached walk.
  */
 #define UNW_LOCAL_ONLY
 #include <errno.h>
@@ -57,9 +57,11 @@ static uintptr_t self_lo, self_hi; /* libleek's own code: frames there are not t
  * a wrong stack but never a fault. Rules are forgotten when a library is unloaded (its addresses
  * may be reused by the next one).
  *
- * Readers take no lock: a slot is {ip, rule}, published ip first then rule, and a reader checks
- * the ip again after reading the rule. Writers (learning, flushing, growing) hold `learning`, a
- * try-lock: a thread that finds it taken learns nothing this time. */
+ * Readers take no lock. A slot is {ip, rule}, published ip first, then rule, and written once:
+ * forgetting or growing builds a new table, and the old one's pages are given back to the kernel
+ * but stay mapped, so a reader still in it sees zeros, which is a miss, never another slot's rule.
+ * Writers (learning, forgetting, growing) hold `learning`, a try-lock: a thread that finds it
+ * taken learns nothing this time. */
 enum {
 	RULE_FP = 1,   /* CFA = rbp + 16; caller's rbp at [rbp] */
 	RULE_SP = 2,   /* CFA = rsp + off; caller's rbp unchanged, or at [CFA - rbp_off] */
@@ -95,10 +97,8 @@ static uint64_t rule_find(const struct rules *t, uint64_t ip)
 {
 	for (uint64_t j = rule_hash(ip, t->mask);; j = (j + 1) & t->mask) {
 		uint64_t k = __atomic_load_n(&t->slot[j].ip, __ATOMIC_ACQUIRE);
-		if (k == ip) {
-			uint64_t r = __atomic_load_n(&t->slot[j].rule, __ATOMIC_ACQUIRE);
-			return __atomic_load_n(&t->slot[j].ip, __ATOMIC_RELAXED) == ip ? r : 0;
-		}
+		if (k == ip)
+			return __atomic_load_n(&t->slot[j].rule, __ATOMIC_ACQUIRE);
 		if (k == 0)
 			return 0;
 	}
