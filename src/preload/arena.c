@@ -424,7 +424,11 @@ void lk_arena_free(void *p)
 	if (e->nused == slot_count(c))
 		list_push(&A.partial[c], i);
 	e->bits[k / 64] &= ~(1ull << (k % 64));
-	if (--e->nused == 0) {
+	/* An empty slab goes back to the runs unless it is its class's only one with room: a
+	 * program that frees and allocates one block in a loop would otherwise give up a page and
+	 * carve a new one every time. A class keeps at most one empty slab (a second one finds the
+	 * first on the list and goes), so at most NCLASSES pages stay, empty. */
+	if (--e->nused == 0 && (A.partial[c] != i || e->next != NIL)) {
 		list_remove(&A.partial[c], i);
 		run_release(i);
 	}
@@ -461,7 +465,7 @@ void lk_arena_get_stats(struct lk_arena_stats *s)
 bool lk_arena_check(void)
 {
 	uint64_t free_pages = 0, dirty = 0, live = 0;
-	uint8_t prev_kind = K_NONE;
+	uint8_t prev_kind = K_NONE, empty_seen[NCLASSES] = { 0 };
 
 	if (A.top > A.committed || A.committed > A.npages || A.map[0].kind != K_BOOT)
 		return false;
@@ -487,7 +491,7 @@ bool lk_arena_check(void)
 		}
 		case K_SLAB: {
 			unsigned n = __builtin_popcountll(e->bits[0]) + __builtin_popcountll(e->bits[1]);
-			if (e->len != 1 || e->cls >= NCLASSES || n != e->nused || n == 0 ||
+			if (e->len != 1 || e->cls >= NCLASSES || n != e->nused ||
 			    n > slot_count(e->cls))
 				return false;
 			bool listed = false;
@@ -495,6 +499,8 @@ bool lk_arena_check(void)
 				listed |= k == i;
 			if (listed != (n < slot_count(e->cls)))
 				return false;
+			if (n == 0 && empty_seen[e->cls]++)
+				return false; /* one empty slab a class at most */
 			live += n;
 			break;
 		}

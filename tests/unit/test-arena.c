@@ -291,7 +291,8 @@ TEST(arena_random)
 		do_free(nlive - 1);
 	check_foreach();
 	lk_arena_get_stats(&st);
-	ASSERT_EQ(st.used_pages, 64); /* only the boot area is left */
+	/* Only the boot area is left, and at most one empty slab for each of the 20 size classes. */
+	ASSERT_TRUE(st.used_pages >= 64 && st.used_pages <= 64 + 20);
 	ASSERT_TRUE(st.dirty_pages * 4096 <= retain);
 }
 
