@@ -187,7 +187,101 @@ static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
 	return a >= lo && a + 8 <= hi && !(a & 7);
 }
 
-/* The cached walk: WALK_DONE with *n frames, or what to do instead. */
+/* The rule for the frame at cursor c, whose caller is at next (already stepped). */
+static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, unw_cursor_t *next)
+{
+	unw_word_t nip, cfa, nbp;
+	unw_save_loc_t loc;
+
+	if (unw_get_reg(next, UNW_REG_IP, &nip) || unw_get_reg(next, UNW_REG_SP, &cfa) ||
+	    unw_get_reg(next, UNW_X86_64_RBP, &nbp) || unw_get_save_loc(next, UNW_X86_64_RBP, &loc))
+		return RULE(RULE_SLOW, 0, 0);
+	if (cfa <= sp || cfa - sp >= (1u << 28) || (cfa & 7) || ((uintptr_t *)cfa)[-1] != nip)
+		return RULE(RULE_SLOW, 0, 0);
+	if (bp + 16 == cfa && ((uintptr_t *)bp)[0] == nbp)
+		return RULE(RULE_FP, 0, 0);
+	if (loc.type == UNW_SLT_MEMORY && loc.u.addr >= sp && loc.u.addr < cfa &&
+	    *(uintptr_t *)loc.u.addr == nbp)
+		return RULE(RULE_SP, cfa - sp, cfa - loc.u.addr);
+	if (nbp == bp)
+		return RULE(RULE_SP, cfa - sp, 0);
+	return RULE(RULE_SLOW, 0, 0);
+}
+
+/* One libunwind step from the frame at c: its rule. A frame that a signal interrupted (after)
+ * is not at a call, so its address is no return address and gets no rule of its own; code
+ * without unwind information (JIT code) was stepped by libunwind's guesses, which hold for one
+ * walk but not for every walk through that address. */
+static uint64_t step_rule(unw_cursor_t *c, unw_cursor_t *next, uintptr_t ip, uintptr_t sp,
+			  uintptr_t bp, int *step)
+{
+	unw_proc_info_t pi;
+	bool signal = unw_is_signal_frame(c) > 0;
+	bool described = unw_get_proc_info(c, &pi) == 0 && pi.start_ip <= ip && ip < pi.end_ip;
+
+	*next = *c;
+	*step = unw_step(next);
+	if (!described || *step < 0 || signal)
+		return RULE(RULE_SLOW, 0, 0);
+	return *step == 0 ? RULE(RULE_END, 0, 0) : derive(ip, sp, bp, next);
+}
+
+/* libunwind's walk from the top, step by step, teaching the cache what it finds. For a thread
+ * whose stack top is not known yet, or a walk that left the known stack. */
+static int walk_learn(unw_context_t *uc, uint64_t *buf, int max)
+{
+	unw_cursor_t c, next;
+	unw_word_t ip, sp, bp;
+	bool learn = learn_begin(), after_signal = false;
+	int n = 0, s;
+
+	if (unw_init_local(&c, uc) < 0)
+		goto out;
+	while (n < max) {
+		if (unw_get_reg(&c, UNW_REG_IP, &ip) || unw_get_reg(&c, UNW_REG_SP, &sp) ||
+		    unw_get_reg(&c, UNW_X86_64_RBP, &bp) || ip == 0)
+			break;
+		buf[n++] = ip;
+		bool signal = unw_is_signal_frame(&c) > 0;
+		uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s);
+		if (learn && !after_signal)
+			rule_add(ip, rule);
+		if (s == 0)
+			stack_top = sp;
+		if (s <= 0)
+			break;
+		after_signal = signal;
+		c = next;
+	}
+out:
+	if (learn)
+		learn_end();
+	return n;
+}
+
+/* The frame at (ip, sp, bp) has no rule: one libunwind step from a context that holds these
+ * registers (the others are the capture's own; a rule only involves these three). */
+static uint64_t learn_frame(const unw_context_t *uc, uintptr_t ip, uintptr_t sp, uintptr_t bp)
+{
+	unw_context_t at = *uc;
+	unw_cursor_t c, next;
+	int s;
+
+	at.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
+	at.uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	at.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
+	if (unw_init_local(&c, &at) < 0)
+		return RULE(RULE_SLOW, 0, 0);
+	uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s);
+	if (learn_begin()) {
+		rule_add(ip, rule);
+		learn_end();
+	}
+	return rule;
+}
+
+/* The cached walk: WALK_DONE with *n frames, or what to do instead. A frame without a rule costs
+ * one libunwind step, and the walk goes on from the cache. */
 static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n)
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
@@ -200,6 +294,8 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 		uint64_t r = rule_find(t, ip);
 		uintptr_t cfa, ra;
 		buf[k] = ip;
+		if (!r)
+			r = learn_frame(uc, ip, sp, bp);
 		switch (RULE_KIND(r)) {
 		case RULE_END:
 			*n = k + 1;
@@ -222,79 +318,14 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 				bp = *(uintptr_t *)(cfa - RULE_RBP(r));
 			}
 			break;
-		case RULE_SLOW:
-			return WALK_SLOW;
 		default:
-			return WALK_MISS;
+			return WALK_SLOW;
 		}
 		ip = ra;
 		sp = cfa;
 	}
 	*n = max;
 	return WALK_DONE;
-}
-
-/* The rule for the frame at cursor c, whose caller is at next (already stepped). */
-static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, const unw_cursor_t *next)
-{
-	unw_cursor_t c = *next;
-	unw_word_t nip, cfa, nbp;
-	unw_save_loc_t loc;
-
-	if (unw_get_reg(&c, UNW_REG_IP, &nip) || unw_get_reg(&c, UNW_REG_SP, &cfa) ||
-	    unw_get_reg(&c, UNW_X86_64_RBP, &nbp) || unw_get_save_loc(&c, UNW_X86_64_RBP, &loc))
-		return RULE(RULE_SLOW, 0, 0);
-	if (cfa <= sp || cfa - sp >= (1u << 28) || (cfa & 7) || ((uintptr_t *)cfa)[-1] != nip)
-		return RULE(RULE_SLOW, 0, 0);
-	if (bp + 16 == cfa && ((uintptr_t *)bp)[0] == nbp)
-		return RULE(RULE_FP, 0, 0);
-	if (loc.type == UNW_SLT_MEMORY && loc.u.addr >= sp && loc.u.addr < cfa &&
-	    *(uintptr_t *)loc.u.addr == nbp)
-		return RULE(RULE_SP, cfa - sp, cfa - loc.u.addr);
-	if (nbp == bp)
-		return RULE(RULE_SP, cfa - sp, 0);
-	return RULE(RULE_SLOW, 0, 0);
-}
-
-/* libunwind's walk, step by step, teaching the cache what it finds. */
-static int walk_learn(unw_context_t *uc, uint64_t *buf, int max)
-{
-	unw_cursor_t c, next;
-	unw_word_t ip, sp, bp;
-	bool learn = learn_begin(), after_signal = false;
-	int n = 0;
-
-	if (unw_init_local(&c, uc) < 0)
-		goto out;
-	while (n < max) {
-		if (unw_get_reg(&c, UNW_REG_IP, &ip) || unw_get_reg(&c, UNW_REG_SP, &sp) ||
-		    unw_get_reg(&c, UNW_X86_64_RBP, &bp) || ip == 0)
-			break;
-		buf[n++] = ip;
-		bool signal = unw_is_signal_frame(&c) > 0;
-		next = c;
-		int s = unw_step(&next);
-		if (s == 0)
-			stack_top = sp;
-		/* The frame a signal interrupted is not at a call: its address is no return address.
-		 * Code without unwind information (JIT code) was stepped by libunwind's guesses, which
-		 * hold for one walk, not for every walk through that address. */
-		if (learn && !after_signal) {
-			unw_proc_info_t pi;
-			bool described = unw_get_proc_info(&c, &pi) == 0 && pi.start_ip <= ip && ip < pi.end_ip;
-			rule_add(ip, !described || s < 0 || signal ? RULE(RULE_SLOW, 0, 0)
-				 : s == 0 ? RULE(RULE_END, 0, 0)
-				 : derive(ip, sp, bp, &next));
-		}
-		if (s <= 0)
-			break;
-		after_signal = signal;
-		c = next;
-	}
-out:
-	if (learn)
-		learn_end();
-	return n;
 }
 
 static int find_self(struct dl_phdr_info *info, size_t size, void *data)
