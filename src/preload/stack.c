@@ -182,9 +182,10 @@ void lk_stack_atfork_child(void)
 
 enum walk { WALK_DONE, WALK_MISS, WALK_SLOW };
 
+/* A frame-pointer frame's two words [a, a + 16) lie in [lo, hi), aligned. */
 static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
 {
-	return a >= lo && a + 8 <= hi && !(a & 7);
+	return a >= lo && a < hi && hi - a >= 16 && !(a & 7);
 }
 
 /* The rule for the frame at cursor c, whose caller is at next (already stepped). */
@@ -196,12 +197,12 @@ static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, unw_cursor_t *n
 	if (unw_get_reg(next, UNW_REG_IP, &nip) || unw_get_reg(next, UNW_REG_SP, &cfa) ||
 	    unw_get_reg(next, UNW_X86_64_RBP, &nbp) || unw_get_save_loc(next, UNW_X86_64_RBP, &loc))
 		return RULE(RULE_SLOW, 0, 0);
-	if (cfa <= sp || cfa - sp >= (1u << 28) || (cfa & 7) || ((uintptr_t *)cfa)[-1] != nip)
+	if (cfa <= sp || cfa - sp >= (1u << 28) || ((cfa | sp) & 7) || ((uintptr_t *)cfa)[-1] != nip)
 		return RULE(RULE_SLOW, 0, 0);
 	if (bp + 16 == cfa && ((uintptr_t *)bp)[0] == nbp)
 		return RULE(RULE_FP, 0, 0);
 	if (loc.type == UNW_SLT_MEMORY && loc.u.addr >= sp && loc.u.addr < cfa &&
-	    *(uintptr_t *)loc.u.addr == nbp)
+	    !(loc.u.addr & 7) && *(uintptr_t *)loc.u.addr == nbp)
 		return RULE(RULE_SP, cfa - sp, cfa - loc.u.addr);
 	if (nbp == bp)
 		return RULE(RULE_SP, cfa - sp, 0);
@@ -302,21 +303,20 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 			return WALK_DONE;
 		case RULE_FP:
 			cfa = bp + 16;
-			if (cfa <= sp || !readable(bp, sp, hi))
+			if (!readable(bp, sp, hi))
 				return WALK_MISS;
 			ra = ((uintptr_t *)bp)[1];
 			bp = ((uintptr_t *)bp)[0];
 			break;
 		case RULE_SP:
+			/* off and rbp_off are multiples of 8 with 0 < rbp_off <= off (derive), so
+			 * both words read lie in [sp, cfa): only the top needs a check. */
 			cfa = sp + RULE_OFF(r);
-			if (!readable(cfa - 8, sp, hi))
+			if (cfa > hi)
 				return WALK_MISS;
 			ra = ((uintptr_t *)cfa)[-1];
-			if (RULE_RBP(r)) {
-				if (!readable(cfa - RULE_RBP(r), sp, hi))
-					return WALK_MISS;
+			if (RULE_RBP(r))
 				bp = *(uintptr_t *)(cfa - RULE_RBP(r));
-			}
 			break;
 		default:
 			return WALK_SLOW;
@@ -375,8 +375,9 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long sub
 	}
 	while (i < n && buf[i] - self_lo < self_hi - self_lo)
 		i++;
-	for (; i < n && k < max; i++)
-		frames[k++] = buf[i];
+	k = (uint32_t)(n - i) < max ? (uint32_t)(n - i) : max;
+	memcpy(frames, buf + i, k * sizeof(*frames));
+	i += (int)k;
 	if (i < n || n == cap)
 		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 	return k;
