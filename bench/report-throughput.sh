@@ -73,7 +73,10 @@ mkdir "$tmp/rec"
 for i in $(seq "$rounds"); do
   rm -rf "$tmp/rec"/*
   wall "$tmp/t.plain" "$tmp/workload" "$scale"
-  wall "$tmp/t.leekrun" "$leek" run --period 1 -o "$tmp/rec/w.%p.lk" -- "$tmp/workload" "$scale"
+  # --no-compress: recording and the summary, as before `leek run` gzipped its profiles (the
+  # compression's own cost is in docs/format.md, "Compressed profiles").
+  wall "$tmp/t.leekrun" "$leek" run --no-compress --period 1 -o "$tmp/rec/w.%p.lk" -- \
+    "$tmp/workload" "$scale"
   wall "$tmp/t.preload" env LEEK_PERIOD=1 LEEK_OUTPUT="$tmp/rec/p.%p.lk" LD_PRELOAD="$lib" \
     "$tmp/workload" "$scale"
   wall "$tmp/t.htrun" heaptrack -o "$tmp/rec/w" "$tmp/workload" "$scale"

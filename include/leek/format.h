@@ -1,8 +1,8 @@
 /* format.h: the leek profile file, the one contract between libleek.so and the leek CLI.
  *
  * docs/format.md describes the same layout in prose, byte by byte; keep the two in step and bump
- * LK_FORMAT_VERSION on any change a version-1 reader could misread. This header holds constants
- * and plain structs only: no code, no allocation, nothing that needs a library.
+ * LK_FORMAT_VERSION on any change that a reader of the previous version could misread. This header
+ * holds constants and plain structs only: no code, no allocation, nothing that needs a library.
  *
  * A profile is a fixed header, a variable tail of strings, then a stream of records. Every integer
  * in the header is little-endian. Every record is one tag byte followed by a payload of unsigned
@@ -22,7 +22,13 @@
  *
  * Glossary: dt = nanoseconds since the previous timed record (the first one counts from
  * start_monotonic_ns); tid = the kernel thread id; addr = the pointer the program received;
- * size = the bytes the program asked for (not the allocator's rounded size).
+ * addr_delta = zigzag(addr - the address of the previous ALLOC, FREE or INHERIT of the file, or 0
+ * for the first); size = the bytes the program asked for (not the allocator's rounded size).
+ *
+ * Version 2 (version 1 had tid and an absolute addr in every ALLOC and FREE): ALLOC and FREE
+ * belong to the thread of the last THREAD record before them, and their addresses, like
+ * INHERIT's, are differences from the previous one. A malloc/free pair that reuses one block
+ * costs 8 bytes in exact mode, where dt is mostly 0 (LK_HDR_COARSE_TIME); a typical one 8 to 13.
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -30,7 +36,7 @@
 #include <stdint.h>
 
 #define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
-#define LK_FORMAT_VERSION 1
+#define LK_FORMAT_VERSION 2
 #define LK_HEADER_FIXED_SIZE 88
 #define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
 #define LK_MAX_BUILD_ID 64      /* bytes */
@@ -40,12 +46,15 @@
 
 /* Header flags. */
 enum {
-	LK_HDR_EXACT = 1u << 0,      /* period 1: every allocation is recorded, weights are 1 */
-	LK_HDR_FORKED = 1u << 1,     /* written by the child of a fork(); ppid's profile is its parent */
-	LK_HDR_CMDLINE_CUT = 1u << 2 /* the command line was longer than the header allows */
+	LK_HDR_EXACT = 1u << 0,       /* period 1: every allocation is recorded, weights are 1 */
+	LK_HDR_FORKED = 1u << 1,      /* written by a fork() child; ppid's profile is its parent */
+	LK_HDR_CMDLINE_CUT = 1u << 2, /* the command line was longer than the header allows */
+	LK_HDR_COARSE_TIME = 1u << 3  /* every time of the file is CLOCK_MONOTONIC_COARSE: the same
+				       * clock, read at the kernel tick's resolution (1 to 10 ms,
+				       * typically 4); libleek sets it in exact mode */
 };
 
-/* The clock that every record time counts on. */
+/* The clock that every record time counts on (LK_HDR_COARSE_TIME: read at tick resolution). */
 enum { LK_CLOCK_MONOTONIC = 1 };
 
 /* Offset, size: all little-endian, naturally aligned, no implicit padding. */
@@ -71,24 +80,34 @@ struct lk_file_header {
 
 _Static_assert(sizeof(struct lk_file_header) == LK_HEADER_FIXED_SIZE, "header layout");
 
-/* Record tags. Payload fields are varints unless marked [bytes]. Sizes are for x86-64 user
- * addresses (47 bits, so an address varint takes 7 bytes). */
+/* Record tags. Payload fields are varints unless marked [bytes]. Sizes count the tag; "typically"
+ * is exact mode on x86-64, where dt is mostly 0 and a block is mostly near the previous one. */
 enum lk_rec_tag {
 	LK_REC_END = 0,     /* never written: a zero tag marks where a crashed writer stopped */
-	LK_REC_ALLOC = 1,   /* dt tid addr size stack                      9..46 B, typically 15 */
-	LK_REC_FREE = 2,    /* dt tid addr                                 4..26 B, typically 11 */
+	LK_REC_ALLOC = 1,   /* dt addr_delta size stack                    5..41 B, typically 5..8 */
+	LK_REC_FREE = 2,    /* dt addr_delta                               3..21 B, typically 3..5 */
 	LK_REC_STACK = 3,   /* id nframes frame...                         see below */
 	LK_REC_MODULE = 4,  /* dt id base nseg (start len)... idlen [id] pathlen [path] */
 	LK_REC_UNLOAD = 5,  /* dt id                                       3..21 B */
 	LK_REC_RSS = 6,     /* dt rss_bytes                                3..21 B, typically 8 */
 	LK_REC_LOSS = 7,    /* dt n (counter value)...                     absolute counter values */
-	LK_REC_INHERIT = 8, /* addr size stack alloc_monotonic_ns          a live block from before fork */
+	LK_REC_INHERIT = 8, /* addr_delta size stack alloc_monotonic_ns    5..41 B, typically 13 */
 	LK_REC_TRAILER = 9, /* dt end_realtime_ns n (counter value)...     clean exit; nothing follows */
-	LK_REC_MAX_KNOWN = 9,
+	LK_REC_THREAD = 10, /* tid                                         2..11 B, typically 4 */
+	LK_REC_MAX_KNOWN = 10,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
-	 * skips the ones it does not know. Tags 10..0x7f are reserved and are an error. */
+	 * skips the ones it does not know. Tags 11..0x7f are reserved and are an error. */
 	LK_REC_EXT_FIRST = 0x80
 };
+
+/* THREAD: the ALLOC and FREE records after it, up to the next THREAD, were made by thread tid. A
+ * writer writes one before the first ALLOC or FREE of a file and whenever the thread changes; an
+ * ALLOC or FREE before any THREAD is corruption. THREAD has no dt: it takes the time of the last
+ * timed record, like STACK and INHERIT. */
+
+/* Addresses: ALLOC, FREE and INHERIT carry zigzag(addr - prev), where prev is the address of the
+ * previous ALLOC, FREE or INHERIT in the file, 0 before the first; the difference wraps modulo
+ * 2^64. A loop that mallocs and frees one block writes 0 for each address after the first. */
 
 /* STACK: frame 0 is the innermost caller of the allocation function (libleek's own frames are
  * stripped). Every frame is a return address, so a symbolizer looks up frame - 1. Frames are

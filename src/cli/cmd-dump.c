@@ -7,12 +7,15 @@
  * lk_print_escaped().
  *
  *   FILE <path>
- *   HEADER version=1 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
+ *   HEADER version=2 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
  *          page_size=.. max_frames=.. header_size=.. start_realtime=S.NS start_monotonic=S.NS
  *   EXE <path>
  *   CMDLINE <arguments, shell-quoted>
  *   @<offset> <RECORD> ...               one per record, t= in seconds since the start
  *   END offset=<end of the last complete record> trailer=yes|no
+ *
+ * ALLOC and FREE lines show what the reader decoded: the tid of the THREAD record before them and
+ * absolute addresses, not the differences the file holds.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,7 +44,8 @@ static void print_signed_ns(int64_t ns)
 
 static void print_header(const char *path, const struct lk_profile_header *ph)
 {
-	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut" };
+	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut",
+						  "coarse_time" };
 	const struct lk_file_header *h = &ph->h;
 	const char *sep = "(";
 
@@ -148,6 +152,9 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 			print_ns(rec->counters.end_realtime_ns);
 		}
 		print_counters(rec);
+		break;
+	case LK_REC_THREAD:
+		printf(" tid=%" PRIu64, rec->thread.tid);
 		break;
 	case LK_REC_INHERIT:
 		printf(" addr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64 " alloc_t=",

@@ -5,7 +5,9 @@
  * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
  * and, when asked, LEEK_PERIOD, LEEK_SEED and LEEK_INHERIT. While the program runs leek only
  * forwards signals and waits; it must never exit before its program or hide its status. Then
- * it summarizes each profile the run wrote (report.c, as `leek report` would rank its sites).
+ * it summarizes each profile the run wrote (report.c, as `leek report` would rank its sites) and
+ * compresses it into FILE.gz (compress.c) unless --no-compress. Nothing after the program's exit
+ * changes leek's status: a profile that cannot be compressed stays raw, with a warning.
  */
 #include <dirent.h>
 #include <endian.h>
@@ -21,6 +23,7 @@
 #include <time.h>
 
 #include "commands.h"
+#include "compress.h"
 #include "report.h"
 #include "run.h"
 #include "util.h"
@@ -28,6 +31,7 @@
 static const char *arg_output = NULL;
 static const char *arg_period = NULL, *arg_seed = NULL;
 static bool arg_no_children = false;
+static bool arg_compress = true;
 
 /* One forwarded signal set, shared by the handler and the code that installs it. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -313,24 +317,70 @@ static size_t find_profiles(const char *pattern, uint64_t session, struct found 
 	return n;
 }
 
+/* Compresses one profile of the run: the malloc'ed path of its .gz, or NULL if it stays raw (one
+ * line says why). A failure that the next profiles would meet too (no space, no permission) sets
+ * *stop, and they stay raw without more warnings. */
+static char *compress_one(const char *path, size_t left, bool *stop)
+{
+	_cleanup_(freep) char *msg = NULL;
+	struct lk_compressed c;
+	int k;
+
+	if (!arg_compress || *stop)
+		return NULL;
+	k = lk_compress_profile(path, LK_COMPRESS_LEVEL, &c, &msg);
+	if (k == 0)
+		return c.path;
+	/* A process that outlived the program (a daemon) is still writing it: not a failure. */
+	if (k == -EBUSY) {
+		lk_msg("%s: %s, so it stays uncompressed ('leek compress' it once that process "
+		       "has ended)", path, msg);
+		return NULL;
+	}
+	*stop = k != -ESTALE && k != -EMEDIUMTYPE && k != -EALREADY && k != -EINVAL &&
+		k != -ENOENT && left > 0;
+	if (*stop)
+		lk_msg("warning: %s: cannot compress it (%s), so it stays uncompressed, as do the "
+		       "%zu profile%s after it", path, msg ? msg : strerror(-k), left,
+		       left == 1 ? "" : "s");
+	else
+		lk_msg("warning: %s: cannot compress it (%s), so it stays uncompressed", path,
+		       msg ? msg : strerror(-k));
+	return NULL;
+}
+
 /* The end-of-run summary of one profile: totals, the peak and when, the heap at exit and its
- * top sites (report.c, symbolized like `leek report`). */
-static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char *path, size_t top)
+ * top sites (report.c, symbolized like `leek report`). The raw file is read, then compressed: the
+ * summary costs no inflating, and names the file that stays. */
+static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char *path, size_t top,
+			  size_t left, bool *stop)
 {
 	static const struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top };
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
-	_cleanup_(freep) char *err = NULL;
-	int k = lk_report_new(&ro, &r);
+	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
+	_cleanup_(freep) char *err = NULL, *gz = NULL;
+	int k = sym ? lk_profile_load(path, &po, &p, &err) : -ENOMEM;
+	const char *shown;
 
+	gz = compress_one(path, left, stop);
+	shown = gz ? gz : path;
+	if (!sym) {
+		lk_msg("%s: written (out of memory for its summary)", shown);
+		return;
+	}
 	if (k >= 0)
-		k = lk_report_add_file(r, sym, index, path, &po, &err);
+		k = lk_report_new(&ro, &r);
+	if (k >= 0)
+		k = lk_report_add_modules(sym, index, p);
+	if (k >= 0)
+		k = lk_report_add(r, sym, index, shown, p);
 	if (k >= 0)
 		k = lk_report_finish(r);
 	if (k < 0 && err && *err)
-		lk_msg("%s: %s", path, err);
+		lk_msg("%s: %s", shown, err);
 	else if (k < 0)
-		lk_error(k, "%s", path);
+		lk_error(k, "%s", shown);
 	else
 		lk_text_run_summary(stderr, r);
 }
@@ -342,6 +392,7 @@ static void summarize(const char *pattern, uint64_t session)
 	size_t n = find_profiles(pattern, session, &list);
 	const char *const *warnings;
 	size_t nwarnings;
+	bool stop = false;
 
 	if (n == 0) {
 		lk_msg("no profile was written (see the message above, if libleek printed one)");
@@ -351,10 +402,7 @@ static void summarize(const char *pattern, uint64_t session)
 	if (lk_symbolizer_new(&sym) < 0)
 		sym = NULL;
 	for (size_t i = 0; i < n; i++) {
-		if (sym)
-			summarize_one(sym, (uint32_t)i, list[i].path, n == 1 ? 5 : 3);
-		else
-			lk_msg("%s: written (out of memory for its summary)", list[i].path);
+		summarize_one(sym, (uint32_t)i, list[i].path, n == 1 ? 5 : 3, n - i - 1, &stop);
 		free(list[i].path);
 	}
 	nwarnings = sym ? lk_symbolizer_warnings(sym, &warnings) : 0;
@@ -371,12 +419,13 @@ static void summarize(const char *pattern, uint64_t session)
 
 int lk_cmd_run(int argc, char *argv[])
 {
-	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN };
+	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, ARG_SEED },
 		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
+		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -399,6 +448,9 @@ int lk_cmd_run(int argc, char *argv[])
 			break;
 		case ARG_NO_CHILDREN:
 			arg_no_children = true;
+			break;
+		case ARG_NO_COMPRESS:
+			arg_compress = false;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "run", LK_EXIT_OK);

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+int lk_cmd_compress(int argc, char *argv[]);
 int lk_cmd_dump(int argc, char *argv[]);
 int lk_cmd_run(int argc, char *argv[]);
 int lk_cmd_report(int argc, char *argv[]);

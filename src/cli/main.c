@@ -26,7 +26,8 @@ static const struct lk_command commands[] = {
 	{ "run", lk_cmd_run, "run a program and profile its heap",
 	  "usage: leek run [OPTIONS] [--] COMMAND [ARGS...]\n"
 	  "\n"
-	  "Runs COMMAND with libleek.so preloaded and prints a summary of each profile it wrote.\n"
+	  "Runs COMMAND with libleek.so preloaded, prints a summary of each profile it wrote, and\n"
+	  "compresses each one into FILE.gz (gzip level 1; the raw FILE is removed).\n"
 	  "\n"
 	  "  -p, --period BYTES  mean bytes between samples (K, M, G suffixes); 1 records every\n"
 	  "                      allocation (default: LEEK_PERIOD, else 512K)\n"
@@ -34,14 +35,18 @@ static const struct lk_command commands[] = {
 	  "                      sign (default: leek.%e.%p.lk in the current directory)\n"
 	  "      --seed N        seed of the sampler, for a reproducible run\n"
 	  "      --no-children   do not profile the programs COMMAND executes\n"
+	  "      --no-compress   leave the profiles raw (FILE, not FILE.gz), e.g. to read one while\n"
+	  "                      its program still runs; `leek compress` can do it later\n"
 	  "\n"
 	  "Exits with COMMAND's status, or 128+N if signal N killed it; 2 if leek cannot profile\n"
 	  "COMMAND (statically linked, setuid, another architecture), 126/127 if it cannot be run\n"
-	  "or found. LEEK_LIBRARY overrides where libleek.so is looked for.\n" },
+	  "or found. A profile that cannot be compressed stays raw, with a warning, and does not\n"
+	  "change the status. LEEK_LIBRARY overrides where libleek.so is looked for.\n" },
 	{ "dump", lk_cmd_dump, "check a profile and print it as text",
 	  "usage: leek dump [--summary] FILE...\n"
 	  "\n"
-	  "Validates each profile and prints its header and every record, one per line.\n"
+	  "Validates each profile, raw or gzip-compressed, and prints its header and every record,\n"
+	  "one per line (offsets are in the uncompressed profile).\n"
 	  "\n"
 	  "  -s, --summary  print only a summary: counts, live samples at the end, the estimated\n"
 	  "                 live bytes, max RSS, duration and the loss counters\n"
@@ -51,11 +56,11 @@ static const struct lk_command commands[] = {
 	{ "report", lk_cmd_report, "show a profile's heap by allocation site",
 	  "usage: leek report [VIEW] [OPTIONS] FILE...\n"
 	  "\n"
-	  "Symbolizes each profile (libdw, modules found by build-id) and ranks its allocation\n"
-	  "sites: a stack's first frame outside leek, the allocator, operator new and the C++\n"
-	  "standard library. Bytes are the bytes the program asked for; every estimate comes with\n"
-	  "its samples and a 95% interval, and ~ marks one from too few samples to be more than\n"
-	  "an order of magnitude.\n"
+	  "Symbolizes each profile, raw or gzip-compressed (libdw, modules found by build-id), and\n"
+	  "ranks its allocation sites: a stack's first frame outside leek, the allocator, operator\n"
+	  "new and the C++ standard library. Bytes are the bytes the program asked for; every\n"
+	  "estimate comes with its samples and a 95% interval, and ~ marks one from too few\n"
+	  "samples to be more than an order of magnitude.\n"
 	  "\n"
 	  "Views (the first argument, or --view):\n"
 	  "  leaks     (default) live at the end, or at a crashed process's last record\n"
@@ -87,6 +92,17 @@ static const struct lk_command commands[] = {
 	  "Several files are reported one after the other unless --merge. Exits 0, or 2 if a\n"
 	  "profile is unreadable, corrupt or not a leek profile (the others are still reported),\n"
 	  "1 on a usage error.\n" },
+	{ "compress", lk_cmd_compress, "gzip profiles (as `leek run` does unless --no-compress)",
+	  "usage: leek compress FILE...\n"
+	  "\n"
+	  "Compresses each raw profile into FILE.gz beside it (FILE.1.gz, ... if that exists: no\n"
+	  "file is overwritten), written under a temporary name, fsync'ed and renamed, then removes\n"
+	  "FILE. Every command reads a compressed profile as it reads a raw one. Refuses a file that\n"
+	  "is not a leek profile, is already compressed, or is still being written (the process\n"
+	  "named in its header holds it open). Prints \"FILE -> FILE.gz (SIZE -> SIZE)\" for each.\n"
+	  "\n"
+	  "Exits 0 if every file was compressed, 2 if one was refused or could not be (the others\n"
+	  "are still compressed; a refused file is left as it was), 1 on a usage error.\n" },
 	{ "help", lk_cmd_help, "show help for a command; `leek help env` lists LEEK_* variables",
 	  "usage: leek help [COMMAND | env]\n" },
 };
@@ -109,7 +125,7 @@ int lk_cmd_usage(FILE *f, const char *command, int status)
 	}
 	fputs("usage: leek [--version] [--help] COMMAND [ARGS...]\n\nCommands:\n", f);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fputs("\nExit status: 0 success; 1 usage error; 2 a profile is unreadable, corrupt or\n"
 	      "not a leek profile, or a program leek cannot profile. `leek run` exits with the\n"
 	      "program's status. See `leek help COMMAND`.\n",

@@ -48,8 +48,9 @@ int profile_fail_record(char **msg, const struct lk_record *rec, int r, const ch
 }
 
 /* Copies a pipe into an unlinked temporary file; closes fd. Only a profile is copied to its end:
- * past 8 bytes without the magic the copy stops, and the reader says what the input is not
- * (`leek report /dev/zero` must not fill the disk). */
+ * past 8 bytes without the magic (or the 2 of gzip, still compressed: the reader inflates it) the
+ * copy stops, and the reader says what the input is not (`leek report /dev/zero` must not fill
+ * the disk). */
 static int spool(int fd, int *ret, char **msg)
 {
 	const char *dir = getenv("TMPDIR");
@@ -82,7 +83,8 @@ static int spool(int fd, int *ret, char **msg)
 		}
 		for (ssize_t i = 0; i < n && got < sizeof(head); i++)
 			head[got++] = buf[i];
-		if (got == sizeof(head) && memcmp(head, LK_FORMAT_MAGIC, sizeof(head)) != 0)
+		if (got == sizeof(head) && memcmp(head, LK_FORMAT_MAGIC, sizeof(head)) != 0 &&
+		    memcmp(head, "\x1f\x8b", 2) != 0)
 			break;
 	}
 	close(fd);

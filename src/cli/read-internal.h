@@ -15,7 +15,8 @@ enum lk_reader_state { ST_NEW, ST_RECORDS, ST_AFTER_TRAILER, ST_END, ST_FAILED }
 struct lk_reader {
 	enum lk_reader_state state;
 	int fd, own_fd;          /* fd < 0: reading from memory */
-	uint8_t *buf;            /* the window's storage, for fds */
+	struct lk_gz *gz;        /* a gzip profile, inflated into buf (read-gz.h); NULL if raw */
+	uint8_t *buf;            /* the window's storage, for fds and gzip */
 	const uint8_t *p, *end;  /* unread bytes in the window */
 	uint64_t offset;         /* file offset of p */
 	bool eof;                /* nothing beyond end */
@@ -25,7 +26,8 @@ struct lk_reader {
 	struct lk_profile_header hdr;
 	char *strings;           /* exe, NUL, cmdline, NUL */
 	uint64_t time_ns, next_stack, last_module, end_offset;
-	bool trailer;
+	uint64_t tid, addr;      /* of the last THREAD record; of the last ALLOC, FREE or INHERIT */
+	bool thread, trailer;    /* a THREAD record was read; a TRAILER */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 
 	/* What the pointers of the last lk_record point at. */
@@ -44,6 +46,13 @@ int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
 
 /* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. */
 int lk_reader_fill(struct lk_reader *r, size_t want);
+
+/* A record cut by the end of the input, its tag at `offset`: "offset N: <what> cut by the end of
+ * the file", -EBADMSG. Except for a gzip stream that was itself cut short (a compression that a
+ * crash interrupted): that ends the profile before the record, as a zero tag would, and leaves
+ * the reader in ST_END, where lk_reader_next() returns 0. */
+int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static inline size_t lk_reader_avail(const struct lk_reader *r)
 {

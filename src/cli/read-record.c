@@ -3,13 +3,13 @@
  * Each decoder reads every field through a cursor that yields zeros once the window runs out or a
  * varint is malformed, checks each count against the format's limit before looping on it, then
  * checks the cursor once. Only then does it apply the record's meaning to the reader's state
- * (stack sequence, loaded modules, time), so a rejected record changes nothing. A failure names
- * the offset of the record's tag byte.
+ * (stack sequence, loaded modules, time, thread, previous address), so a rejected record changes
+ * nothing. A failure names the offset of the record's tag byte.
  *
- * ALLOC and FREE, nearly all the records of a profile, first try a fast path (fast_record()):
- * all their fields found at once and decoded without a cursor. It takes only records it can read
- * whole and that are certainly valid, and hands anything else to the general path, so the checks
- * and the messages are the general path's.
+ * ALLOC, FREE and THREAD, nearly all the records of a profile, first try a fast path
+ * (fast_record()): all their fields found at once and decoded without a cursor. It takes only
+ * records it can read whole and that are certainly valid, and hands anything else to the general
+ * path, so the checks and the messages are the general path's.
  */
 #include <endian.h>
 #include <errno.h>
@@ -64,8 +64,7 @@ static int check(struct lk_reader *r, const struct cursor *c, const char *what)
 		return lk_reader_fail_at(r, r->offset, "%s record holds a varint over 64 bits",
 					 what);
 	if (c->cut)
-		return lk_reader_fail_at(r, r->offset, "%s record cut by the end of the file",
-					 what);
+		return lk_reader_cut(r, r->offset, "%s record", what);
 	return 0;
 }
 
@@ -77,25 +76,69 @@ static int check_stack(struct lk_reader *r, const char *what, uint64_t stack)
 	return 0;
 }
 
+/* ALLOC and FREE are the thread's of the last THREAD record: there must be one. */
+static int check_thread(struct lk_reader *r, const char *what)
+{
+	if (!r->thread)
+		return lk_reader_fail_at(r, r->offset, "%s before any THREAD record", what);
+	return 0;
+}
+
+/* An address field: the difference from the file's previous address (format.h). */
+static uint64_t addr_of(const struct lk_reader *r, uint64_t delta)
+{
+	return r->addr + (uint64_t)lk_unzigzag(delta); /* wraps like the writer's subtraction */
+}
+
 static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
 {
+	uint64_t delta;
 	int k;
 
 	*dt = get(c);
-	rec->alloc.tid = get(c);
-	rec->alloc.addr = get(c);
+	delta = get(c);
 	rec->alloc.size = get(c);
 	rec->alloc.stack = get(c);
 	k = check(r, c, "ALLOC");
-	return k < 0 ? k : check_stack(r, "ALLOC", rec->alloc.stack);
+	if (k == 0)
+		k = check_thread(r, "ALLOC");
+	if (k == 0)
+		k = check_stack(r, "ALLOC", rec->alloc.stack);
+	if (k < 0)
+		return k;
+	rec->alloc.tid = r->tid;
+	rec->alloc.addr = r->addr = addr_of(r, delta);
+	return 0;
 }
 
 static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
 {
+	uint64_t delta;
+	int k;
+
 	*dt = get(c);
-	rec->free.tid = get(c);
-	rec->free.addr = get(c);
-	return check(r, c, "FREE");
+	delta = get(c);
+	k = check(r, c, "FREE");
+	if (k == 0)
+		k = check_thread(r, "FREE");
+	if (k < 0)
+		return k;
+	rec->free.tid = r->tid;
+	rec->free.addr = r->addr = addr_of(r, delta);
+	return 0;
+}
+
+static int decode_thread(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	int k;
+
+	rec->thread.tid = get(c);
+	k = check(r, c, "THREAD");
+	if (k < 0)
+		return k;
+	r->tid = rec->thread.tid;
+	r->thread = true;
+	return 0;
 }
 
 static int decode_stack(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
@@ -222,14 +265,20 @@ static int decode_counters(struct lk_reader *r, struct cursor *c, struct lk_reco
 
 static int decode_inherit(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
 {
+	uint64_t delta;
 	int k;
 
-	rec->inherit.addr = get(c);
+	delta = get(c);
 	rec->inherit.size = get(c);
 	rec->inherit.stack = get(c);
 	rec->inherit.alloc_monotonic_ns = get(c);
 	k = check(r, c, "INHERIT");
-	return k < 0 ? k : check_stack(r, "INHERIT", rec->inherit.stack);
+	if (k == 0)
+		k = check_stack(r, "INHERIT", rec->inherit.stack);
+	if (k < 0)
+		return k;
+	rec->inherit.addr = r->addr = addr_of(r, delta);
+	return 0;
 }
 
 /* An extension: a length and that many bytes, skipped through the window, whatever their
@@ -252,10 +301,8 @@ static int skip_ext(struct lk_reader *r, struct cursor *c, struct lk_record *rec
 			return k;
 		size_t n = lk_reader_avail(r) < left ? lk_reader_avail(r) : (size_t)left;
 		if (n == 0)
-			return lk_reader_fail_at(r, rec->offset,
-						 "extension record 0x%02x of %" PRIu64
-						 " bytes cut by the end of the file",
-						 rec->ext.tag, rec->ext.len);
+			return lk_reader_cut(r, rec->offset, "extension record 0x%02x of %" PRIu64
+					     " bytes", rec->ext.tag, rec->ext.len);
 		lk_reader_consume(r, n);
 		left -= n;
 	}
@@ -336,60 +383,75 @@ static inline uint64_t field(const uint8_t *p, const unsigned end[], unsigned k)
 	return ((x & 0x0fffffff00000000ull) >> 4) | (x & 0x000000000fffffffull);
 }
 
-/* ALLOC and FREE are most of the records: when the window holds the longest record, their fields
- * are split() and decoded apart. These return the record's length, or 0 for anything unusual (a
- * varint over 8 bytes, a record over 33, a stack not defined yet), which the general path
- * decodes or rejects. The caller has switched on the tag, once: which record comes next is a
- * branch no predictor gets right. */
+/* ALLOC, FREE and THREAD are most of the records: when the window holds the longest record,
+ * their fields are split() and decoded apart. These return the record's length, or 0 for anything
+ * unusual (a varint over 8 bytes, a record over 33, a stack not defined yet), which the general
+ * path decodes or rejects. The callers take ALLOC and FREE only after a THREAD record. The caller
+ * has switched on the tag, once: which record comes next is a branch no predictor gets right. */
 _Static_assert(LK_READ_RECORD_MAX >= 1 + 32 + 8, "split() and field() read 40 bytes");
 
-static inline unsigned split_alloc(const struct lk_reader *r, unsigned end[5])
+static inline unsigned split_alloc(const struct lk_reader *r, unsigned end[4])
 {
 	const uint8_t *p = r->p + 1;
 
-	return split(p, 5, end) && field(p, end, 4) < r->next_stack ? 1 + end[4] : 0;
+	return split(p, 4, end) && field(p, end, 3) < r->next_stack ? 1 + end[3] : 0;
 }
 
-static inline unsigned split_free(const struct lk_reader *r, unsigned end[3])
+static inline unsigned split_free(const struct lk_reader *r, unsigned end[2])
 {
-	return split(r->p + 1, 3, end) ? 1 + end[2] : 0;
+	return split(r->p + 1, 2, end) ? 1 + end[1] : 0;
 }
 
-/* Consumes a record of n bytes whose first field is its dt. */
-static inline void fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
+/* Consumes an ALLOC or FREE of n bytes (dt, then addr_delta); returns its address. */
+static inline uint64_t fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
 {
-	r->time_ns += field(r->p + 1, end, 0);
+	const uint8_t *p = r->p + 1;
+
+	r->time_ns += field(p, end, 0);
+	r->addr = addr_of(r, field(p, end, 1));
 	lk_reader_consume(r, n);
 	r->end_offset = r->offset;
+	return r->addr;
 }
 
 static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 {
 	const uint8_t *p = r->p + 1;
-	unsigned end[5], n;
+	uint64_t offset = r->offset;
+	unsigned end[4], n;
 
-	if (lk_reader_avail(r) < LK_READ_RECORD_MAX)
+	if (lk_reader_avail(r) < LK_READ_RECORD_MAX || !r->thread)
 		return false;
 	switch (r->p[0]) {
 	case LK_REC_ALLOC:
 		n = split_alloc(r, end);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = r->offset,
-					   .alloc = { field(p, end, 1), field(p, end, 2),
-						      field(p, end, 3), field(p, end, 4) } };
+		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
+					   .alloc = { .tid = r->tid, .size = field(p, end, 2),
+						      .stack = field(p, end, 3) } };
+		rec->alloc.addr = fast_done(r, end, n);
 		break;
 	case LK_REC_FREE:
 		n = split_free(r, end);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = r->offset,
-					   .free = { field(p, end, 1), field(p, end, 2) } };
+		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
+					   .free = { .tid = r->tid } };
+		rec->free.addr = fast_done(r, end, n);
+		break;
+	case LK_REC_THREAD:
+		if (!split(p, 1, end))
+			return false;
+		r->tid = field(p, end, 0);
+		*rec = (struct lk_record){ .tag = LK_REC_THREAD, .offset = offset,
+					   .thread = { r->tid } };
+		lk_reader_consume(r, 1 + end[0]);
+		r->end_offset = r->offset;
 		break;
 	default:
 		return false;
 	}
-	fast_done(r, end, n);
 	rec->time_ns = r->time_ns;
 	return true;
 }
@@ -457,19 +519,22 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	case LK_REC_INHERIT:
 		k = decode_inherit(r, &c, rec);
 		break;
+	case LK_REC_THREAD:
+		k = decode_thread(r, &c, rec);
+		break;
 	default:
 		if (rec->tag < LK_REC_EXT_FIRST)
 			return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x",
 						 rec->tag);
 		k = skip_ext(r, &c, rec);
 		if (k < 0)
-			return k;
+			return r->state == ST_END ? 0 : k; /* ST_END: lk_reader_cut() */
 		r->end_offset = r->offset;
 		rec->time_ns = r->time_ns;
 		return 1;
 	}
 	if (k < 0)
-		return k;
+		return r->state == ST_END ? 0 : k; /* ST_END: a cut gzip stream (lk_reader_cut()) */
 
 	lk_reader_consume(r, (size_t)(c.p - r->p));
 	r->end_offset = r->offset;
@@ -485,10 +550,10 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 {
 	struct lk_record rec;
-	unsigned end[5], n = 0;
+	unsigned end[4], n = 0;
 	int k;
 
-	if (r->state == ST_RECORDS && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
+	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
 		if (r->p[0] == LK_REC_ALLOC)
 			n = split_alloc(r, end);
 		else if (r->p[0] == LK_REC_FREE)

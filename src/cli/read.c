@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "read-gz.h"
 #include "read-internal.h"
 
 _Static_assert(LK_ALLOC_MAX <= LK_READ_RECORD_MAX && LK_STACK_MAX <= LK_READ_RECORD_MAX &&
@@ -35,6 +36,7 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_LOSS] = "LOSS",
 	[LK_REC_INHERIT] = "INHERIT",
 	[LK_REC_TRAILER] = "TRAILER",
+	[LK_REC_THREAD] = "THREAD",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -80,6 +82,7 @@ struct lk_reader *lk_reader_free(struct lk_reader *r)
 		return NULL;
 	if (r->own_fd >= 0)
 		close(r->own_fd);
+	lk_gz_free(r->gz);
 	lk_u64map_done(&r->loaded);
 	free(r->buf);
 	free(r->strings);
@@ -99,7 +102,23 @@ int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
-/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. */
+/* A gzip stream's failure, n bytes into the window. Offsets are the uncompressed profile's: the
+ * only ones the rest of leek knows. */
+static int fail_gz(struct lk_reader *r, int err, size_t n)
+{
+	uint64_t at = r->offset + n;
+
+	if (err == -EBADMSG)
+		return lk_reader_fail(r, err, "gzip data corrupt after uncompressed offset %" PRIu64
+				      ": %s", at, lk_gz_error(r->gz));
+	if (err == -ENOMEM)
+		return lk_reader_fail(r, err, "out of memory");
+	return lk_reader_fail(r, err, "read failed after uncompressed offset %" PRIu64 ": %s", at,
+			      strerror(-err));
+}
+
+/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. A gzip
+ * profile is inflated here, a window at a time. */
 int lk_reader_fill(struct lk_reader *r, size_t want)
 {
 	size_t n = lk_reader_avail(r);
@@ -110,7 +129,10 @@ int lk_reader_fill(struct lk_reader *r, size_t want)
 	r->p = r->buf;
 	r->end = r->buf + n;
 	while (n < want) {
-		ssize_t k = read(r->fd, r->buf + n, LK_READ_BUF - n);
+		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, LK_READ_BUF - n)
+				  : read(r->fd, r->buf + n, LK_READ_BUF - n);
+		if (k < 0 && r->gz)
+			return fail_gz(r, (int)k, n);
 		if (k < 0) {
 			int err = errno;
 			if (err == EINTR)
@@ -155,10 +177,14 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 {
 	uint64_t strings = (uint64_t)h->exe_len + h->cmdline_len;
 
+	/* Version 1 differs in ALLOC and FREE, most of a file: there is nothing to salvage. */
 	if (h->version != LK_FORMAT_VERSION)
 		return lk_reader_fail(r, -EPROTONOSUPPORT,
-				      "format version %u, but this leek reads version %d only",
-				      h->version, LK_FORMAT_VERSION);
+				      "offset 8: profile format version %u; this leek reads "
+				      "version %d (%s)", h->version, LK_FORMAT_VERSION,
+				      h->version < LK_FORMAT_VERSION
+					      ? "record it again with this leek"
+					      : "a newer leek wrote it");
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);
@@ -192,6 +218,9 @@ static int read_header(struct lk_reader *r)
 	if (k < 0)
 		return k;
 	n = lk_reader_avail(r);
+	if (n == 0 && r->gz)
+		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (gzip data %s)",
+				      lk_gz_cut(r->gz) ? "cut short before any data" : "empty");
 	if (n == 0)
 		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (empty file)");
 	if (memcmp(r->p, LK_FORMAT_MAGIC, n < 8 ? n : 8) != 0)
@@ -236,8 +265,31 @@ static int read_header(struct lk_reader *r)
 	return 0;
 }
 
+int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ...)
+{
+	char what[128];
+	va_list ap;
+
+	if (r->gz && lk_gz_cut(r->gz)) {
+		r->end_offset = offset;
+		r->state = ST_END;
+		return -EBADMSG;
+	}
+	va_start(ap, what_fmt);
+	vsnprintf(what, sizeof(what), what_fmt, ap);
+	va_end(ap);
+	return lk_reader_fail_at(r, offset, "%s cut by the end of the file", what);
+}
+
+static bool is_gzip(const uint8_t *p, size_t n)
+{
+	return n >= 2 && p[0] == LK_GZ_MAGIC0 && p[1] == LK_GZ_MAGIC1;
+}
+
 int lk_reader_open_fd(struct lk_reader *r, int fd)
 {
+	int k;
+
 	if (r->state != ST_NEW || r->buf || r->p)
 		return -EBUSY;
 	r->buf = malloc(LK_READ_BUF);
@@ -245,6 +297,18 @@ int lk_reader_open_fd(struct lk_reader *r, int fd)
 		return lk_reader_fail(r, -ENOMEM, "out of memory");
 	r->fd = fd;
 	r->p = r->end = r->buf;
+	/* Compressed or not is told by the first bytes, whatever the file is called: the bytes
+	 * read to tell become the inflater's first input. */
+	k = lk_reader_fill(r, 2);
+	if (k < 0)
+		return k;
+	if (is_gzip(r->p, lk_reader_avail(r))) {
+		r->gz = lk_gz_new(fd, r->p, lk_reader_avail(r));
+		if (!r->gz)
+			return lk_reader_fail(r, -ENOMEM, "out of memory");
+		r->p = r->end = r->buf;
+		r->eof = false;
+	}
 	return read_header(r);
 }
 
@@ -281,6 +345,14 @@ int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size)
 
 	if (r->state != ST_NEW || r->buf || r->p)
 		return -EBUSY;
+	if (data && is_gzip(data, size)) { /* inflated into a window, as from a file */
+		r->buf = malloc(LK_READ_BUF);
+		r->gz = lk_gz_new(-1, data, size);
+		if (!r->buf || !r->gz)
+			return lk_reader_fail(r, -ENOMEM, "out of memory");
+		r->p = r->end = r->buf;
+		return read_header(r);
+	}
 	r->p = data ? data : &nothing;
 	r->end = r->p + (data ? size : 0);
 	r->eof = true;

@@ -6,6 +6,10 @@
  * modules, capped at LK_READ_MAX_LOADED. It never prints: a failure leaves a one-line message,
  * "offset N: what is wrong", for the caller to print after the file's name.
  *
+ * A profile that starts with gzip's magic (1f 8b) is inflated into the window as it is read
+ * (read-gz.h); every offset is then still one in the uncompressed profile. A gzip stream cut
+ * short reads like a crashed profile: up to its last complete record, without a trailer.
+ *
  *   r = lk_reader_open(rd, path);            header validated, or < 0 and lk_reader_error(rd)
  *   while ((r = lk_reader_next(rd, &rec)) > 0)
  *           use rec;                          pointers in rec live until the next call
@@ -44,9 +48,11 @@ struct lk_counter_value {
 };
 
 /* One record. time_ns is nanoseconds since the header's start_monotonic_ns: the sum of every dt
- * so far (records without a dt carry the time of the last one that had one). */
+ * so far (records without a dt carry the time of the last one that had one). Addresses are
+ * absolute and ALLOC and FREE carry their thread: the reader undoes the file's coding of both
+ * (the previous address, the last THREAD record). */
 struct lk_record {
-	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_TRAILER or LK_READ_EXT */
+	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_THREAD or LK_READ_EXT */
 	uint64_t offset;     /* of the tag byte */
 	uint64_t time_ns;
 	union {
@@ -56,6 +62,9 @@ struct lk_record {
 		struct {
 			uint64_t tid, addr;
 		} free;
+		struct {
+			uint64_t tid;
+		} thread;
 		struct {
 			uint64_t id;
 			uint32_t nframes;
@@ -101,7 +110,7 @@ static inline void lk_reader_freep(struct lk_reader **r)
 /* Each reader reads one profile: open it once, from exactly one of these. */
 int lk_reader_open(struct lk_reader *r, const char *path);
 int lk_reader_open_fd(struct lk_reader *r, int fd); /* fd stays the caller's */
-/* data is read in place: it must outlive the reader. */
+/* data is read in place (or inflated from): it must outlive the reader. */
 int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size);
 
 const struct lk_profile_header *lk_reader_header(const struct lk_reader *r);
@@ -118,7 +127,7 @@ const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none 
 bool lk_reader_has_trailer(const struct lk_reader *r);
 uint64_t lk_reader_end_offset(const struct lk_reader *r); /* after the last complete record */
 
-/* "ALLOC", ..., "TRAILER", "EXT", or NULL for a reserved tag. */
+/* "ALLOC", ..., "THREAD", "EXT", or NULL for a reserved tag. */
 const char *lk_rec_tag_name(unsigned tag);
 /* "arena_full", ..., "frees", or NULL for a counter this reader does not know. */
 const char *lk_counter_name(uint64_t id);

@@ -37,11 +37,13 @@ void lk_lock_atfork(int phase)
 		pthread_mutex_init(&lock, NULL);
 }
 
+/* Every time in a file comes from here, so its dts never go backwards between clocks. */
 uint64_t lk_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts); /* vDSO: no syscall */
+	/* vDSO: no syscall. The coarse clock is the same clock as of the last tick. */
+	clock_gettime(lk_coarse_time() ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

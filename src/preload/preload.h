@@ -125,6 +125,9 @@ void lk_modules_atfork(int phase);
 int lk_writer_open(void);           /* caller holds lk_lock */
 void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
 uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
+/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. */
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size, uint32_t stack);
+void lk_writer_free(uint32_t tid, uint64_t now_ns, uint64_t addr);
 void lk_writer_rss_maybe(uint64_t now_ns);
 void lk_writer_close(void);         /* clean exit: trailer, truncate */
 void lk_writer_atfork_child(void);
@@ -143,7 +146,13 @@ void lk_unlock(void);
 void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 
-uint64_t lk_now_ns(void);
+uint64_t lk_now_ns(void); /* CLOCK_MONOTONIC, or its coarse reading: lk_coarse_time() */
+/* Exact mode reads every time from CLOCK_MONOTONIC_COARSE (LK_HDR_COARSE_TIME): the last tick's
+ * time, cheaper to read, and the same for most records, whose dt is then 0. */
+static inline bool lk_coarse_time(void)
+{
+	return lk_cfg.period <= 1;
+}
 void lk_log(const char *msg); /* one line to stderr, unless LEEK_QUIET */
 
 #pragma GCC visibility pop

@@ -206,13 +206,11 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
-		uint8_t rec[LK_ALLOC_MAX];
 		b->stack = lk_stack_intern(frames, n);
 		b->size = size;
 		b->time_ns = now;
 		uint32_t sid = lk_stack_file_id(b->stack); /* writes the stack first if new */
-		lk_writer_put(rec, lk_rec_alloc(rec, LK_REC_ALLOC, lk_writer_dt(now), t->tid,
-						(uintptr_t)p, size, sid));
+		lk_writer_alloc(t->tid, now, (uintptr_t)p, size, sid);
 		lk_counters[LK_CNT_SAMPLES]++;
 		lk_writer_rss_maybe(now);
 	}
@@ -261,14 +259,13 @@ void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
 
 static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
 {
-	uint8_t rec[LK_FREE_MAX];
 	void *p = b + 1;
 
 	if (lk_arena_block(p) != b) {
 		lk_counters[LK_CNT_BAD_FREE]++;
 		return;
 	}
-	lk_writer_put(rec, lk_rec_free(rec, lk_writer_dt(now), tid, (uintptr_t)p));
+	lk_writer_free(tid, now, (uintptr_t)p);
 	lk_counters[LK_CNT_FREES]++;
 	lk_arena_free(p);
 }

@@ -10,6 +10,10 @@
  * After fork the child drops the parent's window and opens its own file at its next event,
  * starting with every module, and an INHERIT record for every sampled block it inherited.
  *
+ * ALLOC and FREE are coded against the file's state (format.h): the thread of the previous one
+ * (a THREAD record goes first when the thread changes) and the previous address. That state moves
+ * on only once a record is stored, so a dropped record never leaves the next one coded against it.
+ *
  * Never: allocate, print more than one line, raise a signal in the program, or keep writing to a
  * descriptor that no longer refers to our file (daemons close or dup2 over descriptors). All
  * functions run under lk_lock except lk_writer_atfork_child.
@@ -42,6 +46,8 @@ static struct {
 	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
 	uint64_t win_off;
 	uint64_t last_ns, last_rss_ns, losses_written;
+	uint64_t prev_addr;             /* of the file's last ALLOC, FREE or INHERIT; 0 at first */
+	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread has it): none */
 	dev_t dev;
 	ino_t ino;
 	char path[LK_MAX_PATH];
@@ -119,20 +125,21 @@ static int remap(uint64_t off)
 	return 0;
 }
 
-void lk_writer_put(const uint8_t *rec, size_t len)
+/* Stores rec (one record, or several whose first tag commits them all); false if it is dropped. */
+static bool put(const uint8_t *rec, size_t len)
 {
 	int saved = errno;
 
 	if (W.state != W_OPEN && !lk_writer_ready()) { /* a forked child opens at its first record */
 		lk_counters[LK_CNT_RECORDS_DROPPED]++;
-		return;
+		return false;
 	}
 	if (W.use_pwrite) {
 		if (pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len &&
 		    (check_fd() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len)) {
 			lk_counters[LK_CNT_RECORDS_DROPPED]++;
 			errno = saved;
-			return;
+			return false;
 		}
 	} else {
 		if ((W.off + len > W.len && grow(W.off + len) < 0) ||
@@ -141,7 +148,7 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 			lk_counters[LK_CNT_RECORDS_DROPPED]++;
 			lk_log("cannot grow the profile (disk full?); profiling stops, the program goes on");
 			errno = saved;
-			return;
+			return false;
 		}
 		uint8_t *d = W.win + (W.off - W.win_off);
 		memcpy(d + 1, rec + 1, len - 1);
@@ -149,6 +156,57 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 	}
 	W.off += len;
 	errno = saved;
+	return true;
+}
+
+void lk_writer_put(const uint8_t *rec, size_t len)
+{
+	put(rec, len);
+}
+
+/* ALLOC (tag LK_REC_ALLOC) or FREE, preceded by a THREAD record if the file's previous ALLOC or
+ * FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
+ * or neither. */
+static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size,
+		      uint32_t stack)
+{
+	uint8_t rec[LK_THREAD_MAX + LK_ALLOC_MAX];
+	uint64_t prev, dt;
+	size_t n = 0;
+	int saved = errno;
+
+	/* The file first: a forked child's opens here, and starts with no thread and address 0. */
+	if (W.state != W_OPEN && !lk_writer_ready()) {
+		lk_counters[LK_CNT_RECORDS_DROPPED]++;
+		errno = saved;
+		return;
+	}
+	if (!tid) /* a thread that never took the slow path, draining deferred frees at exit */
+		tid = (uint32_t)gettid();
+	errno = saved;
+	prev = W.prev_addr;
+	dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	if (tid != W.tid)
+		n = lk_rec_thread(rec, tid);
+	if (tag == LK_REC_ALLOC)
+		n += lk_rec_alloc(rec + n, dt, &prev, addr, size, stack);
+	else
+		n += lk_rec_free(rec + n, dt, &prev, addr);
+	if (!put(rec, n))
+		return;
+	W.tid = tid;
+	W.prev_addr = prev;
+	W.last_ns += dt;
+}
+
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size, uint32_t stack)
+{
+	put_event(LK_REC_ALLOC, tid, now_ns, addr, size, stack);
+}
+
+void lk_writer_free(uint32_t tid, uint64_t now_ns, uint64_t addr)
+{
+	put_event(LK_REC_FREE, tid, now_ns, addr, 0, 0);
 }
 
 uint64_t lk_writer_dt(uint64_t now_ns)
@@ -207,10 +265,12 @@ static int read_small(const char *path, char *buf, size_t size)
 
 static void inherit_block(struct lk_block *b, void *user, void *ctx)
 {
-	uint8_t rec[LK_ALLOC_MAX];
+	uint8_t rec[LK_INHERIT_MAX];
 	uint32_t sid = lk_stack_file_id(b->stack);
+	uint64_t prev = W.prev_addr;
 
-	lk_writer_put(rec, lk_rec_inherit(rec, (uintptr_t)user, b->size, sid, b->time_ns));
+	if (put(rec, lk_rec_inherit(rec, &prev, (uintptr_t)user, b->size, sid, b->time_ns)))
+		W.prev_addr = prev;
 }
 
 static int open_file(void)
@@ -271,14 +331,15 @@ static int open_file(void)
 	/* The header, then the strings. */
 	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
 	h.fixed_size = LK_HEADER_FIXED_SIZE;
-	h.flags = (lk_cfg.period <= 1 ? LK_HDR_EXACT : 0) | (W.forked ? LK_HDR_FORKED : 0);
+	h.flags = (lk_cfg.period <= 1 ? LK_HDR_EXACT : 0) | (W.forked ? LK_HDR_FORKED : 0) |
+		  (lk_coarse_time() ? LK_HDR_COARSE_TIME : 0);
 	h.pid = (uint32_t)getpid();
 	h.ppid = (uint32_t)getppid();
 	h.clock = LK_CLOCK_MONOTONIC;
 	h.period = lk_cfg.period;
 	clock_gettime(CLOCK_REALTIME, &rt);
 	h.start_realtime_ns = (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec;
-	h.start_monotonic_ns = lk_now_ns();
+	h.start_monotonic_ns = lk_now_ns(); /* the clock of every record, coarse or not */
 	h.session = lk_cfg.session;
 	h.seed = lk_cfg.seed;
 	h.page_size = (uint32_t)getpagesize();
@@ -305,6 +366,8 @@ static int open_file(void)
 	W.last_ns = h.start_monotonic_ns;
 	W.last_rss_ns = 0;
 	W.losses_written = 0;
+	W.prev_addr = 0;
+	W.tid = 0;
 	/* The header goes through put() too; its first byte 'L' is stored last, like a tag. */
 	lk_writer_put((const uint8_t *)scratch, h.header_size);
 	if (W.state != W_OPEN)

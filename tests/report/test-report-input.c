@@ -98,7 +98,7 @@ TEST(truncated_mid_record)
 	tmp_dir_remove(dir);
 }
 
-/* Bit 6 of a tag byte turns every record tag (1 to 9) into a reserved one (0x41 to 0x49), which
+/* Bit 6 of a tag byte turns every record tag (1 to 10) into a reserved one (0x41 to 0x4a), which
  * a reader must treat as corruption (docs/format.md). Extension tags stay extensions, so they are
  * left alone. */
 TEST(flipped_tag)

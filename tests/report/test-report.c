@@ -33,22 +33,34 @@ static const char *base(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* `leek run --period 1 --seed 1 -o DIR/x.%p.lk -- FIXTURE ARG`: the profile's path. */
-static char *run_exact(const char *dir, struct proc *p, const char *fixture, const char *arg,
-		       int want_status)
+/* `leek run --period 1 --seed 1 -o DIR/x.%p.lk -- FIXTURE ARG`: the profile's path (x.PID.lk.gz:
+ * the goldens read compressed profiles; --no-compress for the tests that cut raw bytes). */
+static char *run_exact_with(const char *dir, struct proc *p, const char *fixture, const char *arg,
+			    int want_status, bool raw)
 {
+	const char *args[12] = { "--period", "1", "--seed", "1", "-o" };
+	size_t n = 5;
 	char out[300];
 
 	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
-	leek_run(p, dir,
-		 (const char *[]){ "--period", "1", "--seed", "1", "-o", out, "--", fixture, arg,
-				   NULL },
-		 60);
+	args[n++] = out;
+	if (raw)
+		args[n++] = "--no-compress";
+	args[n++] = "--";
+	args[n++] = fixture;
+	args[n] = arg; /* NULL or the last */
+	leek_run(p, dir, args, 60);
 	if (p->status != want_status)
 		lk_test_fail(__FILE__, __LINE__, "leek run %s: exit %d, expected %d; stderr:\n%s",
 			     fixture, p->status, want_status, p->err);
 	ASSERT_CONTAINS(p->err, "1 profile written");
 	return run_profile(dir);
+}
+
+static char *run_exact(const char *dir, struct proc *p, const char *fixture, const char *arg,
+		       int want_status)
+{
+	return run_exact_with(dir, p, fixture, arg, want_status, false);
 }
 
 /* ---- goldens ---- */
@@ -306,7 +318,7 @@ TEST(truncated_real_profile)
 	char *data;
 
 	tmp_dir(dir);
-	profile = run_exact(dir, &run, FX("fx-golden"), NULL, 0);
+	profile = run_exact_with(dir, &run, FX("fx-golden"), NULL, 0, true);
 	ASSERT_TRUE(rd != NULL);
 	ASSERT_OK(lk_reader_open(rd, profile));
 	while (n < 64 && lk_reader_next(rd, &rec) > 0)

@@ -7,6 +7,7 @@
 #define LEEK_TEST_BUILD_PROFILE_H
 
 #include <endian.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@
 struct pbuf {
 	uint8_t *p;
 	size_t len, cap;
+	uint64_t addr, tid; /* the file's previous address, and its thread (the writer's state) */
+	bool thread;        /* a THREAD record was written: tid holds */
 };
 
 static inline void pb_put(struct pbuf *b, const void *data, size_t n)
@@ -38,7 +41,7 @@ static inline void pb_zeros(struct pbuf *b, size_t n)
 }
 
 /* Appends one encoded record: pass an encoder call writing into rec, e.g.
- * PB_REC(b, lk_rec_free(rec, 1, 2, 3)). Evaluates to the record's offset. */
+ * PB_REC(b, lk_rec_free(rec, 1, &b->addr, 0x1000)). Evaluates to the record's offset. */
 #define PB_REC(b, call)                                                                            \
 	({                                                                                         \
 		static uint8_t rec[LK_MODULE_MAX];                                                 \
@@ -46,6 +49,30 @@ static inline void pb_zeros(struct pbuf *b, size_t n)
 		pb_put((b), rec, _n);                                                              \
 		_off;                                                                              \
 	})
+
+/* ALLOC and FREE as libleek writes them: a THREAD record first if tid is not the thread of the
+ * previous one. Return the ALLOC's or FREE's offset. */
+static inline void pb_thread(struct pbuf *b, uint64_t tid)
+{
+	if (b->thread && b->tid == tid)
+		return;
+	PB_REC(b, lk_rec_thread(rec, tid));
+	b->tid = tid;
+	b->thread = true;
+}
+
+static inline size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr,
+			      uint64_t size, uint64_t stack)
+{
+	pb_thread(b, tid);
+	return PB_REC(b, lk_rec_alloc(rec, dt, &b->addr, addr, size, stack));
+}
+
+static inline size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr)
+{
+	pb_thread(b, tid);
+	return PB_REC(b, lk_rec_free(rec, dt, &b->addr, addr));
+}
 
 struct pb_header {
 	uint32_t flags, pid, ppid;
@@ -138,16 +165,20 @@ static inline void pb_build_sample(struct pb_sample *s)
 	REC(lk_rec_stack(rec, 1, frames1, 3));
 	REC(lk_rec_stack(rec, 2, frames2, LK_MAX_FRAMES));
 	REC(lk_rec_stack(rec, 3, NULL, 0));
-	REC(lk_rec_alloc(rec, LK_REC_ALLOC, 100, 42, 0x7e0000001000, 128, 1));
-	REC(lk_rec_alloc(rec, LK_REC_ALLOC, 7, 43, 0x7e0000002000, UINT64_MAX, 0));
-	REC(lk_rec_alloc(rec, LK_REC_ALLOC, 1, 42, 0x7e0000003000, 1 << 20, 2));
-	REC(lk_rec_free(rec, 50, 43, 0x7e0000002000));
+	REC(lk_rec_thread(rec, 42));
+	REC(lk_rec_alloc(rec, 100, &b->addr, 0x7e0000001000, 128, 1));
+	REC(lk_rec_thread(rec, 43));
+	REC(lk_rec_alloc(rec, 7, &b->addr, 0x7e0000002000, UINT64_MAX, 0));
+	REC(lk_rec_thread(rec, 42));
+	REC(lk_rec_alloc(rec, 1, &b->addr, 0x7e0000003000, 1 << 20, 2));
+	REC(lk_rec_thread(rec, 43));
+	REC(lk_rec_free(rec, 50, &b->addr, 0x7e0000002000)); /* a negative difference */
 	REC(lk_rec_pair(rec, LK_REC_UNLOAD, 3, 2));
 	REC(lk_rec_pair(rec, LK_REC_RSS, 9, 123456789));
 	REC(lk_rec_counters(rec, LK_REC_LOSS, 2, 0, loss));
 	REC((rec[0] = 0x81, rec[1] = 5, memcpy(rec + 2, "hello", 5), 7));
 	REC((rec[0] = 0xff, rec[1] = 0, 2));
-	REC(lk_rec_inherit(rec, 0x7e0000004000, 64, 3, 500));
+	REC(lk_rec_inherit(rec, &b->addr, 0x7e0000004000, 64, 3, 500));
 	REC(lk_rec_module(rec, 1, &m4));
 	REC(lk_rec_counters(rec, LK_REC_TRAILER, 11, 1700000001000000000, trailer));
 #undef REC

@@ -59,12 +59,12 @@ static inline uint64_t sim_site(struct sim *s, uint64_t pc)
 static inline void sim_alloc(struct sim *s, uint64_t t, uint64_t addr, uint64_t size,
 			     uint64_t stack)
 {
-	PB_REC(&s->b, lk_rec_alloc(rec, LK_REC_ALLOC, sim_dt(s, t), 1, addr, size, stack));
+	pb_alloc(&s->b, sim_dt(s, t), 1, addr, size, stack);
 }
 
 static inline void sim_free(struct sim *s, uint64_t t, uint64_t addr)
 {
-	PB_REC(&s->b, lk_rec_free(rec, sim_dt(s, t), 1, addr));
+	pb_free(&s->b, sim_dt(s, t), 1, addr);
 }
 
 static inline void sim_rss(struct sim *s, uint64_t t, uint64_t bytes)

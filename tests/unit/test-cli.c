@@ -105,7 +105,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_STREQ(res.err, "");
-	ASSERT_CONTAINS(res.out, "HEADER version=1 pid=4242 ppid=4241 flags=0x2(forked) "
+	ASSERT_CONTAINS(res.out, "HEADER version=2 pid=4242 ppid=4241 flags=0x2(forked) "
 				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
 				 "max_frames=128 header_size=112 "
 				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"
@@ -115,9 +115,11 @@ TEST(dump_sample)
 				 "build-id=a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3 path=/usr/bin/prog\n");
 	ASSERT_CONTAINS(res.out, " STACK 1: 0x555555555123 0x7f0000012345 0x555555555000\n");
 	ASSERT_CONTAINS(res.out, " STACK 3:\n");
-	ASSERT_CONTAINS(res.out, " ALLOC t=0.000000105 tid=42 addr=0x7e0000001000 size=128 "
-				 "stack=1\n");
-	ASSERT_CONTAINS(res.out, " FREE t=0.000000163 tid=43 addr=0x7e0000002000\n");
+	/* The file holds differences and THREAD records; dump shows tids and addresses. */
+	ASSERT_CONTAINS(res.out, " STACK 3:\n@429 THREAD tid=42\n@431 ALLOC t=0.000000105 tid=42 "
+				 "addr=0x7e0000001000 size=128 stack=1\n@443 THREAD tid=43\n");
+	ASSERT_CONTAINS(res.out, " THREAD tid=43\n@472 FREE t=0.000000163 tid=43 "
+				 "addr=0x7e0000002000\n");
 	ASSERT_CONTAINS(res.out, " UNLOAD t=0.000000166 module=2\n");
 	ASSERT_CONTAINS(res.out, " RSS t=0.000000175 rss=123456789\n");
 	ASSERT_CONTAINS(res.out, " LOSS t=0.000000177 arena_full=3 records_dropped=1\n");
@@ -131,7 +133,7 @@ TEST(dump_sample)
 	ASSERT_CONTAINS(res.out, "END offset=");
 	ASSERT_CONTAINS(res.out, " trailer=yes\n");
 	char at[32];
-	snprintf(at, sizeof(at), "\n@%zu ALLOC ", s.off[5]);
+	snprintf(at, sizeof(at), "\n@%zu ALLOC ", s.off[6]);
 	ASSERT_CONTAINS(res.out, at);
 
 	/* Twice in one call, summaries this time. */
@@ -155,13 +157,13 @@ TEST(dump_errors)
 	pb_build_sample(&s);
 	write_temp(good, s.b.p, s.b.len);
 	/* Cut inside the first ALLOC: the records before it print, then the error; exit 2. */
-	write_temp(path, s.b.p, s.off[5] + 2);
+	write_temp(path, s.b.p, s.off[6] + 2);
 	run_leek(&res, NULL, (const char *[]){ "dump", path, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	snprintf(want, sizeof(want), "leek: %s: offset %zu: ALLOC record cut by the end of the "
-		 "file\n", path, s.off[5]);
+		 "file\n", path, s.off[6]);
 	ASSERT_STREQ(res.err, want);
-	ASSERT_CONTAINS(res.out, " STACK 3:\n");
+	ASSERT_CONTAINS(res.out, " STACK 3:\n@429 THREAD tid=42\n");
 	ASSERT_CONTAINS(res.out, "trailer=yes"); /* the second file still ran */
 	unlink(path);
 
@@ -180,6 +182,23 @@ TEST(dump_errors)
 	run_leek(&res, NULL, (const char *[]){ "dump", getenv("LEEK_BIN"), NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_CONTAINS(res.err, ": not a leek profile (bad magic)\n");
+
+	/* A version-1 profile: one line, exit 2, whichever command reads it. */
+	uint16_t v1 = htole16(1);
+	memcpy(s.b.p + 8, &v1, 2);
+	strcpy(path, "/tmp/leek-cli-XXXXXX");
+	write_temp(path, s.b.p, s.b.len);
+	snprintf(want, sizeof(want), "leek: %s: offset 8: profile format version 1; this leek "
+		 "reads version 2 (record it again with this leek)\n", path);
+	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_STREQ(res.err, want);
+	ASSERT_STREQ(res.out, "");
+	run_leek(&res, NULL, (const char *[]){ "report", path, NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_STREQ(res.err, want);
+	ASSERT_STREQ(res.out, "");
+	unlink(path);
 	run_leek(&res, NULL, (const char *[]){ "dump", "-s", "/nonexistent.lk", NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_STREQ(res.err, "leek: /nonexistent.lk: No such file or directory\n");

@@ -46,7 +46,7 @@ static void check_sample(struct lk_reader *rd, const struct pb_sample *s)
 	size_t i = 0;
 
 	ASSERT_TRUE(h);
-	ASSERT_EQ(h->h.version, 1);
+	ASSERT_EQ(h->h.version, 2);
 	ASSERT_EQ(h->h.flags, LK_HDR_FORKED);
 	ASSERT_EQ(h->h.pid, 4242);
 	ASSERT_EQ(h->h.ppid, 4241);
@@ -99,19 +99,32 @@ static void check_sample(struct lk_reader *rd, const struct pb_sample *s)
 	NEXT(LK_REC_STACK);
 	ASSERT_EQ(rec.stack.id, 3);
 	ASSERT_EQ(rec.stack.nframes, 0);
+	NEXT(LK_REC_THREAD);
+	ASSERT_EQ(rec.time_ns, 5);
+	ASSERT_EQ(rec.thread.tid, 42);
 	NEXT(LK_REC_ALLOC);
 	ASSERT_EQ(rec.time_ns, 105);
 	ASSERT_EQ(rec.alloc.tid, 42);
 	ASSERT_EQ(rec.alloc.addr, 0x7e0000001000);
 	ASSERT_EQ(rec.alloc.size, 128);
 	ASSERT_EQ(rec.alloc.stack, 1);
+	NEXT(LK_REC_THREAD);
+	ASSERT_EQ(rec.thread.tid, 43);
 	NEXT(LK_REC_ALLOC);
 	ASSERT_EQ(rec.time_ns, 112);
+	ASSERT_EQ(rec.alloc.tid, 43);
+	ASSERT_EQ(rec.alloc.addr, 0x7e0000002000);
 	ASSERT_EQ(rec.alloc.size, UINT64_MAX);
 	ASSERT_EQ(rec.alloc.stack, 0);
+	NEXT(LK_REC_THREAD);
+	ASSERT_EQ(rec.thread.tid, 42);
 	NEXT(LK_REC_ALLOC);
+	ASSERT_EQ(rec.alloc.tid, 42);
+	ASSERT_EQ(rec.alloc.addr, 0x7e0000003000);
 	ASSERT_EQ(rec.alloc.size, 1 << 20);
 	ASSERT_EQ(rec.alloc.stack, 2);
+	NEXT(LK_REC_THREAD);
+	ASSERT_EQ(rec.time_ns, 113);
 	NEXT(LK_REC_FREE);
 	ASSERT_EQ(rec.time_ns, 163);
 	ASSERT_EQ(rec.free.tid, 43);
@@ -431,8 +444,8 @@ static void build_big(struct pbuf *b, size_t *nrec)
 		for (int k = 0; k < 40; k++)
 			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
 		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
-		PB_REC(b, lk_rec_alloc(rec, LK_REC_ALLOC, i, 7, 0x10000 * i, i * 3, i));
-		*nrec += 2;
+		*nrec += 2 + !b->thread;
+		pb_alloc(b, i, 7, 0x10000 * i, i * 3, i);
 		if (i == 1500) {
 			uint8_t hdr[1 + LK_VARINT_MAX] = { 0x90 };
 			pb_put(b, hdr, 1 + lk_varint_put(hdr + 1, sizeof(ext)));
@@ -461,7 +474,11 @@ static void compare_readers(struct lk_reader *a, struct lk_reader *b, size_t nre
 			ASSERT_EQ(ra.stack.nframes, ra.stack.id % 41);
 		} else if (ra.tag == LK_REC_ALLOC) {
 			ASSERT_EQ(ra.alloc.addr, rb.alloc.addr);
+			ASSERT_EQ(ra.alloc.addr, ra.alloc.stack * 0x10000);
 			ASSERT_EQ(ra.alloc.size, ra.alloc.stack * 3);
+			ASSERT_EQ(rb.alloc.tid, 7);
+		} else if (ra.tag == LK_REC_THREAD) {
+			ASSERT_EQ(rb.thread.tid, 7);
 		} else {
 			ASSERT_EQ(ra.ext.len, 3 * LK_READ_BUF);
 			ASSERT_EQ(rb.ext.len, 3 * LK_READ_BUF);
@@ -522,14 +539,15 @@ TEST(big_profile_file_and_pipe)
 	free(b.p);
 }
 
-/* The fast path for ALLOC and FREE (read-record.c) against the values written: every varint length
- * from 1 to 10 bytes, longer encodings of the same values (zero groups after the last one), and
- * the records it hands to the general path, in a profile far larger than LK_READ_RECORD_MAX so
- * that the fast path runs; from memory and through a file's window; by lk_reader_next() and by
- * lk_reader_skip(). */
+/* The fast path for ALLOC, FREE and THREAD (read-record.c) against the values written: every
+ * varint length from 1 to 10 bytes, longer encodings of the same values (zero groups after the
+ * last one), address differences of every size and sign, and the records it hands to the general
+ * path, in a profile far larger than LK_READ_RECORD_MAX so that the fast path runs; from memory
+ * and through a file's window; by lk_reader_next() and by lk_reader_skip(). */
 struct fast_rec {
 	uint8_t tag;
-	uint64_t offset, time, f[4]; /* ALLOC: tid addr size stack; FREE: tid addr; RSS: bytes */
+	uint64_t offset, time, f[4]; /* ALLOC: tid addr size stack; FREE: tid addr; THREAD: tid;
+					RSS: bytes */
 };
 
 /* v as a varint, then `pad` more bytes (zero groups) as long as it stays within 10. */
@@ -563,12 +581,12 @@ static unsigned any_pad(uint64_t *x)
 
 enum fast_defect { FAST_FINE, FAST_UNDEFINED_STACK, FAST_VARINT_11, FAST_VARINT_OVERFLOW };
 
-/* FAST_RECORDS random ALLOC, FREE and RSS records after FAST_STACKS stacks; record `at` is an
- * ALLOC with the defect, if any. */
+/* FAST_RECORDS random THREAD, ALLOC, FREE and RSS records after FAST_STACKS stacks, a THREAD
+ * first; record `at` is an ALLOC with the defect, if any. */
 static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fast_defect defect)
 {
-	uint64_t x = 0x5eed0f5a57ull, time = 0, frame = 0x401000;
-	uint8_t enc[1 + 5 * LK_VARINT_MAX + 1];
+	uint64_t x = 0x5eed0f5a57ull, time = 0, frame = 0x401000, tid = 0, addr = 0;
+	uint8_t enc[1 + 4 * LK_VARINT_MAX + 1];
 
 	*b = (struct pbuf){ 0 };
 	pb_simple_header(b);
@@ -577,38 +595,66 @@ static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fa
 	for (size_t i = 0; i < FAST_RECORDS; i++) {
 		struct fast_rec *w = &want[i];
 		unsigned kind = (unsigned)(xorshift(&x) % 20), nf, n = 1;
-		uint64_t dt = any_width(&x);
+		uint64_t dt = any_width(&x), v[3]; /* the fields after dt, as written */
 
-		w->tag = kind < 12 ? LK_REC_ALLOC : kind < 19 ? LK_REC_FREE : LK_REC_RSS;
+		w->tag = i == 0      ? LK_REC_THREAD
+			 : kind < 12 ? LK_REC_ALLOC
+			 : kind < 18 ? LK_REC_FREE
+			 : kind < 19 ? LK_REC_THREAD
+				     : LK_REC_RSS;
 		if (i == at && defect != FAST_FINE)
 			w->tag = LK_REC_ALLOC;
-		nf = w->tag == LK_REC_ALLOC ? 4 : w->tag == LK_REC_FREE ? 2 : 1;
+		nf = w->tag == LK_REC_ALLOC ? 3 : 1;
 		for (unsigned k = 0; k < nf; k++)
-			w->f[k] = any_width(&x);
+			v[k] = any_width(&x); /* for an address, a zigzag difference of any size */
 		if (w->tag == LK_REC_ALLOC)
-			w->f[3] = xorshift(&x) % (FAST_STACKS + 1);
+			v[2] = xorshift(&x) % (FAST_STACKS + 1);
 		if (i == at) { /* a record the fast path would take, but for its defect */
 			dt &= 0xffff;
 			for (unsigned k = 0; k < nf; k++)
-				w->f[k] &= 0xffffffff;
+				v[k] &= 0xffffffff;
 		}
+		if (w->tag == LK_REC_THREAD)
+			dt = 0; /* it has none */
 		enc[0] = w->tag;
-		n += put_padded(enc + n, dt, i == at ? 0 : any_pad(&x));
+		if (w->tag != LK_REC_THREAD)
+			n += put_padded(enc + n, dt, i == at ? 0 : any_pad(&x));
 		for (unsigned k = 0; k < nf; k++) {
 			uint8_t *f = enc + n;
-			n += put_padded(f, w->f[k], i == at ? 0 : any_pad(&x));
+			n += put_padded(f, v[k], i == at ? 0 : any_pad(&x));
 			if (i != at)
 				continue;
-			if (k == 1 && defect == FAST_VARINT_11) { /* 10 bytes and one more */
-				n = (unsigned)(f - enc) + put_padded(f, w->f[k], 10) + 1;
+			if (k == 0 && defect == FAST_VARINT_11) { /* 10 bytes and one more */
+				n = (unsigned)(f - enc) + put_padded(f, v[k], 10) + 1;
 				f[9] |= 0x80;
 				f[10] = 0;
-			} else if (k == 1 && defect == FAST_VARINT_OVERFLOW) { /* 2^64 and more */
+			} else if (k == 0 && defect == FAST_VARINT_OVERFLOW) { /* 2^64 and more */
 				n = (unsigned)(f - enc) + put_padded(f, UINT64_MAX, 0);
 				f[9] = 2;
-			} else if (k == 3 && defect == FAST_UNDEFINED_STACK) {
+			} else if (k == 2 && defect == FAST_UNDEFINED_STACK) {
 				n = (unsigned)(f - enc) + put_padded(f, FAST_STACKS + 1, 0);
 			}
+		}
+		/* What the reader must make of it. */
+		switch (w->tag) {
+		case LK_REC_THREAD:
+			tid = w->f[0] = v[0];
+			break;
+		case LK_REC_ALLOC:
+			addr += (uint64_t)lk_unzigzag(v[0]);
+			w->f[0] = tid;
+			w->f[1] = addr;
+			w->f[2] = v[1];
+			w->f[3] = v[2];
+			break;
+		case LK_REC_FREE:
+			addr += (uint64_t)lk_unzigzag(v[0]);
+			w->f[0] = tid;
+			w->f[1] = addr;
+			break;
+		default:
+			w->f[0] = v[0];
+			break;
 		}
 		w->offset = b->len;
 		w->time = time += dt;
@@ -644,6 +690,8 @@ static int read_fast(struct lk_reader *rd, bool skip, const struct fast_rec *wan
 		} else if (w->tag == LK_REC_FREE) {
 			ASSERT_EQ(r.free.tid, w->f[0]);
 			ASSERT_EQ(r.free.addr, w->f[1]);
+		} else if (w->tag == LK_REC_THREAD) {
+			ASSERT_EQ(r.thread.tid, w->f[0]);
 		} else {
 			ASSERT_EQ(r.rss.bytes, w->f[0]);
 		}
@@ -712,6 +760,8 @@ TEST(names)
 {
 	ASSERT_STREQ(lk_rec_tag_name(LK_REC_ALLOC), "ALLOC");
 	ASSERT_STREQ(lk_rec_tag_name(LK_REC_TRAILER), "TRAILER");
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_THREAD), "THREAD");
+	ASSERT_TRUE(!lk_rec_tag_name(LK_REC_MAX_KNOWN + 1));
 	ASSERT_STREQ(lk_rec_tag_name(0x80), "EXT");
 	ASSERT_TRUE(!lk_rec_tag_name(0x2a));
 	ASSERT_TRUE(!lk_rec_tag_name(0));
@@ -719,4 +769,145 @@ TEST(names)
 	ASSERT_STREQ(lk_counter_name(LK_CNT_FREES), "frees");
 	ASSERT_TRUE(!lk_counter_name(0));
 	ASSERT_TRUE(!lk_counter_name(LK_CNT_MAX + 1));
+}
+
+/* Two threads (and now and then a third) allocating and freeing each other's blocks, as libleek
+ * writes them: a THREAD record whenever the thread changes. Every ALLOC and FREE must come back
+ * with its own thread and address, on the fast path (most of the file) and on the general one
+ * (its last LK_READ_RECORD_MAX bytes), and lk_reader_skip() must keep the same state. */
+TEST(thread_switching)
+{
+	enum { N = 6000, BLOCKS = 64 };
+	static struct {
+		uint8_t tag;
+		uint64_t offset, tid, addr;
+	} want[N];
+	uint64_t x = 0x7417eadull, block[BLOCKS] = { 0 };
+	struct pbuf b = { 0 };
+	size_t threads = 0, nrec = 0;
+
+	pb_simple_header(&b);
+	for (size_t i = 0; i < N; i++) {
+		uint64_t r = xorshift(&x), tid = r % 16 == 0 ? 300 : r % 2 ? 100 : 200;
+		unsigned k = (unsigned)(r >> 8) % BLOCKS;
+		size_t before = b.len;
+		bool thread = !b.thread || b.tid != tid;
+		if (block[k]) { /* whoever runs now frees it, whoever allocated it */
+			want[i].offset = pb_free(&b, 0, tid, block[k]);
+			want[i].tag = LK_REC_FREE;
+			want[i].addr = block[k];
+			block[k] = 0;
+		} else {
+			block[k] = 0x7f0000000000 + (r >> 16 & 0xffff) * 16;
+			want[i].offset = pb_alloc(&b, r >> 40 & 3, tid, block[k], 24, 0);
+			want[i].tag = LK_REC_ALLOC;
+			want[i].addr = block[k];
+		}
+		want[i].tid = tid;
+		ASSERT_EQ(want[i].offset != before, thread); /* a THREAD record came first */
+		threads += thread;
+	}
+	ASSERT_TRUE(threads > N / 3 && b.len > 4 * LK_READ_RECORD_MAX);
+
+	for (int way = 0; way < 2; way++) {
+		struct lk_record got;
+		uint64_t t;
+		size_t i = 0;
+		int r;
+		struct lk_reader *rd = open_mem(b.p, b.len, &r);
+
+		ASSERT_OK(r);
+		nrec = 0;
+		for (;;) {
+			/* Way 1 skips every other record: what skip() leaves must be next()'s. */
+			r = way && nrec % 2 ? lk_reader_skip(rd, &t) : lk_reader_next(rd, &got);
+			if (r <= 0)
+				break;
+			if (way && nrec++ % 2)
+				continue;
+			nrec += !way;
+			if (got.tag == LK_REC_THREAD)
+				continue;
+			while (i < N && want[i].offset < got.offset) /* matched by offset */
+				i++;
+			ASSERT_TRUE(i < N);
+			ASSERT_EQ(got.offset, want[i].offset);
+			ASSERT_EQ(got.tag, want[i].tag);
+			if (got.tag == LK_REC_ALLOC) {
+				ASSERT_EQ(got.alloc.tid, want[i].tid);
+				ASSERT_EQ(got.alloc.addr, want[i].addr);
+			} else {
+				ASSERT_EQ(got.free.tid, want[i].tid);
+				ASSERT_EQ(got.free.addr, want[i].addr);
+			}
+		}
+		ASSERT_EQ(r, 0);
+		ASSERT_EQ(nrec, N + threads);
+		ASSERT_EQ(lk_reader_end_offset(rd), b.len);
+		lk_reader_free(rd);
+	}
+	free(b.p);
+}
+
+/* Addresses are differences from the file's previous one, 0 at the start: the first costs its
+ * full width, a block used again costs 1 byte, a block below the previous one a negative
+ * difference, and differences wrap at 2^64 both ways. INHERIT is part of the chain. */
+TEST(address_deltas)
+{
+	static const uint64_t addr[] = { 0x7f12345678f0, 0x7f12345678f0, 0x7f1234567000,
+					 0x7f1234568000, 1, 0, UINT64_MAX, 0, 0x8000000000000000,
+					 0x7fffffffffffffff, 0x55550000 };
+	/* Each record's length: i % 3 == 0 is an ALLOC (tag, dt, addr_delta, size, stack: 1 byte
+	 * each but addr_delta), else a FREE (tag, dt, addr_delta); addr_delta takes 7, 1, 2, 2, 7,
+	 * 1, 1 (-1 wraps), 1 (+1 wraps), 10 (2^63 away) and 1 bytes. */
+	static const size_t len[] = { 11, 3, 4, 6, 9, 3, 5, 3, 12, 5, 0 };
+	struct pbuf b = { 0 };
+	size_t off[16], n = sizeof(addr) / sizeof(addr[0]), k;
+	struct lk_record got;
+	int r;
+
+	pb_simple_header(&b);
+	PB_REC(&b, lk_rec_thread(rec, 5));
+	for (size_t i = 0; i < n; i++) {
+		if (i == n - 1)
+			off[i] = PB_REC(&b, lk_rec_inherit(rec, &b.addr, addr[i], 8, 0, 0));
+		else if (i % 3 == 0)
+			off[i] = PB_REC(&b, lk_rec_alloc(rec, 0, &b.addr, addr[i], 8, 0));
+		else
+			off[i] = PB_REC(&b, lk_rec_free(rec, 0, &b.addr, addr[i]));
+		if (len[i])
+			ASSERT_EQ(b.len - off[i], len[i]);
+	}
+	/* The first address: zigzag(addr - 0), 7 bytes for a 47-bit user address. */
+	ASSERT_EQ(b.p[off[0] + 2], (uint8_t)(0x80 | (lk_zigzag(0x7f12345678f0) & 0x7f)));
+	/* The same block again: a difference of 0, one zero byte. */
+	ASSERT_EQ(b.p[off[1] + 2], 0);
+	pb_zeros(&b, 2 * LK_READ_RECORD_MAX); /* then again with the fast path */
+
+	for (int pass = 0; pass < 2; pass++) {
+		struct lk_reader *rd = open_mem(b.p, pass ? b.len : b.len - 2 * LK_READ_RECORD_MAX,
+						&r);
+		ASSERT_OK(r);
+		ASSERT_EQ(lk_reader_next(rd, &got), 1);
+		ASSERT_EQ(got.tag, LK_REC_THREAD);
+		for (k = 0; k < n; k++) {
+			ASSERT_EQ(lk_reader_next(rd, &got), 1);
+			ASSERT_EQ(got.offset, off[k]);
+			if (k == n - 1) {
+				ASSERT_EQ(got.tag, LK_REC_INHERIT);
+				ASSERT_EQ(got.inherit.addr, addr[k]);
+			} else if (k % 3 == 0) {
+				ASSERT_EQ(got.tag, LK_REC_ALLOC);
+				ASSERT_EQ(got.alloc.addr, addr[k]);
+				ASSERT_EQ(got.alloc.tid, 5);
+			} else {
+				ASSERT_EQ(got.tag, LK_REC_FREE);
+				ASSERT_EQ(got.free.addr, addr[k]);
+				ASSERT_EQ(got.free.tid, 5);
+			}
+		}
+		ASSERT_EQ(lk_reader_next(rd, &got), 0);
+		lk_reader_free(rd);
+	}
+	free(b.p);
 }

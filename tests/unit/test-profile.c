@@ -87,7 +87,7 @@ TEST(exact_totals_peak_timeline)
 	t = lk_profile_totals(p);
 	ASSERT_EQ(t->period, 1);
 	ASSERT_EQ(t->duration_ns, 100);
-	ASSERT_EQ(t->records, 17);
+	ASSERT_EQ(t->records, 18); /* with the THREAD record before the first ALLOC */
 	ASSERT_EQ(t->samples, 6);
 	ASSERT_EQ(t->frees, 3);
 	ASSERT_EQ(t->frees_unknown, 0);
@@ -242,8 +242,8 @@ TEST(inherit_frees_and_crash)
 
 	sim_start(&s, 1, LK_HDR_EXACT | LK_HDR_FORKED);
 	sim_site(&s, 0x401000);
-	PB_REC(&s.b, lk_rec_inherit(rec, 0x9000, 300, 1, SIM_START_MONO - 5000));
-	PB_REC(&s.b, lk_rec_inherit(rec, 0xa000, 700, 1, SIM_START_MONO - 1000));
+	PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, 0x9000, 300, 1, SIM_START_MONO - 5000));
+	PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, 0xa000, 700, 1, SIM_START_MONO - 1000));
 	sim_alloc(&s, 10, 0xb000, 50, 1);
 	sim_free(&s, 20, 0xa000);
 	sim_free(&s, 30, 0xdead);            /* never sampled here */
@@ -497,8 +497,8 @@ static void replay_check(uint64_t period, uint64_t seed)
 		else if (op[i].tag == LK_REC_FREE)
 			sim_free(&s, op[i].t, op[i].addr);
 		else
-			PB_REC(&s.b, lk_rec_inherit(rec, op[i].addr, op[i].size, op[i].stack,
-						    SIM_START_MONO));
+			PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, op[i].addr, op[i].size,
+						    op[i].stack, SIM_START_MONO));
 	}
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
 
@@ -548,7 +548,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 		series[b][k] = now[k].bytes;
 
 	t = lk_profile_totals(p);
-	ASSERT_EQ(t->records, REPLAY_RECORDS + REPLAY_STACKS);
+	ASSERT_EQ(t->records, REPLAY_RECORDS + REPLAY_STACKS + 1); /* and one THREAD */
 	ASSERT_EQ(t->frees_unknown, unknown);
 	ASSERT_EQ(t->max_live, max_count);
 	ASSERT_EQ(t->peak_ns, peak_ns);
@@ -594,7 +594,7 @@ TEST(pipe_is_read_twice)
 	snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
 	ASSERT_OK(lk_profile_load(path, NULL, &p, &err));
 	ASSERT_EXACT(lk_profile_totals(p)->peak_bytes, 2250);
-	ASSERT_EQ(lk_profile_totals(p)->records, 17);
+	ASSERT_EQ(lk_profile_totals(p)->records, 18);
 	lk_profile_free(p);
 	close(fds[0]);
 	free(s.b.p);

@@ -56,8 +56,8 @@ TEST(unknown_tag)
 	size_t at = off_of(&b);
 	pb_put(&b, "\x2a\x01\x02", 3);
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x2a", at));
-	b.p[at] = 10; /* the first reserved tag */
-	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0a", at));
+	b.p[at] = LK_REC_MAX_KNOWN + 1; /* the first reserved tag */
+	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0b", at));
 	b.p[at] = 0x7f;
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x7f", at));
 	free(b.p);
@@ -89,15 +89,15 @@ TEST(undefined_stack)
 	char msg[256];
 
 	pb_simple_header(&b);
-	PB_REC(&b, lk_rec_alloc(rec, LK_REC_ALLOC, 1, 1, 0x1000, 8, 0)); /* 0: no stack, fine */
+	pb_alloc(&b, 1, 1, 0x1000, 8, 0); /* 0: no stack, fine */
 	PB_REC(&b, lk_rec_stack(rec, 1, fr, 1));
-	PB_REC(&b, lk_rec_alloc(rec, LK_REC_ALLOC, 1, 1, 0x2000, 8, 1));
+	pb_alloc(&b, 1, 1, 0x2000, 8, 1);
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
-	ASSERT_EQ(n, 3);
-	size_t at = PB_REC(&b, lk_rec_alloc(rec, LK_REC_ALLOC, 1, 1, 0x3000, 8, 2));
+	ASSERT_EQ(n, 4); /* THREAD, ALLOC, STACK, ALLOC */
+	size_t at = pb_alloc(&b, 1, 1, 0x3000, 8, 2);
 	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC names stack 2, which is not defined yet", at));
 	b.len = at;
-	at = PB_REC(&b, lk_rec_inherit(rec, 0x3000, 8, 9, 0));
+	at = PB_REC(&b, lk_rec_inherit(rec, &b.addr, 0x3000, 8, 9, 0));
 	EXPECT_ERROR(&b, fmt("offset %zu: INHERIT names stack 9, which is not defined yet", at));
 	free(b.p);
 }
@@ -249,11 +249,12 @@ TEST(bad_headers)
 	uint64_t v64 = 0;
 
 	pb_simple_header(&b);
-	v16 = htole16(2);
+	v16 = htole16(3);
 	patch_header(&b, 8, &v16, 2);
 	struct lk_reader *rd = lk_reader_new();
 	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
-	ASSERT_STREQ(lk_reader_error(rd), "format version 2, but this leek reads version 1 only");
+	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 3; this leek reads "
+					  "version 2 (a newer leek wrote it)");
 	lk_reader_free(rd);
 
 	free(b.p);
@@ -310,5 +311,80 @@ TEST(no_records_at_all)
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
 	ASSERT_EQ(n, 0);
 	ASSERT_STREQ(msg, "");
+	free(b.p);
+}
+
+/* Version 1 (tid and absolute addresses in every ALLOC and FREE) is refused as a whole. */
+TEST(version_1)
+{
+	struct pbuf b = { 0 };
+	uint16_t v16 = htole16(1);
+
+	pb_simple_header(&b);
+	/* A version-1 ALLOC: dt tid addr size stack. */
+	pb_put(&b, "\x01\x05\x2a\x80\x80\x04\x10\x00", 8);
+	patch_header(&b, 8, &v16, 2);
+	struct lk_reader *rd = lk_reader_new();
+	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
+	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 1; this leek reads "
+					  "version 2 (record it again with this leek)");
+	ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EPROTONOSUPPORT);
+	ASSERT_TRUE(!lk_reader_header(rd));
+	lk_reader_free(rd);
+	free(b.p);
+}
+
+/* ALLOC and FREE belong to the last THREAD record's thread: before the first, they are nobody's. */
+TEST(event_before_thread)
+{
+	static const uint64_t fr[] = { 1 };
+	struct pbuf b = { 0 };
+	char msg[256];
+	size_t at, n;
+
+	pb_simple_header(&b);
+	PB_REC(&b, lk_rec_stack(rec, 1, fr, 1));
+	at = PB_REC(&b, lk_rec_alloc(rec, 3, &b.addr, 0x1000, 8, 1));
+	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC before any THREAD record", at));
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
+	ASSERT_EQ(n, 1); /* the STACK */
+	b.len = at;
+	at = PB_REC(&b, lk_rec_free(rec, 3, &b.addr, 0x1000));
+	EXPECT_ERROR(&b, fmt("offset %zu: FREE before any THREAD record", at));
+
+	/* An INHERIT has no thread: it may come first (a forked child's file starts with them). */
+	b.len = at;
+	b.addr = 0;
+	PB_REC(&b, lk_rec_inherit(rec, &b.addr, 0x1000, 8, 1, 5));
+	PB_REC(&b, lk_rec_thread(rec, 9));
+	PB_REC(&b, lk_rec_free(rec, 3, &b.addr, 0x1000));
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, 4);
+
+	/* Far from the start, where the reader's fast path runs, it is the same error. */
+	b.len = at;
+	for (int i = 0; i < 2000; i++)
+		PB_REC(&b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096));
+	at = PB_REC(&b, lk_rec_alloc(rec, 3, &b.addr, 0x1000, 8, 1));
+	pb_zeros(&b, 2 * LK_READ_RECORD_MAX);
+	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC before any THREAD record", at));
+	free(b.p);
+}
+
+/* A THREAD record is a tag and a varint; either may be cut off or broken. */
+TEST(broken_thread)
+{
+	struct pbuf b = { 0 };
+	size_t at;
+
+	pb_simple_header(&b);
+	at = PB_REC(&b, lk_rec_thread(rec, 123456));
+	b.len = at + 1; /* the tag alone */
+	EXPECT_ERROR(&b, fmt("offset %zu: THREAD record cut by the end of the file", at));
+	b.len = at + 3; /* the tag and 2 of the tid's 3 bytes */
+	EXPECT_ERROR(&b, fmt("offset %zu: THREAD record cut by the end of the file", at));
+	b.len = at;
+	pb_put(&b, "\x0a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 12);
+	EXPECT_ERROR(&b, fmt("offset %zu: THREAD record holds a varint over 64 bits", at));
 	free(b.p);
 }

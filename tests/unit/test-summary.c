@@ -66,9 +66,9 @@ TEST(summary_exact_mode)
 	struct lk_summary s;
 
 	pb_header(&b, &(struct pb_header){ .flags = LK_HDR_EXACT, .period = 1, .exe = "/x" });
-	PB_REC(&b, lk_rec_alloc(rec, LK_REC_ALLOC, 1, 1, 0x1000, 10, 0));
-	PB_REC(&b, lk_rec_alloc(rec, LK_REC_ALLOC, 1, 1, 0x2000, 20, 0));
-	PB_REC(&b, lk_rec_free(rec, 1, 1, 0x9000)); /* unknown block */
+	pb_alloc(&b, 1, 1, 0x1000, 10, 0);
+	pb_alloc(&b, 1, 1, 0x2000, 20, 0);
+	pb_free(&b, 1, 1, 0x9000); /* unknown block */
 	ASSERT_OK(lk_reader_open_memory(rd, b.p, b.len));
 	ASSERT_OK(lk_summary_read(rd, &s));
 	ASSERT_EQ(s.live_blocks, 2);

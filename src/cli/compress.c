@@ -1,0 +1,281 @@
+/* compress.c: turns a finished raw profile into FILE.gz beside it (compress.h).
+ *
+ * It must never lose a profile: the raw file is removed only once its compressed copy is complete,
+ * on disk (fsync, then the directory's fsync after the rename) and under its final name; any
+ * failure before that removes the temporary file and leaves the raw one as it was. The temporary
+ * file is an unnamed O_TMPFILE in the same directory where the file system has them, so that a
+ * Ctrl-C or a crash in the middle leaves nothing behind; elsewhere it is FILE.gz.XXXXXX. It must
+ * never overwrite a file either (libleek never does): the final name is taken with linkat(2) or
+ * RENAME_NOREPLACE, which fail rather than replace. And it must not compress a profile that is
+ * still being written, by a process that outlived `leek run`'s program: libleek keeps its profile
+ * open until it exits or execs, so a profile that its header's process holds open is refused, and
+ * one whose size or time changed while it was read is dropped at the end.
+ */
+#define ZLIB_CONST
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "compress.h"
+#include "leek/format.h"
+#include "read-gz.h"
+#include "util.h"
+
+#define IO_BUF (256 * 1024)
+#define MAX_NAMES 1000 /* FILE.gz, FILE.1.gz, ... FILE.999.gz, as libleek's suffixes */
+
+static int fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char **msg, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg && !*msg) {
+		va_start(ap, fmt);
+		if (vasprintf(msg, fmt, ap) < 0)
+			*msg = NULL;
+		va_end(ap);
+	}
+	return r;
+}
+
+/* Whether process pid holds the file (dev, ino) open: 1, 0, or 1 when it cannot tell (a live
+ * process of another user), since compressing a profile under its writer would lose records. */
+static int held_open(pid_t pid, dev_t dev, ino_t ino)
+{
+	char dir[64];
+	struct dirent *de;
+	struct stat st;
+	bool found = false;
+	DIR *d;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return errno != ENOENT && (kill(pid, 0) == 0 || errno == EPERM);
+	while (!found && (de = readdir(d)))
+		found = de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
+			st.st_dev == dev && st.st_ino == ino;
+	closedir(d);
+	return found;
+}
+
+/* 0 if fd holds a raw profile that no process is writing; else a negative errno and *msg. */
+static int check_profile(int fd, const struct stat *st, char **msg)
+{
+	struct lk_file_header h;
+	ssize_t k = pread(fd, &h, sizeof(h), 0);
+	const uint8_t *b = (const uint8_t *)&h;
+
+	if (k < 0)
+		return fail(msg, -errno, "cannot read it: %s", strerror(errno));
+	if (k >= 2 && b[0] == LK_GZ_MAGIC0 && b[1] == LK_GZ_MAGIC1)
+		return fail(msg, -EALREADY, "already gzip-compressed");
+	if (k < 8 || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0)
+		return fail(msg, -EMEDIUMTYPE, "not a leek profile (no %s magic)", LK_FORMAT_MAGIC);
+	if (k == (ssize_t)sizeof(h) && held_open((pid_t)le32toh(h.pid), st->st_dev, st->st_ino))
+		return fail(msg, -EBUSY, "still being written by pid %u", le32toh(h.pid));
+	return 0;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			return -EIO;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* Deflates all of in_fd into out_fd as one gzip member; the raw bytes read in *raw. */
+static int deflate_fd(int in_fd, int out_fd, int level, uint64_t *raw)
+{
+	_cleanup_(freep) uint8_t *in = malloc(IO_BUF), *out = malloc(IO_BUF);
+	z_stream zs = { 0 };
+	int flush, k = 0;
+
+	if (!in || !out)
+		return -ENOMEM;
+	/* 16 + 15: a gzip wrapper, the largest window; 8: zlib's default memory level. */
+	if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	*raw = 0;
+	do {
+		ssize_t n = read(in_fd, in, IO_BUF);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			k = -errno;
+			break;
+		}
+		*raw += (uint64_t)n;
+		zs.next_in = in;
+		zs.avail_in = (uInt)n;
+		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
+		do {
+			zs.next_out = out;
+			zs.avail_out = IO_BUF;
+			if (deflate(&zs, flush) == Z_STREAM_ERROR)
+				k = -EINVAL;
+			else
+				k = write_all(out_fd, out, IO_BUF - zs.avail_out);
+		} while (k == 0 && zs.avail_out == 0);
+	} while (k == 0 && flush != Z_FINISH);
+	deflateEnd(&zs);
+	return k;
+}
+
+/* Gives the temporary file (fd, named tmp, or unnamed if tmp is NULL) the name `name` unless a
+ * file has it: 0, or -1 and errno (EEXIST if taken). */
+static int place(int fd, const char *tmp, const char *name)
+{
+	char proc[64];
+	int k;
+
+	if (!tmp) {
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+		return linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW);
+	}
+	k = renameat2(AT_FDCWD, tmp, AT_FDCWD, name, RENAME_NOREPLACE);
+	if (k < 0 && (errno == EINVAL || errno == ENOSYS)) {
+		/* No RENAME_NOREPLACE here: link(2) never replaces either. */
+		k = link(tmp, name);
+		if (k == 0)
+			unlink(tmp);
+	}
+	return k;
+}
+
+/* Names the temporary file the first free one of FILE.gz, FILE.1.gz, ...: 0 and *ret, or a
+ * negative errno. Never replaces a file. */
+static int name_free(int fd, const char *tmp, const char *path, char **ret)
+{
+	for (unsigned i = 0; i < MAX_NAMES; i++) {
+		char *name;
+		int k;
+
+		if ((i ? asprintf(&name, "%s.%u.gz", path, i) : asprintf(&name, "%s.gz", path)) < 0)
+			return -ENOMEM;
+		k = place(fd, tmp, name);
+		if (k == 0) {
+			*ret = name;
+			return 0;
+		}
+		k = -errno;
+		free(name);
+		if (k != -EEXIST)
+			return k;
+	}
+	return -EEXIST;
+}
+
+/* The directory of path (malloc'ed, NULL when out of memory). */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? strndup(path, (size_t)(slash - path) + 1) : strdup(".");
+}
+
+/* Makes a new name in dir durable; best effort (some file systems refuse). */
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+/* A temporary file in dir for FILE.gz: unnamed (*tmp NULL) where the file system allows, else
+ * FILE.gz.XXXXXX (*tmp malloc'ed). The descriptor, or a negative errno. */
+static int open_temp(const char *dir, const char *path, char **tmp)
+{
+	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
+	*tmp = NULL;
+	if (fd >= 0)
+		return fd;
+	if (asprintf(tmp, "%s.gz.XXXXXX", path) < 0) {
+		*tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = mkostemp(*tmp, O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static bool same_file_state(const struct stat *a, const struct stat *b)
+{
+	return a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+int lk_compress_profile(const char *path, int level, struct lk_compressed *ret, char **msg)
+{
+	_cleanup_(closep) int fd = -1, out = -1;
+	_cleanup_(freep) char *dir = NULL, *tmp = NULL, *name = NULL;
+	struct stat st, st2, ost;
+	uint64_t raw = 0;
+	int k;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return fail(msg, -EINVAL, "not a regular file");
+	k = check_profile(fd, &st, msg);
+	if (k < 0)
+		return k;
+
+	dir = dir_of(path);
+	if (!dir)
+		return -ENOMEM;
+	out = open_temp(dir, path, &tmp);
+	if (out < 0)
+		return out;
+	k = deflate_fd(fd, out, level, &raw);
+	/* The profile's permissions and times: its mtime is when its process stopped writing. */
+	if (k == 0 && (fchmod(out, st.st_mode & 0777) < 0 ||
+		       futimens(out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0 ||
+		       fsync(out) < 0 || fstat(out, &ost) < 0 || fstat(fd, &st2) < 0))
+		k = -errno;
+	if (k == 0 && (raw != (uint64_t)st.st_size || !same_file_state(&st, &st2)))
+		k = fail(msg, -ESTALE, "it changed while it was being compressed (is a process "
+			 "still writing it?)");
+	if (k == 0)
+		k = name_free(out, tmp, path, &name);
+	if (k < 0) {
+		if (tmp)
+			unlink(tmp);
+		return k;
+	}
+	sync_dir(dir);
+	if (unlink(path) < 0) {
+		k = -errno;
+		return fail(msg, k, "compressed into %s, but cannot remove the raw file: %s", name,
+			    strerror(-k));
+	}
+	*ret = (struct lk_compressed){ .path = name, .raw_bytes = raw,
+				       .gz_bytes = (uint64_t)ost.st_size };
+	name = NULL;
+	return 0;
+}

@@ -1,0 +1,618 @@
+/* test-compress.c: gzip-compressed profiles end to end, through the `leek` binary.
+ *
+ * A compressed profile must read exactly as its raw bytes do (`leek dump` and `leek report`, the
+ * same output, status and messages but for the file's name), in one gzip member or several. Cut
+ * short, it must read as a crashed raw profile cut at its last complete record; damaged, fail
+ * with exit 2 and the uncompressed offset. `leek compress` must refuse what is not a raw profile
+ * and never overwrite a file. With libleek.so built (no sanitizer), `leek run` must leave .gz
+ * files only (raw ones with --no-compress), keep its program's status when compressing fails,
+ * and leave a profile that a surviving process still writes alone. The rest runs under ASan too.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "build-profile.h"
+#include "harness.h"
+#include "proc.h"
+
+#ifndef LEEK_BIN
+#error "meson passes LEEK_BIN, the built leek"
+#endif
+
+#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
+#define MAX_ARGS 24
+
+static struct proc res;
+
+/* `leek ARGS...` (NULL-terminated) in dir, with this build's libleek.so if there is one and the
+ * C locale. */
+static void leek(struct proc *p, const char *dir, const char *const *args)
+{
+	static const char *const env[] = {
+#ifdef LIBLEEK_PATH
+		"LEEK_LIBRARY=" LIBLEEK_PATH,
+#endif
+		"LC_ALL=C", NULL
+	};
+	const char *argv[MAX_ARGS] = { LEEK_BIN };
+	size_t n = 1;
+
+	for (size_t i = 0; args[i]; i++) {
+		if (n + 1 >= MAX_ARGS)
+			FAIL("too many arguments");
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	proc_free(p);
+	proc_run(p, dir, argv, env, 60);
+}
+
+#define LEEK(dir, ...) leek(&res, dir, (const char *const[]){ __VA_ARGS__, NULL })
+
+/* s with every occurrence of from replaced by to (malloc'ed). */
+static char *replace_all(const char *s, const char *from, const char *to)
+{
+	size_t n = strlen(from), m = strlen(to), len = 0;
+	char *out = malloc(strlen(s) * (m > n ? m / (n ? n : 1) + 1 : 1) + 1);
+	const char *hit;
+
+	if (!out || !n)
+		FAIL("replace_all");
+	while ((hit = strstr(s, from))) {
+		memcpy(out + len, s, (size_t)(hit - s));
+		len += (size_t)(hit - s);
+		memcpy(out + len, to, m);
+		len += m;
+		s = hit + n;
+	}
+	strcpy(out + len, s);
+	return out;
+}
+
+static bool exists(const char *path)
+{
+	return access(path, F_OK) == 0;
+}
+
+/* Files in dir whose name starts with prefix and ends with suffix. */
+static size_t count_files(const char *dir, const char *prefix, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0;
+
+	if (!d)
+		FAIL("%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name), sl = strlen(suffix);
+		if (!strncmp(de->d_name, prefix, strlen(prefix)) && len >= sl &&
+		    !strcmp(de->d_name + len - sl, suffix))
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/* Appends bytes [from, to) of data to out as one gzip member (zlib writes no file name, so the
+ * first deflate block starts at byte 10 of the member). */
+static void gz_member(struct pbuf *out, const uint8_t *data, size_t from, size_t to)
+{
+	z_stream zs = { 0 };
+	uint8_t buf[65536];
+	int k;
+
+	ASSERT_EQ(deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = (Bytef *)data + from;
+	zs.avail_in = (uInt)(to - from);
+	do {
+		zs.next_out = buf;
+		zs.avail_out = sizeof(buf);
+		k = deflate(&zs, Z_FINISH);
+		ASSERT_TRUE(k == Z_OK || k == Z_STREAM_END);
+		pb_put(out, buf, sizeof(buf) - zs.avail_out);
+	} while (k != Z_STREAM_END);
+	deflateEnd(&zs);
+}
+
+/* A profile of a few thousand records, a trailer at its end. */
+static void build_profile(struct pbuf *b)
+{
+	static uint64_t trailer[LK_CNT_MAX + 1];
+	uint64_t frames[12];
+
+	*b = (struct pbuf){ 0 };
+	pb_simple_header(b);
+	for (uint64_t i = 1; i <= 50; i++) {
+		for (int k = 0; k < 12; k++)
+			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
+		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 12) + 1));
+	}
+	for (uint64_t i = 1; i <= 2000; i++) {
+		pb_alloc(b, 1000 + i, 7 + i % 2, 0x10000 * i, 16 * (i % 100) + 1, i % 50 + 1);
+		if (i % 3)
+			pb_free(b, 500, 7, 0x10000 * i);
+	}
+	trailer[LK_CNT_SAMPLES] = 2000;
+	PB_REC(b, lk_rec_counters(rec, LK_REC_TRAILER, 11, 1700000001000000000, trailer));
+}
+
+/* Output of a command on one file, with the file's path replaced by "FILE". */
+struct outcome {
+	int status;
+	char *out, *err;
+};
+
+static void outcome_of(struct outcome *o, const char *path)
+{
+	o->status = res.status;
+	o->out = replace_all(res.out, path, "FILE");
+	o->err = replace_all(res.err, path, "FILE");
+}
+
+static void outcome_free(struct outcome *o)
+{
+	free(o->out);
+	free(o->err);
+}
+
+/* Every reading command must say the same of raw and gz, but for the path. */
+static void expect_same_reading(const char *dir, const char *raw, const char *gz)
+{
+	static const char *const commands[][4] = {
+		{ "dump", NULL },
+		{ "dump", "--summary", NULL },
+		{ "report", NULL },
+		{ "report", "--format", "json", NULL },
+		{ "report", "peak", "-s", NULL },
+		{ "report", "timeline", "--ascii", NULL },
+	};
+
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		const char *args[8];
+		struct outcome a, b;
+		size_t n = 0;
+
+		for (size_t k = 0; commands[i][k]; k++)
+			args[n++] = commands[i][k];
+		args[n + 1] = NULL;
+		args[n] = raw;
+		leek(&res, dir, args);
+		outcome_of(&a, raw);
+		args[n] = gz;
+		leek(&res, dir, args);
+		outcome_of(&b, gz);
+		if (a.status != b.status || strcmp(a.out, b.out) || strcmp(a.err, b.err))
+			FAIL("leek %s %s: raw and gzip differ:\nraw (exit %d):\n%.3000s\n%s\ngzip "
+			     "(exit %d):\n%.3000s\n%s",
+			     commands[i][0], commands[i][1] ? commands[i][1] : "", a.status, a.out,
+			     a.err, b.status, b.out, b.err);
+		if (!a.out[0])
+			FAIL("leek %s: no output (exit %d, %s)", commands[i][0], a.status, a.err);
+		outcome_free(&a);
+		outcome_free(&b);
+	}
+}
+
+/* `leek compress` of a copy of b reads as b itself. */
+TEST(compress_then_read_same)
+{
+	char dir[256], raw[300], copy[300], gz[310], want[700];
+	struct pb_sample s;
+	struct pbuf big;
+
+	tmp_dir(dir);
+	pb_build_sample(&s);
+	build_profile(&big);
+	for (int i = 0; i < 2; i++) {
+		const struct pbuf *b = i ? &big : &s.b;
+		snprintf(raw, sizeof(raw), "%s/raw%d.lk", dir, i);
+		snprintf(copy, sizeof(copy), "%s/copy%d.lk", dir, i);
+		snprintf(gz, sizeof(gz), "%s.gz", copy);
+		write_file(raw, b->p, b->len);
+		write_file(copy, b->p, b->len);
+		LEEK(dir, "compress", copy);
+		if (res.status != 0)
+			FAIL("leek compress: exit %d: %s", res.status, res.err);
+		snprintf(want, sizeof(want), "%s -> %s (", copy, gz);
+		ASSERT_CONTAINS(res.out, want);
+		ASSERT_TRUE(!exists(copy) && exists(gz));
+		expect_same_reading(dir, raw, gz);
+	}
+	free(big.p);
+	free(s.b.p);
+	tmp_dir_remove(dir);
+}
+
+/* gzip -c a >x; gzip -c b >>x: cut inside a record, as two members. */
+TEST(concatenated_members)
+{
+	char dir[256], raw[300], gz[300];
+	struct pbuf b, two = { 0 };
+
+	tmp_dir(dir);
+	build_profile(&b);
+	gz_member(&two, b.p, 0, b.len / 2 + 3);
+	gz_member(&two, b.p, b.len / 2 + 3, b.len);
+	snprintf(raw, sizeof(raw), "%s/raw.lk", dir);
+	snprintf(gz, sizeof(gz), "%s/two.lk.gz", dir);
+	write_file(raw, b.p, b.len);
+	write_file(gz, two.p, two.len);
+	expect_same_reading(dir, raw, gz);
+	free(two.p);
+	free(b.p);
+	tmp_dir_remove(dir);
+}
+
+/* The offset in "profile ends at its last complete record at offset N". */
+static unsigned long long end_offset(const char *err)
+{
+	const char *s = strstr(err, "last complete record at offset ");
+
+	if (!s)
+		FAIL("no \"last complete record at offset\" in:\n%s", err);
+	return strtoull(s + strlen("last complete record at offset "), NULL, 10);
+}
+
+/* A compressed profile cut short (the machine died while it was being compressed) reads as the raw
+ * profile cut at its last complete record: same records, warning and status. */
+TEST(truncated_gzip)
+{
+	char dir[256], cut_gz[300], cut_raw[300];
+	struct pbuf b, gz = { 0 };
+	unsigned long long prev = 0;
+
+	tmp_dir(dir);
+	build_profile(&b);
+	gz_member(&gz, b.p, 0, b.len);
+	snprintf(cut_gz, sizeof(cut_gz), "%s/cut.lk.gz", dir);
+	snprintf(cut_raw, sizeof(cut_raw), "%s/cut.lk", dir);
+	for (int quarter = 1; quarter <= 3; quarter++) {
+		write_file(cut_gz, gz.p, gz.len * (size_t)quarter / 4 + 1);
+		LEEK(dir, "dump", cut_gz);
+		ASSERT_EQ(res.status, 0);
+		ASSERT_CONTAINS(res.err, "cut.lk.gz: warning: no trailer");
+		unsigned long long n = end_offset(res.err);
+		ASSERT_TRUE(n > prev && n < b.len);
+		prev = n;
+		write_file(cut_raw, b.p, (size_t)n);
+		struct outcome x, y;
+		outcome_of(&x, cut_gz);
+		LEEK(dir, "dump", cut_raw);
+		outcome_of(&y, cut_raw);
+		ASSERT_STREQ(x.out, y.out);
+		ASSERT_STREQ(x.err, y.err);
+		outcome_free(&x);
+		outcome_free(&y);
+		/* `leek report` too: status 0, the same report, and its own warning. */
+		LEEK(dir, "report", "--format", "json", cut_gz);
+		ASSERT_EQ(res.status, 0);
+		ASSERT_CONTAINS(res.err, "no trailer");
+		outcome_of(&x, cut_gz);
+		LEEK(dir, "report", "--format", "json", cut_raw);
+		outcome_of(&y, cut_raw);
+		ASSERT_EQ(x.status, y.status);
+		ASSERT_STREQ(x.out, y.out);
+		ASSERT_STREQ(x.err, y.err);
+		outcome_free(&x);
+		outcome_free(&y);
+	}
+	/* Cut in the gzip trailer (CRC-32 and length): every record is there, the TRAILER too. */
+	write_file(cut_gz, gz.p, gz.len - 3);
+	LEEK(dir, "dump", "--summary", cut_gz);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_STREQ(res.err, "");
+	free(gz.p);
+	free(b.p);
+	tmp_dir_remove(dir);
+}
+
+TEST(corrupt_gzip)
+{
+	char dir[256], path[300], want[400];
+	struct pbuf b, gz = { 0 };
+	size_t first;
+	uint8_t saved;
+
+	tmp_dir(dir);
+	build_profile(&b);
+	gz_member(&gz, b.p, 0, 5000);
+	first = gz.len;
+	gz_member(&gz, b.p, 5000, b.len);
+	saved = gz.p[first + 10];
+	gz.p[first + 10] = 0x07; /* a final block of the reserved type 3 */
+	snprintf(path, sizeof(path), "%s/bad.lk.gz", dir);
+	write_file(path, gz.p, gz.len);
+	snprintf(want, sizeof(want),
+		 "leek: %s: gzip data corrupt after uncompressed offset 5000: invalid block type\n",
+		 path);
+	LEEK(dir, "dump", "--summary", path);
+	ASSERT_EQ(res.status, 2);
+	ASSERT_STREQ(res.err, want);
+	LEEK(dir, "dump", path);
+	ASSERT_EQ(res.status, 2);
+	ASSERT_STREQ(res.err, want);
+	LEEK(dir, "report", path);
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "gzip data corrupt after uncompressed offset 5000: invalid block "
+				 "type");
+	ASSERT_EQ(res.out_len, 0);
+
+	/* A wrong CRC-32 is found at the end of the member, after the last record. */
+	gz.p[first + 10] = saved;
+	gz_member(&gz, b.p, 0, 0); /* fine: an empty member */
+	write_file(path, gz.p, gz.len);
+	LEEK(dir, "dump", "--summary", path);
+	ASSERT_EQ(res.status, 0);
+	gz.p[gz.len - 20 - 8] ^= 0x55; /* the CRC of the second member, before the empty one */
+	write_file(path, gz.p, gz.len);
+	LEEK(dir, "report", "--format", "json", path);
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "gzip data corrupt after uncompressed offset %zu: incorrect "
+		 "data check", b.len);
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_EQ(res.out_len, 0);
+	free(gz.p);
+	free(b.p);
+	tmp_dir_remove(dir);
+}
+
+TEST(compress_refuses)
+{
+	char dir[256], text[300], prof[300], gz[300], gz1[300], other[300], want[700];
+	struct pb_sample s;
+	char *before;
+
+	tmp_dir(dir);
+	pb_build_sample(&s);
+	snprintf(text, sizeof(text), "%s/notes.txt", dir);
+	snprintf(prof, sizeof(prof), "%s/p.lk", dir);
+	snprintf(gz, sizeof(gz), "%s/p.lk.gz", dir);
+	snprintf(gz1, sizeof(gz1), "%s/p.lk.1.gz", dir);
+	snprintf(other, sizeof(other), "%s/other.lk.gz", dir);
+	write_file(text, "LEEKPRO, almost\n", 16);
+
+	LEEK(dir, "compress", text);
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s: not a leek profile (no LEEKPROF magic)\n", text);
+	ASSERT_STREQ(res.err, want);
+	ASSERT_EQ(res.out_len, 0);
+	before = read_file(text, NULL);
+	ASSERT_STREQ(before, "LEEKPRO, almost\n");
+	free(before);
+	ASSERT_EQ(count_files(dir, "notes", ""), 1); /* no temporary file left */
+
+	/* Compressed once; then again: refused, the .gz untouched. */
+	write_file(prof, s.b.p, s.b.len);
+	LEEK(dir, "compress", prof);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_TRUE(rename(gz, other) == 0);
+	LEEK(dir, "compress", other);
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s: already gzip-compressed\n", other);
+	ASSERT_STREQ(res.err, want);
+	ASSERT_TRUE(exists(other));
+
+	/* A taken name is never overwritten: p.lk.gz exists, so p.lk goes to p.lk.1.gz. One bad
+	 * file among good ones: the good ones are done, the status is 2. */
+	write_file(gz, "keep me", 7);
+	write_file(prof, s.b.p, s.b.len);
+	LEEK(dir, "compress", dir, prof, "/nonexistent/x.lk");
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s: not a regular file\n", dir);
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_CONTAINS(res.err, "leek: cannot compress /nonexistent/x.lk: No such file or directory");
+	snprintf(want, sizeof(want), "%s -> %s (", prof, gz1);
+	ASSERT_CONTAINS(res.out, want);
+	before = read_file(gz, NULL);
+	ASSERT_STREQ(before, "keep me");
+	free(before);
+	ASSERT_TRUE(!exists(prof) && exists(gz1));
+	LEEK(dir, "dump", gz1);
+	ASSERT_EQ(res.status, 0);
+
+	LEEK(dir, "compress");
+	ASSERT_EQ(res.status, 1);
+	LEEK(dir, "compress", "--help");
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "usage: leek compress FILE...");
+	free(s.b.p);
+	tmp_dir_remove(dir);
+}
+
+/* ---- leek run: needs libleek.so and the fixtures, so not under a sanitizer ---- */
+
+#if defined(LIBLEEK_PATH) && defined(FX_DIR)
+#define FX(name) FX_DIR "/" name
+
+/* The one file in dir named prefix*suffix (a malloc'ed path); fails unless exactly one. */
+static char *only_file(const char *dir, const char *prefix, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	char *found = NULL;
+
+	if (!d)
+		FAIL("%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name), sl = strlen(suffix);
+		if (strncmp(de->d_name, prefix, strlen(prefix)) || len < sl ||
+		    strcmp(de->d_name + len - sl, suffix))
+			continue;
+		if (found)
+			FAIL("%s: two files %s*%s: %s and %s", dir, prefix, suffix, found,
+			     de->d_name);
+		if (asprintf(&found, "%s/%s", dir, de->d_name) < 0)
+			FAIL("out of memory");
+	}
+	closedir(d);
+	if (!found)
+		FAIL("no %s*%s in %s", prefix, suffix, dir);
+	return found;
+}
+
+TEST(run_leaves_gz)
+{
+	char dir[256], out[300], want[400];
+	char *path;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	LEEK(dir, "run", "--period", "1", "-o", out, "--", FX("fx-exit"), "exit", "3");
+	ASSERT_EQ(res.status, 3);
+	path = only_file(dir, "x.", "");
+	ASSERT_TRUE(strlen(path) > 6 && !strcmp(path + strlen(path) - 6, ".lk.gz"));
+	snprintf(want, sizeof(want), "leek: %s: fx-exit, pid", path); /* the summary names it */
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_CONTAINS(res.err, "1 profile written");
+	LEEK(dir, "report", path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "fixture_exit_alloc");
+	unlink(path);
+	free(path);
+
+	LEEK(dir, "run", "--no-compress", "--period", "1", "-o", out, "--", FX("fx-exit"), "exit",
+	     "4");
+	ASSERT_EQ(res.status, 4);
+	path = only_file(dir, "x.", "");
+	ASSERT_TRUE(strlen(path) > 3 && !strcmp(path + strlen(path) - 3, ".lk"));
+	ASSERT_EQ(count_files(dir, "x.", ".gz"), 0);
+	snprintf(want, sizeof(want), "leek: %s: fx-exit, pid", path);
+	ASSERT_CONTAINS(res.err, want);
+	free(path);
+
+	LEEK(dir, "help", "run");
+	ASSERT_CONTAINS(res.out, "--no-compress");
+	tmp_dir_remove(dir);
+}
+
+/* When compressing fails the profile stays raw, one warning says so, and the status is still the
+ * program's. Here every name the .gz could take exists: the program made them, knowing its pid
+ * ($$ in sh). */
+TEST(run_compress_fails)
+{
+	static const char script[] = "i=1; : >\"$1/x.$$.lk.gz\"; while [ $i -lt 1000 ]; do "
+				     ": >\"$1/x.$$.lk.$i.gz\"; i=$((i + 1)); done; exit 5";
+	char dir[256], out[300];
+	char *path;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	LEEK(dir, "run", "--period", "1", "-o", out, "--", "/bin/sh", "-c", script, "sh", dir);
+	ASSERT_EQ(res.status, 5);
+	path = only_file(dir, "x.", ".lk");
+	ASSERT_EQ(count_files(dir, "x.", ".gz"), 1000); /* the program's, none of leek's */
+	ASSERT_CONTAINS(res.err, "cannot compress it (File exists), so it stays uncompressed");
+	ASSERT_CONTAINS(res.err, "1 profile written");
+	free(path);
+	tmp_dir_remove(dir);
+}
+
+/* A process that outlives the program still writes its profile: `leek run` leaves it raw, and
+ * `leek compress` refuses it until the process has ended. */
+TEST(run_leaves_a_profile_being_written)
+{
+	char dir[256], out[300], script[600], want[400], pidfile[300], *s;
+	struct proc daemon = { 0 };
+	char *path;
+	int pid;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	snprintf(pidfile, sizeof(pidfile), "%s/ready", dir);
+	/* The program starts fx-exit in the background and ends once it is ready (its profile
+	 * written and open), with no other process in between. */
+	snprintf(script, sizeof(script),
+		 ": >\"$1/ready\"; %s wait >\"$1/ready\" & while ! read line <\"$1/ready\"; do :; "
+		 "done; echo $! >\"$1/pid\"",
+		 FX("fx-exit"));
+	leek(&daemon, dir, (const char *const[]){ "run", "--period", "1", "-o", out, "--",
+						   "/bin/sh", "-c", script, "sh", dir, NULL });
+	ASSERT_EQ(daemon.status, 0);
+	snprintf(pidfile, sizeof(pidfile), "%s/pid", dir);
+	s = read_file(pidfile, NULL);
+	pid = atoi(s);
+	free(s);
+	ASSERT_TRUE(pid > 0);
+	snprintf(want, sizeof(want), ": still being written by pid %d, so it stays uncompressed",
+		 pid);
+	ASSERT_CONTAINS(daemon.err, want);
+	/* fx-exit's profile is x.PID.lk, or x.PID.lk.1 if sh's fork child wrote one before the
+	 * exec: either way the only one of that pid left raw. */
+	if (asprintf(&path, "%s/x.%d.lk.1", dir, pid) < 0)
+		FAIL("out of memory");
+	if (!exists(path))
+		path[strlen(path) - 2] = 0;
+	ASSERT_TRUE(exists(path));
+	snprintf(want, sizeof(want), "x.%d.lk", pid);
+	ASSERT_EQ(count_files(dir, want, ".gz"), strstr(path, ".lk.1") ? 1 : 0);
+
+	/* proc_wait() killed fx-exit with the rest of the process group: now it can be done. */
+	for (int i = 0; i < 500 && kill(pid, 0) == 0; i++)
+		usleep(10000);
+	LEEK(dir, "compress", path);
+	ASSERT_EQ(res.status, 0);
+	proc_free(&daemon);
+	free(path);
+	tmp_dir_remove(dir);
+}
+
+/* `leek compress` refuses a profile while its process runs. */
+TEST(compress_refuses_a_profile_being_written)
+{
+	static const char *const env[] = { "LEEK_LIBRARY=" LIBLEEK_PATH, "LC_ALL=C", NULL };
+	char dir[256], out[300], want[400];
+	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	struct proc run;
+	char *path, *s;
+	bool ready = false;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/w.%%p.lk", dir);
+	proc_start(&run, dir,
+		   (const char *const[]){ LEEK_BIN, "run", "--period", "1", "-o", out, "--",
+					  FX("fx-exit"), "wait", NULL },
+		   env, 30);
+	for (int i = 0; i < 2000 && !ready; i++) {
+		nanosleep(&nap, NULL);
+		if (access(run.out_path, F_OK) == 0) {
+			s = read_file(run.out_path, NULL);
+			ready = strstr(s, "ready 1\n") != NULL;
+			free(s);
+		}
+	}
+	if (!ready) {
+		kill(-run.pid, SIGKILL);
+		FAIL("fx-exit wait never said it was ready");
+	}
+	path = only_file(dir, "w.", ".lk");
+	LEEK(dir, "compress", path);
+	ASSERT_EQ(res.status, 2);
+	snprintf(want, sizeof(want), "leek: %s: still being written by pid ", path);
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_CONTAINS(res.err, "; compress it once that process has ended\n");
+	ASSERT_TRUE(exists(path));
+	ASSERT_EQ(count_files(dir, "w.", ".gz"), 0);
+	s = read_file(path, NULL); /* unchanged */
+	ASSERT_TRUE(!memcmp(s, "LEEKPROF", 8));
+	free(s);
+
+	/* SIGTERM to leek run reaches fx-exit, which dies of it; then leek run compresses. */
+	ASSERT_EQ(kill(run.pid, SIGTERM), 0);
+	proc_wait(&run);
+	ASSERT_EQ(run.status, 128 + SIGTERM);
+	ASSERT_TRUE(!exists(path));
+	free(path);
+	path = only_file(dir, "w.", ".lk.gz");
+	proc_free(&run);
+	free(path);
+	tmp_dir_remove(dir);
+}
+#endif
