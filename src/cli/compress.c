@@ -105,6 +105,39 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
+/* The level for a profile of `size` bytes: deflate is slow only on data in which it finds few
+ * long matches, so LK_COMPRESS_PROBE bytes from the middle of the file (past the modules and
+ * stacks at its start) are deflated at LK_COMPRESS_LEVEL_BEST, and a profile they show to shrink
+ * less than LK_COMPRESS_GOOD_RATIO times gets LK_COMPRESS_LEVEL_FAST. One level for the whole
+ * file (zlib compresses worse after a change of level in mid-stream), chosen from the bytes
+ * alone, so a profile always compresses to the same file. */
+static int choose_level(int fd, uint64_t size)
+{
+	_cleanup_(freep) uint8_t *in = NULL, *out = NULL;
+	z_stream zs = { 0 };
+	ssize_t n;
+
+	if (size <= 2 * LK_COMPRESS_PROBE)
+		return LK_COMPRESS_LEVEL_BEST;
+	in = malloc(LK_COMPRESS_PROBE);
+	out = malloc(LK_COMPRESS_PROBE);
+	if (!in || !out)
+		return LK_COMPRESS_LEVEL_FAST;
+	n = pread(fd, in, LK_COMPRESS_PROBE, (off_t)(size / 2));
+	if (n <= 0 || deflateInit2(&zs, LK_COMPRESS_LEVEL_BEST, Z_DEFLATED, -MAX_WBITS, 8,
+				   Z_DEFAULT_STRATEGY) != Z_OK)
+		return LK_COMPRESS_LEVEL_FAST;
+	zs.next_in = in;
+	zs.avail_in = (uInt)n;
+	zs.next_out = out;
+	zs.avail_out = LK_COMPRESS_PROBE;
+	int z = deflate(&zs, Z_FINISH);
+	uint64_t packed = z == Z_STREAM_END ? zs.total_out : (uint64_t)n; /* did not even fit */
+	deflateEnd(&zs);
+	return (uint64_t)n >= packed * LK_COMPRESS_GOOD_RATIO ? LK_COMPRESS_LEVEL_BEST
+							       : LK_COMPRESS_LEVEL_FAST;
+}
+
 /* Deflates all of in_fd into out_fd as one gzip member; the raw bytes read in *raw. */
 static int deflate_fd(int in_fd, int out_fd, int level, uint64_t *raw)
 {
@@ -252,6 +285,8 @@ int lk_compress_profile(const char *path, int level, struct lk_compressed *ret, 
 	out = open_temp(dir, path, &tmp);
 	if (out < 0)
 		return out;
+	if (level == LK_COMPRESS_LEVEL)
+		level = choose_level(fd, (uint64_t)st.st_size);
 	k = deflate_fd(fd, out, level, &raw);
 	/* The profile's permissions and times: its mtime is when its process stopped writing. */
 	if (k == 0 && (fchmod(out, st.st_mode & 0777) < 0 ||

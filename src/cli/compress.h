@@ -9,17 +9,25 @@
 
 #include <stdint.h>
 
-/* zlib's level 1: an exact-mode profile to less than half, at a fifth of level 6's time, whose
- * file is only a tenth smaller (measured: docs/format.md, "Compressed profiles"). */
-#define LK_COMPRESS_LEVEL 1
+/* The level suits the data (compress.c, choose_level; measured in docs/format.md, "Compressed
+ * profiles"). Level 6 for a profile that compresses well, which is where it costs little more than
+ * level 1 and makes the file half the size (an exact-mode sqlite3 run: 61x in 0.41 s against 26x
+ * in 0.30 s); level 1 for one that does not, where level 6 takes five times longer to save a tenth.
+ * LK_COMPRESS_LEVEL asks for that choice; a zlib level 1..9 is used as it is. */
+#define LK_COMPRESS_LEVEL 0
+#define LK_COMPRESS_LEVEL_BEST 6
+#define LK_COMPRESS_LEVEL_FAST 1
+#define LK_COMPRESS_PROBE (1u << 20) /* bytes from the middle of the file that decide */
+#define LK_COMPRESS_GOOD_RATIO 8     /* level 6 shrinks the probe at least this much: level 6 */
 
 struct lk_compressed {
 	char *path;                 /* malloc'ed: FILE.gz, or FILE.1.gz, ... if that was taken */
 	uint64_t raw_bytes, gz_bytes;
 };
 
-/* Compresses the profile at path into FILE.gz beside it (FILE.1.gz, FILE.2.gz, ... if taken: an
- * existing file is never overwritten), written under a temporary name, fsync'ed and renamed, with
+/* Compresses the profile at path into FILE.gz beside it at zlib level `level` (LK_COMPRESS_LEVEL:
+ * chosen from the data), as FILE.1.gz, FILE.2.gz, ... if that is taken (an existing file is never
+ * overwritten), written under a temporary name, fsync'ed and renamed, with
  * the profile's permissions and times; then removes the raw file. Returns 0 and fills *ret, or a
  * negative errno with the raw file in place and no other file left behind:
  *

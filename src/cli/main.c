@@ -27,7 +27,7 @@ static const struct lk_command commands[] = {
 	  "usage: leek run [OPTIONS] [--] COMMAND [ARGS...]\n"
 	  "\n"
 	  "Runs COMMAND with libleek.so preloaded, prints a summary of each profile it wrote, and\n"
-	  "compresses each one into FILE.gz (gzip level 1; the raw FILE is removed).\n"
+	  "compresses each one into FILE.gz (gzip; the raw FILE is removed).\n"
 	  "\n"
 	  "  -p, --period BYTES  mean bytes between samples (K, M, G suffixes); 1 records every\n"
 	  "                      allocation (default: LEEK_PERIOD, else 512K)\n"

@@ -231,6 +231,94 @@ TEST(compress_then_read_same)
 	tmp_dir_remove(dir);
 }
 
+/* Inflates a whole gzip file into a pbuf (the test's own zlib, not leek's reader). */
+static void gunzip_file(const char *path, struct pbuf *out)
+{
+	FILE *f = fopen(path, "rb");
+	z_stream zs = { 0 };
+	uint8_t in[65536], buf[65536];
+	int k = Z_OK;
+
+	ASSERT_TRUE(f != NULL);
+	ASSERT_EQ(inflateInit2(&zs, 16 + MAX_WBITS), Z_OK);
+	*out = (struct pbuf){ 0 };
+	while (k != Z_STREAM_END) {
+		zs.avail_in = (uInt)fread(in, 1, sizeof(in), f);
+		ASSERT_TRUE(zs.avail_in > 0);
+		zs.next_in = in;
+		do {
+			zs.next_out = buf;
+			zs.avail_out = sizeof(buf);
+			k = inflate(&zs, Z_NO_FLUSH);
+			ASSERT_TRUE(k == Z_OK || k == Z_STREAM_END);
+			pb_put(out, buf, sizeof(buf) - zs.avail_out);
+		} while (zs.avail_out == 0 && k != Z_STREAM_END);
+	}
+	inflateEnd(&zs);
+	fclose(f);
+}
+
+static uint64_t file_size(const char *path)
+{
+	struct stat st;
+
+	ASSERT_EQ(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+/* The level suits the data (compress.c, choose_level): 10 MiB that compress well, 10 MiB that do
+ * not (the middle, which decides: level 1), then well again; the bytes must come back exactly.
+ * A file of the first part alone must get level 6: less than half of what level 1 gives. */
+TEST(compress_adaptive_level)
+{
+	char dir[256], path[300], gz[310];
+	struct pbuf b = { 0 }, back, lone;
+	uint64_t x = 12345, addr = 0x7f0000000000;
+
+	tmp_dir(dir);
+	pb_simple_header(&b);
+	for (int part = 0; part < 3; part++) {
+		size_t end = b.len + (10u << 20);
+		while (b.len < end) {
+			if (part == 1) { /* sizes, sites and addresses all over the place */
+				x = x * 6364136223846793005ull + 1442695040888963407ull;
+				pb_alloc(&b, x >> 60, 7, addr + (x >> 20 & 0xffffff0), x >> 40 & 0xffff,
+					 0);
+				pb_free(&b, x >> 61, 7, addr + (x >> 30 & 0xffffff0));
+			} else { /* a loop: the same block, size and site */
+				pb_alloc(&b, 0, 7, addr, 128, 0);
+				pb_free(&b, 0, 7, addr);
+			}
+		}
+	}
+	snprintf(path, sizeof(path), "%s/big.lk", dir);
+	snprintf(gz, sizeof(gz), "%s.gz", path);
+	write_file(path, b.p, b.len);
+	LEEK(dir, "compress", path);
+	if (res.status != 0)
+		FAIL("leek compress: exit %d: %s", res.status, res.err);
+	gunzip_file(gz, &back);
+	ASSERT_EQ(back.len, b.len);
+	ASSERT_TRUE(memcmp(back.p, b.p, b.len) == 0);
+
+	/* The first part alone, against zlib's level 1. */
+	struct pbuf head = { .p = b.p, .len = 10u << 20 };
+	snprintf(path, sizeof(path), "%s/head.lk", dir);
+	snprintf(gz, sizeof(gz), "%s.gz", path);
+	write_file(path, head.p, head.len);
+	LEEK(dir, "compress", path);
+	ASSERT_EQ(res.status, 0);
+	lone = (struct pbuf){ 0 };
+	gz_member(&lone, head.p, 0, head.len);
+	if (file_size(gz) * 2 > lone.len)
+		FAIL("10 MiB of a loop: %llu bytes compressed, level 1 gives %zu",
+		     (unsigned long long)file_size(gz), lone.len);
+	free(back.p);
+	free(lone.p);
+	free(b.p);
+	tmp_dir_remove(dir);
+}
+
 /* gzip -c a >x; gzip -c b >>x: cut inside a record, as two members. */
 TEST(concatenated_members)
 {
