@@ -8,10 +8,13 @@
  * Layout (docs/design.md): the range is a sequence of runs of whole pages. A run is FREE, LARGE (one
  * block), SLAB (one page of equal slots for small blocks) or BOOT (the bump area that serves dlsym's
  * calloc before the real allocator is known). Every block is preceded by a 32-byte struct lk_block.
- * Free runs are coalesced and kept in size bins; up to `retain` bytes of freed pages stay mapped
- * (dirty) so that blocks are reused without a syscall, and the excess is returned with MADV_DONTNEED
- * in batches. A later guard-page mode can place a block at the end of a LARGE run followed by a
- * PROT_NONE page; nothing here assumes runs are contiguous with their neighbours' contents.
+ * Free runs are dirty (freed, their pages still resident) or clean (given back to the kernel, or
+ * never touched), coalesced with free neighbours in the same state and kept in size bins, one set
+ * for each state. New blocks take dirty pages first, so they cost no page faults while there are
+ * some; up to `retain` bytes of dirty pages stay (exactly: a clean run never counts as dirty), and
+ * the excess is returned with MADV_DONTNEED in batches, down to half of `retain`. A later
+ * guard-page mode can place a block at the end of a LARGE run followed by a PROT_NONE page; nothing
+ * here assumes runs are contiguous with their neighbours' contents.
  *
  * Overhead bound: a block wastes less than one page plus its header, and a block of s bytes is
  * sampled with probability at most s/T, so the expected waste is under 4128/T of the bytes
@@ -57,8 +60,8 @@ static struct {
 	uint32_t npages;     /* pages reserved */
 	uint32_t top;        /* pages ever used: [0, top) are tiled by runs */
 	uint32_t committed;  /* pages made read-write (arena and map alike) */
-	uint32_t bins[NBINS];
-	uint64_t binmask[NBINS / 64];
+	uint32_t bins[2][NBINS];        /* free runs: [0] clean (returned), [1] dirty (retained) */
+	uint64_t binmask[2][NBINS / 64];
 	uint32_t partial[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
 	uintptr_t boot_next, boot_end;
@@ -117,25 +120,50 @@ static void set_run(uint32_t h, uint32_t len, uint8_t kind)
 
 static void bin_insert(uint32_t h)
 {
-	unsigned b = bin_of(A.map[h].len);
+	unsigned b = bin_of(A.map[h].len), d = A.map[h].dirty;
 
-	list_push(&A.bins[b], h);
-	A.binmask[b / 64] |= 1ull << (b % 64);
+	list_push(&A.bins[d][b], h);
+	A.binmask[d][b / 64] |= 1ull << (b % 64);
 	A.free_pages += A.map[h].len;
-	if (A.map[h].dirty)
-		A.dirty_pages += A.map[h].len;
+	A.dirty_pages += d ? A.map[h].len : 0;
 }
 
 static void bin_remove(uint32_t h)
 {
-	unsigned b = bin_of(A.map[h].len);
+	unsigned b = bin_of(A.map[h].len), d = A.map[h].dirty;
 
-	list_remove(&A.bins[b], h);
-	if (A.bins[b] == NIL)
-		A.binmask[b / 64] &= ~(1ull << (b % 64));
+	list_remove(&A.bins[d][b], h);
+	if (A.bins[d][b] == NIL)
+		A.binmask[d][b / 64] &= ~(1ull << (b % 64));
 	A.free_pages -= A.map[h].len;
-	if (A.map[h].dirty)
-		A.dirty_pages -= A.map[h].len;
+	A.dirty_pages -= d ? A.map[h].len : 0;
+}
+
+/* Makes [h, h + len) a free run in the dirty or the clean bins, merged with the free runs beside it
+ * that are in the same state. A dirty run and a clean one may touch: the arena knows exactly which
+ * free pages still hold memory, and hands those out first. */
+static void free_insert(uint32_t h, uint32_t len, uint8_t dirty)
+{
+	uint32_t r = h + len;
+
+	if (r < A.top && A.map[r].kind == K_FREE && A.map[r].dirty == dirty) {
+		bin_remove(r);
+		len += A.map[r].len;
+		A.map[r].kind = K_NONE;
+	}
+	if (h > 0) {
+		uint32_t p = A.map[h - 1].head;
+		if (p < h && A.map[p].kind == K_FREE && A.map[p].dirty == dirty &&
+		    p + A.map[p].len == h) {
+			bin_remove(p);
+			len += A.map[p].len;
+			A.map[h].kind = K_NONE;
+			h = p;
+		}
+	}
+	A.map[h].dirty = dirty;
+	set_run(h, len, K_FREE);
+	bin_insert(h);
 }
 
 static int commit_to(uint32_t pages)
@@ -159,29 +187,48 @@ static int commit_to(uint32_t pages)
 	return 0;
 }
 
-/* Takes a free run of at least n pages, splitting it; returns its head or NIL. */
-static uint32_t run_take(uint32_t n)
+/* The smallest free run of at least n pages in the dirty (d = 1) or clean bins, or NIL. */
+static uint32_t bin_find(unsigned d, uint32_t n)
 {
 	unsigned b = bin_of(n);
 	uint32_t h = NIL;
 
 	if (b >= 64)
-		for (uint32_t i = A.bins[b]; i != NIL; i = A.map[i].next)
+		for (uint32_t i = A.bins[d][b]; i != NIL; i = A.map[i].next)
 			if (A.map[i].len >= n) {
 				h = i;
 				break;
 			}
 	for (unsigned w = (b + (h == NIL && b >= 64)) / 64; h == NIL && w < NBINS / 64; w++) {
-		uint64_t m = A.binmask[w];
+		uint64_t m = A.binmask[d][w];
 		unsigned first = b + (b >= 64);
 		if (w == first / 64)
 			m &= ~0ull << (first % 64);
 		if (m)
-			h = A.bins[w * 64 + __builtin_ctzll(m)];
+			h = A.bins[d][w * 64 + __builtin_ctzll(m)];
 	}
-	if (h == NIL) {
-		if (n > A.npages - A.top || commit_to(A.top + n) < 0)
+	return h;
+}
+
+static void purge(uint64_t keep);
+
+/* Takes a free run of at least n pages, splitting it; returns its head or NIL. Retained (dirty)
+ * pages first, so that a new block costs no page faults while the arena holds freed memory. */
+static uint32_t run_take(uint32_t n)
+{
+	uint32_t h = bin_find(1, n);
+
+	if (h == NIL)
+		h = bin_find(0, n);
+	if (h == NIL && (n > A.npages - A.top || commit_to(A.top + n) < 0)) {
+		/* No room at the top. Dirty and clean runs side by side may add up to n: return
+		 * every dirty page, so that all free runs merge, and look again. */
+		if (A.dirty_pages == 0)
 			return NIL;
+		purge(0);
+		if ((h = bin_find(0, n)) == NIL)
+			return NIL;
+	} else if (h == NIL) {
 		h = A.top;
 		A.top += n;
 		A.map[h].dirty = 0;
@@ -201,47 +248,34 @@ static uint32_t run_take(uint32_t n)
 	return h;
 }
 
-static void purge(void)
+/* Returns dirty pages to the kernel until at most `keep` are left: largest runs first, for the
+ * fewest madvise calls per byte. */
+static void purge(uint64_t keep)
 {
-	/* Largest runs first: fewest madvise calls for the most memory. */
-	for (int b = NBINS - 1; b >= 0 && A.dirty_pages > A.retain_pages / 2; b--)
-		for (uint32_t i = A.bins[b]; i != NIL; i = A.map[i].next) {
-			if (!A.map[i].dirty)
-				continue;
-			madvise((void *)page_addr(i), (size_t)A.map[i].len << PAGE_SHIFT, MADV_DONTNEED);
-			A.map[i].dirty = 0;
-			A.dirty_pages -= A.map[i].len;
-		}
+	while (A.dirty_pages > keep) {
+		unsigned w = NBINS / 64;
+		while (w > 0 && !A.binmask[1][w - 1])
+			w--;
+		if (w == 0)
+			return;
+		uint32_t h = A.bins[1][(w - 1) * 64 + 63 - __builtin_clzll(A.binmask[1][w - 1])];
+		uint32_t len = A.map[h].len;
+		bin_remove(h);
+		madvise((void *)page_addr(h), (size_t)len << PAGE_SHIFT, MADV_DONTNEED);
+		A.map[h].kind = K_NONE;
+		free_insert(h, len, 0);
+	}
 }
 
-/* Returns run h to the free bins, merged with free neighbours. */
+/* Returns run h (its pages written to) to the dirty bins, merged with dirty neighbours. */
 static void run_release(uint32_t h)
 {
 	uint32_t len = A.map[h].len;
-	uint8_t dirty = 1;
 
 	A.map[h].kind = K_NONE;
-	if (h + len < A.top && A.map[h + len].kind == K_FREE) {
-		uint32_t r = h + len;
-		bin_remove(r);
-		dirty |= A.map[r].dirty;
-		len += A.map[r].len;
-		A.map[r].kind = K_NONE;
-	}
-	if (h > 0) {
-		uint32_t p = A.map[h - 1].head;
-		if (p < h && A.map[p].kind == K_FREE && p + A.map[p].len == h) {
-			bin_remove(p);
-			len += A.map[p].len;
-			A.map[h].kind = K_NONE;
-			h = p;
-		}
-	}
-	A.map[h].dirty = dirty;
-	set_run(h, len, K_FREE);
-	bin_insert(h);
+	free_insert(h, len, 1);
 	if (A.dirty_pages > A.retain_pages)
-		purge();
+		purge(A.retain_pages / 2);
 }
 
 /* ---- public ---- */
@@ -281,7 +315,7 @@ int lk_arena_init(uint64_t size, uint64_t retain)
 	A.npages = (uint32_t)npages;
 	A.retain_pages = retain >> PAGE_SHIFT;
 	for (unsigned i = 0; i < NBINS; i++)
-		A.bins[i] = NIL;
+		A.bins[0][i] = A.bins[1][i] = NIL;
 	for (unsigned i = 0; i < NCLASSES; i++)
 		A.partial[i] = NIL;
 	lk_arena_base = (uintptr_t)base;
@@ -378,6 +412,66 @@ void *lk_arena_alloc(size_t usable, size_t align)
 	return b + 1;
 }
 
+/* Resizes the live block at p to `usable` bytes without moving it, if that can be done: a slab block
+ * whose new size keeps its size class, or a run that gives back whole pages at its end or takes
+ * them from the free run (or the unused top of the arena) right after it. glibc does the same for a
+ * chunk beside free memory, and mremap for an mmapped one: no copy, and no page fault for the bytes
+ * the block already held. False, and nothing changed, when the block would have to move. */
+bool lk_arena_resize(void *p, size_t usable)
+{
+	struct lk_block *b = (struct lk_block *)p - 1;
+	size_t hdr = sizeof(*b);
+	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);
+	struct page *e = &A.map[i];
+
+	if (e->kind == K_SLAB) {
+		unsigned c = e->cls;
+		if (usable + hdr > slot_size[c] || (c > 0 && usable + hdr <= slot_size[c - 1]))
+			return false;
+		b->usable = usable;
+		return true;
+	}
+	if (e->kind != K_LARGE || usable <= SLAB_MAX - hdr ||
+	    usable > ((uint64_t)A.npages << PAGE_SHIFT))
+		return false;
+	uint32_t len = e->len, end = i + len;
+	uint64_t last = ((uintptr_t)p + usable - 1 - lk_arena_base) >> PAGE_SHIFT;
+	if (last >= A.npages)
+		return false;
+	uint32_t want = (uint32_t)(last + 1 - i);
+	if (want < len) { /* shrink: the pages past the new end go back */
+		set_run(i, want, K_LARGE);
+		set_run(i + want, len - want, K_FREE);
+		run_release(i + want);
+	} else if (want > len) {
+		uint32_t more = want - len;
+		if (end == A.top) {
+			if (commit_to(A.top + more) < 0)
+				return false;
+			A.top += more;
+		} else {
+			if (A.map[end].kind != K_FREE)
+				return false;
+			uint32_t flen = A.map[end].len;
+			if (flen < more && (end + flen != A.top || commit_to(A.top + more - flen) < 0))
+				return false;
+			bin_remove(end);
+			A.map[end].kind = K_NONE;
+			if (flen > more) {
+				uint32_t r = end + more;
+				A.map[r].dirty = A.map[end].dirty;
+				set_run(r, flen - more, K_FREE);
+				bin_insert(r);
+			} else if (flen < more) {
+				A.top += more - flen;
+			}
+		}
+		set_run(i, want, K_LARGE);
+	}
+	b->usable = usable;
+	return true;
+}
+
 struct lk_block *lk_arena_block(const void *p)
 {
 	uintptr_t hdr = (uintptr_t)p - sizeof(struct lk_block);
@@ -400,7 +494,7 @@ struct lk_block *lk_arena_block(const void *p)
 		return NULL;
 	}
 	struct lk_block *b = (struct lk_block *)hdr;
-	return b->magic == LK_BLOCK_LIVE ? b : NULL;
+	return b->magic == LK_BLOCK_LIVE || b->magic == LK_BLOCK_QUIET ? b : NULL;
 }
 
 bool lk_arena_is_boot(const void *p)
@@ -440,12 +534,14 @@ void lk_arena_foreach(lk_block_visit_fn fn, void *ctx)
 		struct page *e = &A.map[i];
 		if (e->kind == K_LARGE) {
 			struct lk_block *b = (struct lk_block *)(page_addr(i) + ((uintptr_t)e->nused << 4));
-			fn(b, b + 1, ctx);
+			if (b->magic == LK_BLOCK_LIVE) /* quiet blocks are not samples */
+				fn(b, b + 1, ctx);
 		} else if (e->kind == K_SLAB) {
 			for (unsigned k = 0; k < slot_count(e->cls); k++)
 				if (e->bits[k / 64] >> (k % 64) & 1) {
 					struct lk_block *b = (struct lk_block *)(page_addr(i) + k * slot_size[e->cls]);
-					fn(b, b + 1, ctx);
+					if (b->magic == LK_BLOCK_LIVE)
+						fn(b, b + 1, ctx);
 				}
 		}
 	}
@@ -465,7 +561,7 @@ void lk_arena_get_stats(struct lk_arena_stats *s)
 bool lk_arena_check(void)
 {
 	uint64_t free_pages = 0, dirty = 0, live = 0;
-	uint8_t prev_kind = K_NONE, empty_seen[NCLASSES] = { 0 };
+	uint8_t prev_kind = K_NONE, prev_dirty = 0, empty_seen[NCLASSES] = { 0 };
 
 	if (A.top > A.committed || A.committed > A.npages || A.map[0].kind != K_BOOT)
 		return false;
@@ -478,12 +574,13 @@ bool lk_arena_check(void)
 				return false;
 		switch (e->kind) {
 		case K_FREE: {
-			if (prev_kind == K_FREE)
+			if (e->dirty > 1 || (prev_kind == K_FREE && prev_dirty == e->dirty))
 				return false; /* not coalesced */
 			free_pages += e->len;
 			dirty += e->dirty ? e->len : 0;
 			bool found = false;
-			for (uint32_t k = A.bins[bin_of(e->len)]; k != NIL; k = A.map[k].next)
+			uint32_t k = A.bins[e->dirty][bin_of(e->len)];
+			for (; k != NIL; k = A.map[k].next)
 				found |= k == i;
 			if (!found)
 				return false;
@@ -515,16 +612,19 @@ bool lk_arena_check(void)
 			return false;
 		}
 		prev_kind = e->kind;
+		prev_dirty = e->dirty;
 		i += e->len;
 	}
-	for (unsigned b = 0; b < NBINS; b++) {
-		bool nonempty = A.bins[b] != NIL;
-		if (nonempty != !!(A.binmask[b / 64] >> (b % 64) & 1))
-			return false;
-		for (uint32_t k = A.bins[b]; k != NIL; k = A.map[k].next)
-			if (A.map[k].kind != K_FREE || bin_of(A.map[k].len) != b)
+	for (unsigned d = 0; d < 2; d++)
+		for (unsigned b = 0; b < NBINS; b++) {
+			bool nonempty = A.bins[d][b] != NIL;
+			if (nonempty != !!(A.binmask[d][b / 64] >> (b % 64) & 1))
 				return false;
-	}
+			for (uint32_t k = A.bins[d][b]; k != NIL; k = A.map[k].next)
+				if (A.map[k].kind != K_FREE || bin_of(A.map[k].len) != b ||
+				    A.map[k].dirty != d)
+					return false;
+		}
 	return free_pages == A.free_pages && dirty == A.dirty_pages && live == A.live_blocks &&
-	       A.dirty_pages <= A.retain_pages + A.top;
+	       A.dirty_pages <= A.retain_pages;
 }

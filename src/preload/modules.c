@@ -34,6 +34,8 @@ struct module {
 
 static pthread_mutex_t mods_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct module mods[MAX_MODULES];
+static unsigned nmods; /* slots ever used: the loops stop here, so the pages of the table that
+			* no module needs are never touched (the whole table is 352 KiB of RSS) */
 static char pool[POOL_SIZE];
 static uint32_t pool_len, next_id;
 static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
@@ -83,7 +85,7 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 	size_t len = strlen(name);
 	struct module *free_slot = NULL;
 
-	for (unsigned i = 0; i < MAX_MODULES; i++) {
+	for (unsigned i = 0; i < nmods; i++) {
 		struct module *m = &mods[i];
 		if (!m->id) {
 			free_slot = free_slot ? free_slot : m;
@@ -95,6 +97,8 @@ static int walk_cb(struct dl_phdr_info *info, size_t size, void *data)
 			return 0;
 		}
 	}
+	if (!free_slot && nmods < MAX_MODULES)
+		free_slot = &mods[nmods++];
 	if (!free_slot || pool_len + len > POOL_SIZE) {
 		lk_counters[LK_CNT_MODULES_DROPPED]++;
 		return 0;
@@ -136,7 +140,7 @@ static void emit_pending(uint64_t now)
 {
 	for (uint32_t last = 0;;) {
 		struct module *next = NULL;
-		for (unsigned i = 0; i < MAX_MODULES; i++)
+		for (unsigned i = 0; i < nmods; i++)
 			if (mods[i].id > last && !mods[i].emitted && (!next || mods[i].id < next->id))
 				next = &mods[i];
 		if (!next)
@@ -160,13 +164,13 @@ unsigned long long lk_modules_refresh(bool force)
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = 0;
 	}
-	for (unsigned i = 0; i < MAX_MODULES; i++)
+	for (unsigned i = 0; i < nmods; i++)
 		mods[i].seen = 0;
 	dl_iterate_phdr(walk_cb, NULL);
 
 	uint64_t now = lk_now_ns();
 	lk_lock();
-	for (unsigned i = 0; i < MAX_MODULES; i++) {
+	for (unsigned i = 0; i < nmods; i++) {
 		struct module *m = &mods[i];
 		if (m->id && !m->seen) {
 			uint8_t rec[LK_FREE_MAX];
@@ -186,7 +190,7 @@ unsigned long long lk_modules_refresh(bool force)
 /* A new file (a forked child's): every module again. Caller holds lk_lock. */
 void lk_modules_emit_all(void)
 {
-	for (unsigned i = 0; i < MAX_MODULES; i++)
+	for (unsigned i = 0; i < nmods; i++)
 		mods[i].emitted = 0;
 	emit_pending(lk_now_ns());
 }

@@ -94,10 +94,12 @@ struct lk_block {         /* 32 bytes, right before every pointer handed out */
 };
 #define LK_BLOCK_LIVE 0x6b65656cu /* "leek" */
 #define LK_BLOCK_FREE 0x65657266u
+#define LK_BLOCK_QUIET 0x74697571u /* live, not a sample: realloc'ed in place off its sample */
 
 int lk_arena_init(uint64_t size, uint64_t retain);
 void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
 struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
+bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
 void lk_arena_free(void *p);                              /* caller holds lk_lock */
 void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
 bool lk_arena_is_boot(const void *p);

@@ -180,7 +180,20 @@ static void drain_deferred(uint32_t tid, uint64_t now)
 	}
 }
 
-static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+/* The block at p leaves the profile (a FREE record) if it was a sample; it stays allocated. Caller
+ * holds lk_lock. */
+static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
+{
+	if (b->magic == LK_BLOCK_LIVE) {
+		lk_writer_free(tid, now, (uintptr_t)(b + 1));
+		lk_counters[LK_CNT_FREES]++;
+	}
+}
+
+/* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
+ * is old itself, and the caller copies nothing). */
+static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
+				 void *old)
 {
 	uint64_t frames[LK_MAX_FRAMES];
 	int saved = errno;
@@ -199,13 +212,18 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 	lk_lock();
 	drain_deferred(t->tid, now);
+	if (lk_writer_ready() && old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+		end_sample((struct lk_block *)old - 1, t->tid, now); /* its new sample starts below */
+		p = old;
+	}
 	if (!lk_writer_ready()) {
 		enabled = false;
-	} else if (!(p = lk_arena_alloc(usable, align))) {
+	} else if (!p && !(p = lk_arena_alloc(usable, align))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
+		b->magic = LK_BLOCK_LIVE; /* old may have been quiet */
 		b->stack = lk_stack_intern(frames, n);
 		b->size = size;
 		b->time_ns = now;
@@ -229,7 +247,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 /* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
  * forward to the real allocator. */
-void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, void *old)
 {
 	if (lk_likely(size < t->bytes_left)) {
 		t->bytes_left -= size;
@@ -254,7 +272,12 @@ void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
 		t->bytes_left = UINT64_MAX;
 		return NULL;
 	}
-	return take_sample(t, size, align, zero);
+	return take_sample(t, size, align, zero, old);
+}
+
+void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+{
+	return sample(t, size, align, zero, NULL);
 }
 
 static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
@@ -265,8 +288,7 @@ static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
 		lk_counters[LK_CNT_BAD_FREE]++;
 		return;
 	}
-	lk_writer_free(tid, now, (uintptr_t)p);
-	lk_counters[LK_CNT_FREES]++;
+	end_sample(b, tid, now);
 	lk_arena_free(p);
 }
 
@@ -313,6 +335,35 @@ size_t lk_usable_sampled(const void *p)
 	return b ? b->usable : 0;
 }
 
+/* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no
+ * longer a sample), if the arena can resize it in place: a growing buffer is then neither copied
+ * out to the real allocator nor back into the arena at its next sample. */
+static bool keep_quiet(struct lk_thread *t, void *p, size_t size)
+{
+	int saved = errno;
+	size_t usable = lk_real_usable(size, 0);
+	uint64_t left = t->bytes_left, now = lk_now_ns();
+	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
+	bool kept = false;
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	lk_lock();
+	drain_deferred(tid, now);
+	struct lk_block *b = lk_arena_block(p);
+	if (b && lk_writer_ready() && lk_arena_resize(p, usable)) {
+		end_sample(b, tid, now);
+		b->magic = LK_BLOCK_QUIET;
+		b->size = size;
+		kept = true;
+	}
+	lk_unlock();
+	t->bytes_left = left;
+	t->in_slow = 0;
+	errno = saved;
+	return kept;
+}
+
 LK_COLD void *lk_realloc_slow(void *p, size_t size)
 {
 	struct lk_thread *t = &lk_tls;
@@ -351,7 +402,9 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	q = lk_sample(t, size, 0, false);
+	q = sample(t, size, 0, false, p);
+	if (q == p || (!q && keep_quiet(t, p, size)))
+		return p; /* resized in place */
 	if (!q && !(q = lk_real.malloc(size)))
 		return NULL; /* errno from the real malloc; p is untouched, as realloc requires */
 	memcpy(q, p, b->usable < size ? b->usable : size);

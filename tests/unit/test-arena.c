@@ -481,3 +481,87 @@ TEST(arena_boot)
 		do_free(nlive - 1);
 	ASSERT_TRUE(lk_arena_check());
 }
+
+/* Resizes the live block in slot i in place to `usable` bytes if the arena can; the bytes both sizes
+ * share must survive, and the block is then refilled at its new size. */
+static bool do_resize(unsigned i, size_t usable)
+{
+	struct slot *s = &live[i];
+	size_t keep = s->usable < usable ? s->usable : usable;
+
+	ASSERT_TRUE(verify(s));
+	if (!lk_arena_resize(s->p, usable)) {
+		ASSERT_TRUE(lk_arena_check());
+		check_block(s); /* unchanged */
+		return false;
+	}
+	ASSERT_TRUE(lk_arena_check());
+	struct slot shared = *s;
+	shared.usable = keep & ~(size_t)7; /* whole words of the old pattern */
+	ASSERT_TRUE(verify(&shared));
+	s->usable = usable;
+	check_block(s);
+	s->tag = rnd() | 1;
+	fill(s);
+	return true;
+}
+
+/* In-place resizing: a run grows into the top of the arena and into the free run after it, and
+ * shrinks by giving back whole pages; a slab block keeps its class; a block with a live neighbour
+ * right after it cannot grow. Every other block stays intact throughout. */
+TEST(arena_resize)
+{
+	struct lk_arena_stats st;
+
+	rng_state = 13;
+	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB));
+	ASSERT_TRUE(do_alloc(100 * KIB, 16)); /* live[0], at the top */
+	ASSERT_TRUE(do_resize(0, 3 * MIB));    /* grows into the top */
+	ASSERT_TRUE(do_resize(0, 5 * MIB + 17));
+	ASSERT_TRUE(do_resize(0, 40 * KIB));   /* shrinks: the rest is a free run after it */
+	lk_arena_get_stats(&st);
+	ASSERT_TRUE(st.free_pages * 4096 >= 5 * MIB - 40 * KIB - 4096);
+	ASSERT_TRUE(do_resize(0, 2 * MIB));    /* grows into that free run, which it splits */
+	ASSERT_TRUE(do_resize(0, 5 * MIB + 100 * KIB)); /* the rest of it, and the top */
+	ASSERT_TRUE(do_alloc(10 * KIB, 16));   /* live[1], at the top: right after live[0] */
+	ASSERT_TRUE(live[1].p > live[0].p + live[0].usable);
+	ASSERT_TRUE((size_t)(live[1].p - (live[0].p + live[0].usable)) < 8 * KIB);
+	ASSERT_TRUE(!do_resize(0, 6 * MIB));   /* a live neighbour: no room, nothing changes */
+	do_free(1);
+	ASSERT_TRUE(do_resize(0, 6 * MIB));    /* its free pages, and the top */
+	/* Too big for the arena, or for a run: no. */
+	ASSERT_TRUE(!do_resize(0, (size_t)2 << 30));
+	ASSERT_TRUE(!lk_arena_resize(live[0].p, SIZE_MAX / 2));
+	/* Down to slab size: a run cannot become a slot, it moves. */
+	ASSERT_TRUE(!do_resize(0, 100));
+
+	/* Slab blocks: within their class only. */
+	ASSERT_TRUE(do_alloc(100, 16)); /* class 160 (100 + 32 header) */
+	unsigned k = nlive - 1;
+	ASSERT_TRUE(do_resize(k, 120));
+	ASSERT_TRUE(do_resize(k, 97));  /* 97 + 32 > 112: still the 160 class */
+	ASSERT_TRUE(!do_resize(k, 60)); /* 92: a smaller class */
+	ASSERT_TRUE(!do_resize(k, 200));
+	check_lookups();
+	check_foreach();
+
+	/* Random resizes among random blocks keep every invariant and every byte. */
+	for (unsigned op = 0; op < 3000; op++) {
+		unsigned r = (unsigned)rnd_below(4);
+		if (nlive == 0 || (r == 0 && nlive < MAX_LIVE))
+			ASSERT_TRUE(do_alloc(random_size(), random_align()));
+		else if (r == 1)
+			do_free((unsigned)rnd_below(nlive));
+		else
+			do_resize((unsigned)rnd_below(nlive), random_size());
+		if (op % 97 == 0) {
+			check_lookups();
+			check_foreach();
+		}
+		lk_arena_get_stats(&st);
+		ASSERT_TRUE(st.dirty_pages * 4096 <= 4 * MIB);
+	}
+	while (nlive)
+		do_free(nlive - 1);
+	check_foreach();
+}
