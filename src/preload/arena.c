@@ -37,6 +37,10 @@
 #define BOOT_PAGES 64u /* 256 KiB: dlsym's calloc and early libc need a few KiB */
 #define NBINS 192
 #define SLAB_MAX 2048u /* largest slot; bigger blocks get their own run */
+/* glibc's DEFAULT_MMAP_THRESHOLD_MIN and _MAX (64-bit), in pages: the sizes of freed blocks that
+ * raise what glibc keeps resident, and so what the arena retains (lk_arena_free). */
+#define RETAIN_RISE_MIN ((128u << 10) >> PAGE_SHIFT)
+#define RETAIN_RISE_MAX ((32u << 20) >> PAGE_SHIFT)
 
 enum { K_NONE = 0, K_FREE, K_LARGE, K_SLAB, K_BOOT };
 
@@ -511,6 +515,12 @@ void lk_arena_free(void *p)
 	b->magic = LK_BLOCK_FREE;
 	A.live_blocks--;
 	if (e->kind == K_LARGE) {
+		/* glibc keeps a freed block of this size resident from now on (its mmap threshold
+		 * rises to the size of a freed mmapped chunk, and it trims only above twice that), so
+		 * the arena does too: a sampled 8 MiB sort buffer is not given back and faulted in again
+		 * at every reuse, where the program alone would have kept it. */
+		if (e->len >= RETAIN_RISE_MIN && e->len <= RETAIN_RISE_MAX && 2u * e->len > A.retain_pages)
+			A.retain_pages = 2u * e->len;
 		run_release(i);
 		return;
 	}
@@ -555,6 +565,7 @@ void lk_arena_get_stats(struct lk_arena_stats *s)
 	s->free_pages = A.free_pages;
 	s->dirty_pages = A.dirty_pages;
 	s->live_blocks = A.live_blocks;
+	s->retain = A.retain_pages << PAGE_SHIFT;
 }
 
 /* Checks every invariant (mimalloc's page_is_valid, for the whole arena). */

@@ -77,6 +77,7 @@ size_t lk_usable_sampled(const void *p);
 /* ---- arena.c: where sampled blocks live ---- */
 struct lk_arena_stats {
 	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
+	uint64_t retain; /* bytes of freed pages kept resident at most, now */
 };
 extern uintptr_t lk_arena_base, lk_arena_span; /* [base, base + span); span 0 before init */
 

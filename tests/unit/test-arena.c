@@ -278,7 +278,7 @@ TEST(arena_random)
 		else
 			do_free((unsigned)rnd_below(nlive));
 		lk_arena_get_stats(&st);
-		ASSERT_TRUE(st.dirty_pages * 4096 <= retain);
+		ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 		ASSERT_EQ(st.live_blocks, nlive);
 		if (op % 97 == 0) {
 			check_lookups();
@@ -293,7 +293,7 @@ TEST(arena_random)
 	lk_arena_get_stats(&st);
 	/* Only the boot area is left, and at most one empty slab for each of the 20 size classes. */
 	ASSERT_TRUE(st.used_pages >= 64 && st.used_pages <= 64 + 20);
-	ASSERT_TRUE(st.dirty_pages * 4096 <= retain);
+	ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 }
 
 /* Every alignment from 1 to 1 MiB, at sizes around the slab/run boundaries. */
@@ -369,29 +369,36 @@ TEST(arena_full)
 	check_foreach();
 }
 
-/* Freeing much more than `retain` keeps at most `retain` bytes of dirty pages, and the pages
- * really go back to the kernel (mincore). */
+/* Freeing much more than the retained amount keeps at most that much in dirty pages, and the
+ * pages really go back to the kernel (mincore). Freed 3 MiB blocks raise it to twice their run
+ * (glibc's rule), and no more: blocks of 40 MiB, above glibc's mmap threshold cap, do not. */
 TEST(arena_retain)
 {
 	static unsigned char vec[(1u << 30) / 4096];
-	const uint64_t retain = 2 * MIB;
+	const uint64_t retain = 2 * MIB, three = 2 * (3 * MIB / 4096 + 1) * 4096ull;
 	struct lk_arena_stats st;
 
 	rng_state = 11;
 	ASSERT_OK(lk_arena_init(1ull << 30, retain));
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.retain, retain);
 	for (unsigned round = 0; round < 4; round++) {
 		while (nlive < 64)
 			ASSERT_TRUE(do_alloc(rnd_below(2) ? 3 * MIB : 1000 + rnd_below(30000), 16));
 		while (nlive) {
 			do_free((unsigned)rnd_below(nlive));
 			lk_arena_get_stats(&st);
-			ASSERT_TRUE(st.dirty_pages * 4096 <= retain);
+			ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 		}
+		ASSERT_EQ(st.retain, three); /* a 3 MiB block and its header: 769 pages, twice */
 	}
+	ASSERT_TRUE(do_alloc(40 * MIB, 16));
+	do_free(0);
 	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.retain, three);
 	ASSERT_EQ(st.live_blocks, 0);
 	ASSERT_TRUE(st.committed > 64 * MIB);
-	ASSERT_TRUE(st.dirty_pages * 4096 <= retain);
+	ASSERT_TRUE(st.dirty_pages * 4096 <= three);
 
 	ASSERT_EQ(mincore((void *)lk_arena_base, lk_arena_span, vec), 0);
 	uint64_t resident = 0;
@@ -559,7 +566,7 @@ TEST(arena_resize)
 			check_foreach();
 		}
 		lk_arena_get_stats(&st);
-		ASSERT_TRUE(st.dirty_pages * 4096 <= 4 * MIB);
+		ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 	}
 	while (nlive)
 		do_free(nlive - 1);
