@@ -110,10 +110,12 @@ pair() {
     run "$name.plain" "$@"
   fi
 }
-# Exact mode and heaptrack, one run each.
+# Exact mode and heaptrack, one run each, each through its own front end, as a user would run
+# it: `leek run` prints its summary and compresses the profile after the program exits, heaptrack
+# prints its summary and has compressed its recording (zstd) as it went.
 exact() {
   local name=$1; shift
-  run "$name.exact" env LEEK_PERIOD=1 LEEK_OUTPUT="$tmp/out/$name-x.%p.lk" LD_PRELOAD="$lib" "$@"
+  run "$name.exact" "$leek" run --period 1 -o "$tmp/out/$name-x.%p.lk" -- "$@"
   check "$name.exact" "$tmp/out/$name-x".*
   run "$name.heaptrack" heaptrack -o "$tmp/ht/$name" "$@"
   grep -E '^\s*allocations:' "$tmp/err" | awk '{ print $2 }' >"$tmp/allocs.$name"
