@@ -337,9 +337,16 @@ size_t lk_usable_sampled(const void *p)
 
 /* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no
  * longer a sample), if the arena can resize it in place: a growing buffer is then neither copied
- * out to the real allocator nor back into the arena at its next sample. */
+ * out to the real allocator nor back into the arena at its next sample. Only from QUIET_MIN
+ * bytes, where copying costs more than leek's slow path, which every later realloc or free of a
+ * quiet block takes (glibc grows blocks this large with mremap instead of copying them). A smaller
+ * block moves out to the real allocator and is back on the fast path. */
+#define QUIET_MIN (128u << 10)
+
 static bool keep_quiet(struct lk_thread *t, void *p, size_t size)
 {
+	if (size < QUIET_MIN)
+		return false;
 	int saved = errno;
 	size_t usable = lk_real_usable(size, 0);
 	uint64_t left = t->bytes_left, now = lk_now_ns();
