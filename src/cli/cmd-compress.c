@@ -16,7 +16,7 @@ static int compress_one(const char *path)
 	_cleanup_(freep) char *msg = NULL;
 	struct lk_compressed c;
 	char a[32], b[32];
-	int k = lk_compress_profile(path, LK_COMPRESS_LEVEL, &c, &msg);
+	int k = lk_compress_profile(path, LK_COMPRESS_LEVEL, 0, &c, &msg);
 
 	if (k == -EBUSY)
 		lk_msg("%s: %s; compress it once that process has ended", path, msg);

@@ -16,6 +16,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/random.h>
@@ -317,20 +318,41 @@ static size_t find_profiles(const char *pattern, uint64_t session, struct found 
 	return n;
 }
 
-/* Compresses one profile of the run: the malloc'ed path of its .gz, or NULL if it stays raw (one
- * line says why). A failure that the next profiles would meet too (no space, no permission) sets
- * *stop, and they stay raw without more warnings. */
-static char *compress_one(const char *path, size_t left, bool *stop)
-{
-	_cleanup_(freep) char *msg = NULL;
-	struct lk_compressed c;
+/* Compressing one profile of the run, on a thread of its own while the summary reads the raw file
+ * (in exact mode both take seconds): the raw file stays until both are done. */
+struct compress_job {
+	const char *path;
 	int k;
+	struct lk_compressed c;
+	char *msg;
+};
 
-	if (!arg_compress || *stop)
+static void *compress_job_run(void *arg)
+{
+	struct compress_job *j = arg;
+
+	j->k = lk_compress_profile(j->path, LK_COMPRESS_LEVEL, LK_COMPRESS_KEEP_RAW, &j->c, &j->msg);
+	return NULL;
+}
+
+/* The malloc'ed path of the profile's .gz once the job is done and the raw file removed, or NULL
+ * if it stays raw (one line says why). A failure that the next profiles would meet too (no space,
+ * no permission) sets *stop, and they stay raw without more warnings. */
+static char *compress_result(struct compress_job *j, size_t left, bool *stop)
+{
+	_cleanup_(freep) char *msg = j->msg;
+	const char *path = j->path;
+	int k = j->k;
+
+	if (k == 0 && unlink(path) < 0) {
+		k = -errno;
+		lk_msg("warning: %s: compressed into %s, but cannot remove the raw file: %s", path,
+		       j->c.path, strerror(-k));
+		free(j->c.path);
 		return NULL;
-	k = lk_compress_profile(path, LK_COMPRESS_LEVEL, &c, &msg);
+	}
 	if (k == 0)
-		return c.path;
+		return j->c.path;
 	/* A process that outlived the program (a daemon) is still writing it: not a failure. */
 	if (k == -EBUSY) {
 		lk_msg("%s: %s, so it stays uncompressed ('leek compress' it once that process "
@@ -350,8 +372,8 @@ static char *compress_one(const char *path, size_t left, bool *stop)
 }
 
 /* The end-of-run summary of one profile: totals, the peak and when, the heap at exit and its
- * top sites (report.c, symbolized like `leek report`). The raw file is read, then compressed: the
- * summary costs no inflating, and names the file that stays. */
+ * top sites (report.c, symbolized like `leek report`). The raw file is read while a thread
+ * compresses it: the summary costs no inflating, and names the file that stays. */
 static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char *path, size_t top,
 			  size_t left, bool *stop)
 {
@@ -360,10 +382,21 @@ static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char 
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 	_cleanup_(freep) char *err = NULL, *gz = NULL;
-	int k = sym ? lk_profile_load(path, &po, &p, &err) : -ENOMEM;
+	struct compress_job job = { .path = path };
+	bool compress = arg_compress && !*stop, threaded = false;
 	const char *shown;
+	pthread_t th;
+	int k;
 
-	gz = compress_one(path, left, stop);
+	if (compress)
+		threaded = pthread_create(&th, NULL, compress_job_run, &job) == 0;
+	k = sym ? lk_profile_load(path, &po, &p, &err) : -ENOMEM;
+	if (threaded)
+		pthread_join(th, NULL);
+	else if (compress)
+		compress_job_run(&job);
+	if (compress)
+		gz = compress_result(&job, left, stop);
 	shown = gz ? gz : path;
 	if (!sym) {
 		lk_msg("%s: written (out of memory for its summary)", shown);

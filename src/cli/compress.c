@@ -262,7 +262,8 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
-int lk_compress_profile(const char *path, int level, struct lk_compressed *ret, char **msg)
+int lk_compress_profile(const char *path, int level, unsigned flags, struct lk_compressed *ret,
+			char **msg)
 {
 	_cleanup_(closep) int fd = -1, out = -1;
 	_cleanup_(freep) char *dir = NULL, *tmp = NULL, *name = NULL;
@@ -304,7 +305,7 @@ int lk_compress_profile(const char *path, int level, struct lk_compressed *ret, 
 		return k;
 	}
 	sync_dir(dir);
-	if (unlink(path) < 0) {
+	if (!(flags & LK_COMPRESS_KEEP_RAW) && unlink(path) < 0) {
 		k = -errno;
 		return fail(msg, k, "compressed into %s, but cannot remove the raw file: %s", name,
 			    strerror(-k));

@@ -28,7 +28,8 @@ struct lk_compressed {
 /* Compresses the profile at path into FILE.gz beside it at zlib level `level` (LK_COMPRESS_LEVEL:
  * chosen from the data), as FILE.1.gz, FILE.2.gz, ... if that is taken (an existing file is never
  * overwritten), written under a temporary name, fsync'ed and renamed, with
- * the profile's permissions and times; then removes the raw file. Returns 0 and fills *ret, or a
+ * the profile's permissions and times; then removes the raw file (unless flags has
+ * LK_COMPRESS_KEEP_RAW). Returns 0 and fills *ret, or a
  * negative errno with the raw file in place and no other file left behind:
  *
  *   -EMEDIUMTYPE  not a leek profile (no LEEKPROF magic)
@@ -41,6 +42,8 @@ struct lk_compressed {
  * *msg, if msg is not NULL, may then hold a malloc'ed one-line explanation for the caller to
  * print after the file's name (the pid of the writer, the name written when only the removal
  * failed). Never prints. */
-int lk_compress_profile(const char *path, int level, struct lk_compressed *ret, char **msg);
+enum { LK_COMPRESS_KEEP_RAW = 1 << 0 }; /* the caller removes the raw file (it is reading it) */
+int lk_compress_profile(const char *path, int level, unsigned flags, struct lk_compressed *ret,
+			char **msg);
 
 #endif /* LEEK_COMPRESS_H */
