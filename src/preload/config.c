@@ -4,13 +4,68 @@
  * parser. A malformed value falls back to the default: the program must run whatever the
  * environment says.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "options.h"
 #include "preload.h"
 
 struct lk_config lk_cfg;
+
+/* The LEEK_* entries of the initial environment, NUL-separated, for a first malloc that comes
+ * before libc has set environ: one from the executable's .preinit_array runs before libc.so's
+ * initialiser (glibc: csu/init-first.c sets __environ there), and getenv then finds nothing.
+ * /proc/self/environ is the block that envp points to. Only LEEK_* entries are kept, so the
+ * buffer is bounded whatever the size of the environment. */
+static char early_env[2 * LK_MAX_PATH];
+static size_t early_len;
+
+static void early_env_load(void)
+{
+	char buf[512];
+	size_t w = 0, pos = 0; /* pos: offset in the current entry */
+	bool keep = true;
+	ssize_t n;
+	int fd = open("/proc/self/environ", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			char c = buf[i];
+			if (pos < 5 && c != "LEEK_"[pos])
+				keep = false;
+			if (keep && w < sizeof(early_env))
+				early_env[w++] = c;
+			else
+				keep = false;
+			pos++;
+			if (c == 0) {
+				if (keep)
+					early_len = w; /* the whole entry fitted */
+				w = early_len;
+				keep = true;
+				pos = 0;
+			}
+		}
+	}
+	close(fd);
+}
+
+static const char *env(const char *name)
+{
+	extern char **environ;
+	size_t len = strlen(name);
+
+	if (environ)
+		return getenv(name);
+	for (size_t i = 0; i < early_len; i += strlen(early_env + i) + 1)
+		if (!strncmp(early_env + i, name, len) && early_env[i + len] == '=')
+			return early_env + i + len + 1;
+	return NULL;
+}
 
 /* Parses "123", "64K", "4M", "64G"; false on anything else or on overflow. */
 static bool parse_size(const char *s, uint64_t *ret)
@@ -43,7 +98,7 @@ static bool parse_size(const char *s, uint64_t *ret)
 
 static void load(const char *name, const char *def, uint64_t *ret, bool *set)
 {
-	const char *s = getenv(name);
+	const char *s = env(name);
 
 	if (parse_size(s, ret)) {
 		if (set)
@@ -57,7 +112,10 @@ static void load(const char *name, const char *def, uint64_t *ret, bool *set)
 void lk_config_load(void)
 {
 	uint64_t v;
+	extern char **environ;
 
+	if (!environ)
+		early_env_load();
 #define DEFAULT(field, env, type, def, why) [LK_OPT_##field] = def,
 	enum {
 #define ENUM(field, env, type, def, why) LK_OPT_##field,
@@ -84,7 +142,7 @@ void lk_config_load(void)
 	load("LEEK_QUIET", defaults[LK_OPT_quiet], &v, NULL);
 	lk_cfg.quiet = v != 0;
 
-	const char *out = getenv("LEEK_OUTPUT");
+	const char *out = env("LEEK_OUTPUT");
 	if (!out || !*out || strlen(out) >= sizeof(lk_cfg.output))
 		out = defaults[LK_OPT_output];
 	strcpy(lk_cfg.output, out);

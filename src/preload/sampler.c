@@ -443,6 +443,9 @@ __attribute__((destructor)) static void lk_fini(void)
 __attribute__((constructor)) static void lk_ctor(void)
 {
 	lk_init();
+	/* Again: a first malloc from .preinit_array found environ still unset (config.c). */
+	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE && !lk_cfg.inherit)
+		scrub_ld_preload();
 }
 
 /* _exit skips destructors, and shells and forked workers leave through it: write the trailer

@@ -85,6 +85,7 @@ struct rules {
 
 static struct rules *rules; /* current table; replaced whole, never freed (see rules_replace) */
 static int learning;        /* writers' try-lock */
+static int alt_busy;        /* the unwinder's stack's try-lock (run_unwinder) */
 static unsigned long long rules_subs = ~0ull; /* the loader's unload count the rules are for */
 static __thread uintptr_t stack_top; /* this thread's outermost CFA, as libunwind last saw it */
 
@@ -177,7 +178,8 @@ static bool rules_current(unsigned long long subs)
 
 void lk_stack_atfork_child(void)
 {
-	learning = 0; /* its holder did not come along */
+	learning = 0; /* their holders did not come along */
+	alt_busy = 0;
 }
 
 enum walk { WALK_DONE, WALK_MISS, WALK_SLOW };
@@ -281,6 +283,79 @@ static uint64_t learn_frame(const unw_context_t *uc, uintptr_t ip, uintptr_t sp,
 	return rule;
 }
 
+/* libunwind's work (a walk from the top, or one step to learn a rule) runs on a stack of its
+ * own: a DWARF lookup and the dynamic linker's lazy binding of libunwind take 8 to 11 KiB, more
+ * than a thread with a 16 KiB stack has left at depth (tests/preload/smallstack.c crashed on
+ * its guard page 15 times in 30). The cursor only reads the program's stack, from the context
+ * captured on it, so it can run anywhere. One stack for the process, taken with a try-lock: a
+ * thread that finds it taken works in place, as it would have without it. It is never waited
+ * for, since its holder may be waiting for the loader lock that the waiter holds. */
+#define ALT_STACK_SIZE ((size_t)256 << 10)
+
+void lk_on_stack(void *top, void (*fn)(void *), void *arg);
+__asm__(".text\n"
+	".globl lk_on_stack\n"
+	".hidden lk_on_stack\n"
+	".type lk_on_stack, @function\n"
+	"lk_on_stack:\n" /* rdi: the new stack's top (16-aligned), rsi: fn, rdx: arg */
+	"	.cfi_startproc\n"
+	"	push %rbp\n"
+	"	.cfi_def_cfa_offset 16\n"
+	"	.cfi_offset %rbp, -16\n"
+	"	mov %rsp, %rbp\n"
+	"	.cfi_def_cfa_register %rbp\n"
+	"	mov %rdi, %rsp\n"
+	"	mov %rdx, %rdi\n"
+	"	call *%rsi\n"
+	"	mov %rbp, %rsp\n"
+	"	pop %rbp\n"
+	"	.cfi_def_cfa %rsp, 8\n"
+	"	ret\n"
+	"	.cfi_endproc\n"
+	".size lk_on_stack, .-lk_on_stack\n");
+
+static uint8_t *alt_stack; /* ALT_STACK_SIZE, the lowest page a guard; NULL until first used */
+
+struct unwind_job {
+	const unw_context_t *uc;
+	uint64_t *buf;
+	int max, n;             /* walk: frames wanted, frames found */
+	uintptr_t ip, sp, bp;   /* step: the frame */
+	uint64_t rule;          /* step: its rule */
+	bool walk;
+};
+
+static void unwind_job_run(void *arg)
+{
+	struct unwind_job *j = arg;
+
+	if (j->walk)
+		j->n = walk_learn((unw_context_t *)j->uc, j->buf, j->max);
+	else
+		j->rule = learn_frame(j->uc, j->ip, j->sp, j->bp);
+}
+
+static void run_unwinder(struct unwind_job *j)
+{
+	if (__atomic_exchange_n(&alt_busy, 1, __ATOMIC_ACQUIRE)) {
+		unwind_job_run(j);
+		return;
+	}
+	if (!alt_stack) {
+		uint8_t *p = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (p != MAP_FAILED && mprotect(p, 4096, PROT_NONE) == 0)
+			alt_stack = p;
+		else if (p != MAP_FAILED)
+			munmap(p, ALT_STACK_SIZE);
+	}
+	if (alt_stack)
+		lk_on_stack(alt_stack + ALT_STACK_SIZE, unwind_job_run, j);
+	else
+		unwind_job_run(j);
+	__atomic_store_n(&alt_busy, 0, __ATOMIC_RELEASE);
+}
+
 /* The cached walk: WALK_DONE with *n frames, or what to do instead. A frame without a rule costs
  * one libunwind step, and the walk goes on from the cache. */
 static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n)
@@ -295,8 +370,11 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 		uint64_t r = rule_find(t, ip);
 		uintptr_t cfa, ra;
 		buf[k] = ip;
-		if (!r)
-			r = learn_frame(uc, ip, sp, bp);
+		if (!r) {
+			struct unwind_job j = { .uc = uc, .ip = ip, .sp = sp, .bp = bp };
+			run_unwinder(&j);
+			r = j.rule;
+		}
 		switch (RULE_KIND(r)) {
 		case RULE_END:
 			*n = k + 1;
@@ -344,6 +422,23 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
+/* One walk of each kind now, on the thread that starts leek. libunwind is bound lazily (only
+ * libleek is linked -z now), and the first call through each of its PLT slots runs the dynamic
+ * linker's resolver, which saves the whole vector register state on the stack: 2.7 KiB more
+ * than a sample needs (about 8 KiB with libunwind bound, 11 KiB while binding, measured by
+ * tests/preload/smallstack.c). Binding is once for the process, so the slots these walks use are
+ * bound here, where the stack is the program's main one, rather than in a sample on a thread with
+ * a 16 KiB stack. Paths no walk here takes (signal frames, code without unwind information) may
+ * still bind later. The rules it learns are dropped at the first capture (rules_subs). */
+static __attribute__((noinline)) void warm_up(void)
+{
+	uint64_t buf[LK_MAX_FRAMES + 8];
+	unw_context_t uc;
+
+	unw_getcontext(&uc);
+	walk_learn(&uc, buf, LK_MAX_FRAMES + 8);
+}
+
 int lk_stack_init(void)
 {
 	/* No register-state cache: libunwind guards its global one with a lock that it holds while
@@ -352,6 +447,7 @@ int lk_stack_init(void)
 	 * behind unw_backtrace is per thread and stays on: measured, no slower. */
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
 	dl_iterate_phdr(find_self, (void *)(uintptr_t)lk_stack_init);
+	warm_up();
 	return 0;
 }
 
@@ -367,11 +463,12 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long sub
 	case WALK_DONE:
 		break;
 	case WALK_MISS:
-		n = walk_learn(&uc, buf, cap);
+	case WALK_SLOW: {
+		struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
+		run_unwinder(&j);
+		n = j.n;
 		break;
-	case WALK_SLOW:
-		n = unw_backtrace((void **)buf, cap);
-		break;
+	}
 	}
 	while (i < n && buf[i] - self_lo < self_hi - self_lo)
 		i++;
