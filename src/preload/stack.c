@@ -216,10 +216,10 @@ static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, unw_cursor_t *n
  * without unwind information (JIT code) was stepped by libunwind's guesses, which hold for one
  * walk but not for every walk through that address. */
 static uint64_t step_rule(unw_cursor_t *c, unw_cursor_t *next, uintptr_t ip, uintptr_t sp,
-			  uintptr_t bp, int *step)
+			  uintptr_t bp, int *step, bool *is_signal)
 {
 	unw_proc_info_t pi;
-	bool signal = unw_is_signal_frame(c) > 0;
+	bool signal = *is_signal = unw_is_signal_frame(c) > 0;
 	bool described = unw_get_proc_info(c, &pi) == 0 && pi.start_ip <= ip && ip < pi.end_ip;
 
 	*next = *c;
@@ -245,8 +245,8 @@ static int walk_learn(unw_context_t *uc, uint64_t *buf, int max)
 		    unw_get_reg(&c, UNW_X86_64_RBP, &bp) || ip == 0)
 			break;
 		buf[n++] = ip;
-		bool signal = unw_is_signal_frame(&c) > 0;
-		uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s);
+		bool signal;
+		uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s, &signal);
 		if (learn && !after_signal)
 			rule_add(ip, rule);
 		if (s == 0)
@@ -268,6 +268,7 @@ static uint64_t learn_frame(const unw_context_t *uc, uintptr_t ip, uintptr_t sp,
 {
 	unw_context_t at = *uc;
 	unw_cursor_t c, next;
+	bool signal;
 	int s;
 
 	at.uc_mcontext.gregs[REG_RIP] = (greg_t)ip;
@@ -275,7 +276,7 @@ static uint64_t learn_frame(const unw_context_t *uc, uintptr_t ip, uintptr_t sp,
 	at.uc_mcontext.gregs[REG_RBP] = (greg_t)bp;
 	if (unw_init_local(&c, &at) < 0)
 		return RULE(RULE_SLOW, 0, 0);
-	uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s);
+	uint64_t rule = step_rule(&c, &next, ip, sp, bp, &s, &signal);
 	if (learn_begin()) {
 		rule_add(ip, rule);
 		learn_end();
