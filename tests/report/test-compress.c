@@ -21,6 +21,7 @@
 
 #include "build-profile.h"
 #include "harness.h"
+#include "gz-build.h"
 #include "proc.h"
 
 #ifndef LEEK_BIN
@@ -101,25 +102,10 @@ static size_t count_files(const char *dir, const char *prefix, const char *suffi
 	return n;
 }
 
-/* Appends bytes [from, to) of data to out as one gzip member (zlib writes no file name, so the
- * first deflate block starts at byte 10 of the member). */
+/* Appends bytes [from, to) of data to out as one gzip member, at level 1. */
 static void gz_member(struct pbuf *out, const uint8_t *data, size_t from, size_t to)
 {
-	z_stream zs = { 0 };
-	uint8_t buf[65536];
-	int k;
-
-	ASSERT_EQ(deflateInit2(&zs, 1, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	zs.next_in = (Bytef *)data + from;
-	zs.avail_in = (uInt)(to - from);
-	do {
-		zs.next_out = buf;
-		zs.avail_out = sizeof(buf);
-		k = deflate(&zs, Z_FINISH);
-		ASSERT_TRUE(k == Z_OK || k == Z_STREAM_END);
-		pb_put(out, buf, sizeof(buf) - zs.avail_out);
-	} while (k != Z_STREAM_END);
-	deflateEnd(&zs);
+	pb_gzip(out, data + from, to - from, 1);
 }
 
 /* A profile of a few thousand records, a trailer at its end. */

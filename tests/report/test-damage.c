@@ -37,6 +37,7 @@
 
 #include "build-profile.h"
 #include "harness.h"
+#include "gz-build.h"
 #include "proc.h"
 #include "read.h"
 #include "util.h"
@@ -418,25 +419,6 @@ static void damage_randomly(const char *name, const uint8_t *data, size_t len, s
 	free(p);
 }
 
-/* data as one gzip member (malloc'ed, its length in *gz_len). */
-static uint8_t *gzip(const uint8_t *data, size_t len, size_t *gz_len)
-{
-	z_stream zs = { 0 };
-	size_t cap = len + len / 8 + 128;
-	uint8_t *out = malloc(cap);
-
-	ASSERT_TRUE(out);
-	ASSERT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	zs.next_in = (uint8_t *)data;
-	zs.avail_in = (uInt)len;
-	zs.next_out = out;
-	zs.avail_out = (uInt)cap;
-	ASSERT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
-	*gz_len = zs.total_out;
-	deflateEnd(&zs);
-	return out;
-}
-
 /* The gzip form of data, cut at every byte: a prefix of the raw profile's records (a stream cut
  * short reads as a crashed profile; one cut inside its header or footer may fail instead), and
  * the trailer only with every record. Then damaged at random: it must survive, nothing more (a
@@ -444,8 +426,10 @@ static uint8_t *gzip(const uint8_t *data, size_t len, size_t *gz_len)
 static void gz_everywhere(const char *name, const uint8_t *data, size_t len)
 {
 	struct readout full, cut;
-	size_t gz_len;
-	uint8_t *gz = gzip(data, len, &gz_len);
+	struct pbuf z = { 0 };
+	pb_gzip(&z, data, len, 6);
+	uint8_t *gz = z.p;
+	size_t gz_len = z.len;
 	char what[160];
 
 	read_profile(data, len, len, &full);

@@ -15,26 +15,13 @@
 
 #include "build-profile.h"
 #include "harness.h"
+#include "gz-build.h"
 #include "read.h"
 
 /* Appends b's bytes [from, to) to out as one gzip member. */
 static void gz_member(struct pbuf *out, const struct pbuf *b, size_t from, size_t to, int level)
 {
-	z_stream zs = { 0 };
-	uint8_t buf[65536];
-	int k;
-
-	ASSERT_EQ(deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
-	zs.next_in = b->p ? b->p + from : (Bytef *)"";
-	zs.avail_in = (uInt)(to - from);
-	do {
-		zs.next_out = buf;
-		zs.avail_out = sizeof(buf);
-		k = deflate(&zs, Z_FINISH);
-		ASSERT_TRUE(k == Z_OK || k == Z_STREAM_END);
-		pb_put(out, buf, sizeof(buf) - zs.avail_out);
-	} while (k != Z_STREAM_END);
-	deflateEnd(&zs);
+	pb_gzip(out, b->p ? b->p + from : NULL, to - from, level);
 }
 
 static struct pbuf gz_all(const struct pbuf *b, int level)
