@@ -9,37 +9,13 @@
  * where the other library had been, which is what makes a stale rule possible at all.
  */
 #include <dlfcn.h>
-#include <execinfo.h>
 
-#include "prog.h"
+#include "notes.h"
 
 #define ROUNDS 24
 #define PER_ROUND 6
-#define MAX_FRAMES 64
 
 typedef unsigned long entry_fn(int depth, size_t size, void (*note)(size_t));
-
-struct note {
-	size_t size;
-	int n;
-	void *frames[MAX_FRAMES];
-};
-
-static struct note notes[ROUNDS * PER_ROUND];
-static unsigned nnotes;
-
-static __attribute__((noinline)) void note(size_t size)
-{
-	void *f[MAX_FRAMES + 2];
-	int n = backtrace(f, MAX_FRAMES + 2);
-
-	if (nnotes < ROUNDS * PER_ROUND && n > 2) {
-		struct note *e = &notes[nnotes++];
-		e->size = size;
-		e->n = n - 2;
-		memcpy(e->frames, f + 2, (size_t)e->n * sizeof(void *));
-	}
-}
 
 int main(int argc, char **argv)
 {
@@ -64,19 +40,7 @@ int main(int argc, char **argv)
 		CHECK(dlclose(h) == 0, "dlclose: %s", dlerror());
 	}
 
-	const char *out = getenv("LEEK_OUTPUT");
-	const char *slash = out ? strrchr(out, '/') : NULL;
-	char path[4096];
-	snprintf(path, sizeof(path), "%.*sunwind-dl.expect", slash ? (int)(slash - out + 1) : 0, out);
-	FILE *f = fopen(path, "w");
-	CHECK(f, "%s", path);
-	for (unsigned i = 0; i < nnotes; i++) {
-		fprintf(f, "%zu %d", notes[i].size, notes[i].n);
-		for (int k = 0; k < notes[i].n; k++)
-			fprintf(f, " %lx", (unsigned long)(uintptr_t)notes[i].frames[k]);
-		fputc('\n', f);
-	}
-	CHECK(fclose(f) == 0, "fclose");
-	printf("notes %u\nreused %u\n", nnotes, reused);
+	notes_write("unwind-dl");
+	printf("reused %u\n", reused);
 	return 0;
 }

@@ -13,24 +13,10 @@
  * a signal handler that allocates, on the thread's stack and on a sigaltstack.
  */
 #include <alloca.h>
-#include <execinfo.h>
-#include <pthread.h>
 #include <signal.h>
 
-#include "prog.h"
+#include "notes.h"
 
-#define MAX_NOTES 4096
-#define MAX_FRAMES 64
-
-struct note {
-	size_t size;
-	int n;
-	void *frames[MAX_FRAMES];
-};
-
-static struct note notes[MAX_NOTES];
-static unsigned nnotes;
-static pthread_mutex_t notes_lock = PTHREAD_MUTEX_INITIALIZER;
 static volatile unsigned long sink;
 static size_t next_size = 70001;
 
@@ -40,22 +26,6 @@ static __attribute__((noinline)) size_t take_size(void)
 	size_t s = next_size++;
 	pthread_mutex_unlock(&notes_lock);
 	return s;
-}
-
-/* Called by the allocating function right after malloc: frames[2..] are that function's callers. */
-static __attribute__((noinline)) void note(size_t size)
-{
-	void *f[MAX_FRAMES + 2];
-	int n = backtrace(f, MAX_FRAMES + 2);
-
-	pthread_mutex_lock(&notes_lock);
-	if (nnotes < MAX_NOTES && n > 2) {
-		struct note *e = &notes[nnotes++];
-		e->size = size;
-		e->n = n - 2;
-		memcpy(e->frames, f + 2, (size_t)e->n * sizeof(void *));
-	}
-	pthread_mutex_unlock(&notes_lock);
 }
 
 static __attribute__((noinline, noclone)) unsigned long leaf(void)
@@ -156,19 +126,6 @@ int main(void)
 		raise(SIGUSR2);
 	shapes(5); /* back on the thread's own stack after the handler ran on another */
 
-	const char *out = getenv("LEEK_OUTPUT");
-	const char *slash = out ? strrchr(out, '/') : NULL;
-	char path[4096];
-	snprintf(path, sizeof(path), "%.*sunwind.expect", slash ? (int)(slash - out + 1) : 0, out);
-	FILE *f = fopen(path, "w");
-	CHECK(f, "%s", path);
-	for (unsigned i = 0; i < nnotes; i++) {
-		fprintf(f, "%zu %d", notes[i].size, notes[i].n);
-		for (int k = 0; k < notes[i].n; k++)
-			fprintf(f, " %lx", (unsigned long)(uintptr_t)notes[i].frames[k]);
-		fputc('\n', f);
-	}
-	CHECK(fclose(f) == 0, "fclose");
-	printf("notes %u\n", nnotes);
+	notes_write("unwind");
 	return 0;
 }
