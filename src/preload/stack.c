@@ -423,14 +423,14 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *data)
 	return 0;
 }
 
-/* One walk of each kind now, on the thread that starts leek. libunwind is bound lazily (only
+/* One walk from the top now, on the thread that starts leek. libunwind is bound lazily (only
  * libleek is linked -z now), and the first call through each of its PLT slots runs the dynamic
- * linker's resolver, which saves the whole vector register state on the stack: 2.7 KiB more
- * than a sample needs (about 8 KiB with libunwind bound, 11 KiB while binding, measured by
- * tests/preload/smallstack.c). Binding is once for the process, so the slots these walks use are
- * bound here, where the stack is the program's main one, rather than in a sample on a thread with
- * a 16 KiB stack. Paths no walk here takes (signal frames, code without unwind information) may
- * still bind later. The rules it learns are dropped at the first capture (rules_subs). */
+ * linker's resolver, which saves the whole vector register state on the stack. Samples run
+ * libunwind on the unwinder's own stack (run_unwinder), except a thread that finds that stack
+ * taken, which works in place: binding the slots a walk uses here, once for the process, keeps
+ * that case from binding them on a small thread stack. About 57 000 instructions at start-up.
+ * Paths no walk here takes (signal frames, code without unwind information) may still bind
+ * later. The rules it learns are dropped at the first capture (rules_subs). */
 static __attribute__((noinline)) void warm_up(void)
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
