@@ -10,7 +10,10 @@
  *
  * Each shape runs many times, so that the second and later captures come from the cache: deep
  * recursion through small, large (20 KiB) and alloca frames in three orders; two threads at once;
- * a signal handler that allocates, on the thread's stack and on a sigaltstack.
+ * a signal handler that allocates, on the thread's stack and on a sigaltstack; two callers with
+ * the same frame size around one function, so that its frame sits at the same place with the
+ * same registers while the return address above it changes (the unwinder's record of the previous
+ * walk must notice).
  */
 #include <alloca.h>
 #include <signal.h>
@@ -84,6 +87,27 @@ static unsigned long descend(int depth, int shape)
 	}
 }
 
+static __attribute__((noinline, noclone)) unsigned long middle(int k)
+{
+	unsigned long r = leaf() + (unsigned long)k;
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long twin_a(int k)
+{
+	unsigned long r = middle(k) + 1;
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
+{
+	unsigned long r = middle(k) + 2;
+	sink += r;
+	return r;
+}
+
 static void shapes(int rounds)
 {
 	for (int i = 0; i < rounds; i++)
@@ -107,6 +131,8 @@ int main(void)
 	pthread_t t[2];
 
 	shapes(40);
+	for (int i = 0; i < 20; i++)
+		sink += i & 1 ? twin_b(i) : twin_a(i);
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)30) == 0, "thread");
 	for (int i = 0; i < 2; i++)
