@@ -170,6 +170,10 @@ unsigned long long lk_modules_refresh(bool force)
 
 	uint64_t now = lk_now_ns();
 	lk_lock();
+	/* A forked child's file opens at its first record, and opening writes every module. Open it
+	 * here, before any record below is built: opened from inside emit(), it would write all the
+	 * modules and then the one emit() was building, below the last id (and with a stale dt). */
+	lk_writer_ready();
 	for (unsigned i = 0; i < nmods; i++) {
 		struct module *m = &mods[i];
 		if (m->id && !m->seen) {

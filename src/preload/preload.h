@@ -20,6 +20,7 @@
 #pragma GCC visibility push(hidden)
 
 #define LK_EXPORT __attribute__((visibility("default")))
+#define LK_FD_FLOOR 200 /* leek's descriptors stay clear of the low ones programs assume are theirs */
 #define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
 #define lk_likely(x) __builtin_expect(!!(x), 1)

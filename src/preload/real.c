@@ -233,9 +233,14 @@ int lk_real_init(void)
 }
 
 /* glibc's chunk arithmetic (malloc.c, 2.26 to 2.40): request2size, and musable() for heap and
- * mmapped chunks. Requests from 128 KiB (glibc's default mmap threshold) are assumed mmapped; if
- * the program moved the threshold, usable sizes of sampled blocks that large may differ by less
- * than a page from what glibc would give. */
+ * mmapped chunks. Requests from 128 KiB (glibc's default mmap threshold) are assumed mmapped.
+ * glibc's own answer also depends on the heap's state, which no arithmetic can follow: it raises
+ * its mmap threshold itself when a mapped block is freed (then a 128 KiB block comes from the heap:
+ * 131 080 usable, where this says 135 152), and an aligned chunk keeps a remainder too small to
+ * split (aligned_alloc(32, 1): 56 usable, where this says 24). A sampled block is always given at
+ * least what this says, and malloc_usable_size of it says the same, so a program that uses its
+ * usable size stays in bounds; it may see a few bytes more or less than glibc would have said
+ * (tests/preload: the glibc usable-size checks leave these cases out). */
 static size_t glibc_usable(size_t size, size_t align)
 {
 	size_t nb = size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
@@ -259,9 +264,11 @@ size_t lk_real_usable(size_t size, size_t align)
 	}
 	if (lk_real.is_glibc && size < SIZE_MAX / 2)
 		return glibc_usable(size, align);
-	if (lk_real.malloc_usable_size && size <= (1u << 20)) {
-		/* Unknown allocator: ask it, once per sample. Small requests only: a large probe could
-		 * cost a syscall. */
+	if (lk_real.malloc_usable_size) {
+		/* Unknown allocator: ask it, once per sample, at every size. mimalloc rounds a block
+		 * over 1 MiB up by as much as a fifth (1 MiB + 1 -> 1.5 MiB) and has no nallocx; a large
+		 * probe may cost an mmap, but a sample of that size is rare (about 2 per MiB), and the
+		 * program's own call would have paid the same. */
 		void *p = align > 16 ? lk_real.memalign(align, size) : lk_real.malloc(size);
 		if (p) {
 			size_t u = lk_real.malloc_usable_size(p);

@@ -412,8 +412,21 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 	q = sample(t, size, 0, false, p);
 	if (q == p || (!q && keep_quiet(t, p, size)))
 		return p; /* resized in place */
-	if (!q && !(q = lk_real.malloc(size)))
-		return NULL; /* errno from the real malloc; p is untouched, as realloc requires */
+	if (!q) {
+		/* The new block comes from the real realloc of a fresh block, so that a failure
+		 * and its errno are what the program's realloc would have given: jemalloc's
+		 * realloc leaves errno alone beyond PTRDIFF_MAX, where its malloc sets ENOMEM. */
+		void *fresh = lk_real.malloc(1);
+		if (!fresh)
+			return NULL;
+		q = lk_real.realloc(fresh, size);
+		if (!q) {
+			int e = errno;
+			lk_real.free(fresh);
+			errno = e;
+			return NULL; /* p is untouched, as realloc requires */
+		}
+	}
 	memcpy(q, p, b->usable < size ? b->usable : size);
 	lk_free_sampled(p);
 	return q;

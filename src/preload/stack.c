@@ -12,10 +12,13 @@
  */
 #define UNW_LOCAL_ONLY
 #include <errno.h>
+#include <fcntl.h>
 #include <libunwind.h>
 #include <link.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "preload.h"
 #include "record.h"
@@ -407,20 +410,60 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 	return WALK_DONE;
 }
 
-static int find_self(struct dl_phdr_info *info, size_t size, void *data)
+/* The executable segment of the object that holds q->lo (in: an address; out: the segment). */
+static int find_text(struct dl_phdr_info *info, size_t size, void *data)
 {
-	uintptr_t me = (uintptr_t)data;
+	uintptr_t *q = data, at = q[0];
 
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me - lo < ph->p_memsz) {
-			self_lo = lo;
-			self_hi = lo + ph->p_memsz;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && at - lo < ph->p_memsz) {
+			q[0] = lo;
+			q[1] = lo + ph->p_memsz;
 			return 1;
 		}
 	}
 	return 0;
+}
+
+static void text_of(const void *at, uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t q[2] = { (uintptr_t)at, 0 };
+
+	if (dl_iterate_phdr(find_text, q)) {
+		*lo = q[0];
+		*hi = q[1];
+	}
+}
+
+/* libunwind checks an address it is unsure of by writing a byte from it into a pipe of its own
+ * (x86_64/Ginit.c), and opens that pipe at its first use: descriptors 3 and 4 in a fresh
+ * process. A program would find its first file on 5 instead of 3, and a daemon that closed every
+ * descriptor and opened its own files on 3 and 4 would have libunwind read a byte of its input
+ * and write bytes of memory into its file (or, after a failed read, close them and reopen the
+ * pipe there; tests/preload/daemon.c). So a pipe that libunwind asks for (its call returns into
+ * its code) is moved above the descriptors programs use, as the profile's is; anyone else's call
+ * is the system call, untouched. */
+static uintptr_t unwind_lo, unwind_hi; /* libunwind's code; set before its first pipe2 */
+
+LK_EXPORT int pipe2(int fds[2], int flags)
+{
+	uintptr_t from = (uintptr_t)__builtin_return_address(0);
+	int r = (int)syscall(SYS_pipe2, fds, flags);
+
+	if (r == 0 && from - unwind_lo < unwind_hi - unwind_lo) {
+		int saved = errno;
+		for (int i = 0; i < 2; i++) {
+			int high = fcntl(fds[i], flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, LK_FD_FLOOR);
+			if (high >= 0) {
+				close(fds[i]);
+				fds[i] = high;
+			}
+		}
+		errno = saved;
+	}
+	return r;
 }
 
 /* One walk from the top now, on the thread that starts leek. libunwind is bound lazily (only
@@ -446,8 +489,9 @@ int lk_stack_init(void)
 	 * calling dl_iterate_phdr, and a program's dl_iterate_phdr callback that allocates holds the
 	 * loader lock while it waits for that one (tests/preload/dlopen.c). The per-IP trace cache
 	 * behind unw_backtrace is per thread and stays on: measured, no slower. */
-	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE);
-	dl_iterate_phdr(find_self, (void *)(uintptr_t)lk_stack_init);
+	text_of((const void *)(uintptr_t)lk_stack_init, &self_lo, &self_hi);
+	text_of((const void *)(uintptr_t)unw_init_local, &unwind_lo, &unwind_hi);
+	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE); /* libunwind's pipe opens */
 	warm_up();
 	return 0;
 }

@@ -32,7 +32,6 @@
 #define CHUNK ((uint64_t)1 << 20)
 #define GROW_SMALL ((uint64_t)64 << 10)
 #define PAGE 4096u
-#define FD_FLOOR 200 /* keep clear of the low descriptors programs assume are theirs */
 
 enum { W_UNOPENED, W_OPEN, W_DEAD, W_CLOSED };
 
@@ -74,7 +73,7 @@ static int check_fd(void)
 		close(fd);
 		return -ESTALE;
 	}
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
 	if (high >= 0) {
 		close(fd);
 		fd = high;
@@ -113,7 +112,12 @@ static int grow(uint64_t end)
 static int remap(uint64_t off)
 {
 	uint64_t woff = off & ~(uint64_t)(PAGE - 1);
+	/* The window can move without the file growing (the file is allocated a MiB ahead, the
+	 * window starts at a page): the descriptor may be the program's by now (dup2). */
+	int r = check_fd();
 
+	if (r < 0)
+		return r;
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, W.fd, (off_t)woff);
@@ -287,7 +291,15 @@ static int open_file(void)
 	const char *name = program_invocation_short_name && *program_invocation_short_name
 				   ? program_invocation_short_name
 				   : exe;
-	if (!expand(W.path, sizeof(W.path) - 8, lk_cfg.output, name))
+	/* An absolute path: check_fd reopens the file by name, and a daemon may chdir("/") and
+	 * close every descriptor before that (LEEK_OUTPUT is relative by default). */
+	size_t cwd = 0;
+	if (lk_cfg.output[0] != '/' && getcwd(W.path, sizeof(W.path) - 16)) {
+		cwd = strlen(W.path);
+		if (W.path[cwd - 1] != '/')
+			W.path[cwd++] = '/';
+	}
+	if (!expand(W.path + cwd, sizeof(W.path) - cwd - 8, lk_cfg.output, name))
 		return -ENAMETOOLONG;
 	size_t base = strlen(W.path);
 	for (unsigned k = 0; k < 1000 && fd < 0; k++) {
@@ -307,7 +319,7 @@ static int open_file(void)
 	}
 	if (fd < 0)
 		return -EEXIST;
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, FD_FLOOR);
+	int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
 	if (high >= 0) {
 		close(fd);
 		fd = high;

@@ -373,7 +373,8 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		snprintf(out, sizeof(out), "%s/stderr", r->dir);
 		int fd2 = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0)
+		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0 ||
+		    (o->in_dir && chdir(r->dir) < 0))
 			_exit(125);
 		execve(prog, (char *const *)argv, (char *const *)envp);
 		_exit(126);

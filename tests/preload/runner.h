@@ -66,6 +66,7 @@ struct run_opts {
 	const char *env[8];    /* extra "NAME=value" entries */
 	const char *output;    /* LEEK_OUTPUT; NULL: DIR/leek.%p.lk */
 	unsigned timeout;      /* seconds; 0: 30 */
+	bool in_dir;           /* start the program in DIR (for a relative LEEK_OUTPUT) */
 };
 
 struct run {

@@ -4,10 +4,12 @@
  * semantics and must exit 0 within its timeout; then every profile it wrote must read to the end
  * and satisfy the invariants that runner.c enforces while loading, and the scenario's own
  * expectations below. Programs whose answers belong to the allocator (realloc, aligned, usable,
- * errno) also run without leek, and their output must be identical with and without it.
+ * errno) also run without leek, and their output must be identical with and without it, on each
+ * of glibc, jemalloc, tcmalloc, tcmalloc_minimal and mimalloc (the allocator matrix).
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,18 +140,6 @@ TEST(threads_exact)
 	threads(NULL, EXACT, "8000");
 }
 
-/* leek first, jemalloc after it: leek's real allocator is jemalloc. */
-TEST(jemalloc_threads)
-{
-	char preload[1024];
-
-	if (access(JEMALLOC_PATH, R_OK))
-		lk_test_fail(__FILE__, __LINE__, "%s is missing: install libjemalloc2", JEMALLOC_PATH);
-	snprintf(preload, sizeof(preload), "%s %s", LIBLEEK_PATH, JEMALLOC_PATH);
-	threads(preload, DEFAULT, "20000");
-	threads(preload, EXACT, "5000");
-}
-
 /* ---- fork, vfork+exec, posix_spawn ---- */
 
 static void fork_exact(const char *walk)
@@ -277,15 +267,130 @@ TEST(signals_exact)
 	run_cleanup(&r);
 }
 
-/* ---- realloc, the aligned family, usable sizes, errno: the same answers as without leek ---- */
+/* ---- the allocator matrix: each allocator behind leek answers as it does alone ---- */
 
-TEST(realloc_glibc)
+/* leek is preloaded first and the allocator after it, so that leek's RTLD_NEXT finds the
+ * allocator (real.c). Each program's answers (realloc, the aligned family, usable sizes, errno)
+ * are compared with the same program on the same allocator without leek, never with glibc's. The
+ * arguments make a program sound on an allocator that would fail it alone, or print the tables
+ * whose answers depend on the request alone on that allocator (usable.c says which). */
+struct allocator {
+	const char *name, *path; /* path "": glibc, no preload */
+	const char *package;     /* the Debian package that has it (scripts/setup installs it) */
+	const char *aligned_arg, *errno_arg, *usable_args[3];
+};
+
+enum { GLIBC, JEMALLOC, TCMALLOC, TCMALLOC_MINIMAL, MIMALLOC };
+
+#define LIBDIR "/usr/lib/x86_64-linux-gnu/"
+
+static const struct allocator allocators[] = {
+	[GLIBC] = { "glibc", "", "libc6" },
+	/* Debian's jemalloc has no pvalloc (glibc's would give jemalloc's free a block of glibc's
+	 * heap). Its failed realloc beyond PTRDIFF_MAX leaves errno alone, where its malloc sets
+	 * ENOMEM: leek's realloc of a sampled block must fail as the real realloc does. */
+	[JEMALLOC] = { "jemalloc", JEMALLOC_PATH, "libjemalloc2", "--no-pvalloc", "--no-pvalloc",
+		       { "--large", "--aligned", "2097152" } },
+	[TCMALLOC] = { "tcmalloc", LIBDIR "libtcmalloc.so.4", "libgoogle-perftools4", NULL, NULL,
+		       { "--large", "--aligned", "2097152" } },
+	[TCMALLOC_MINIMAL] = { "tcmalloc_minimal", LIBDIR "libtcmalloc_minimal.so.4",
+			       "libtcmalloc-minimal4", NULL, NULL, { "--large", "--aligned", "2097152" } },
+	/* mimalloc's first malloc leaves ENOENT in errno (errno.c, --warm). Its usable size of a
+	 * block aligned beyond 64 KiB depends on where the block lands, not on the request alone. */
+	[MIMALLOC] = { "mimalloc", LIBDIR "libmimalloc.so.2", "libmimalloc2.0", NULL, "--warm",
+		       { "--large", "--aligned", "65536" } },
+};
+
+/* false, with a message, if the allocator's library is not installed (scripts/setup installs all
+ * of them, so this happens only on a machine set up by hand). */
+static bool have(const struct allocator *a)
+{
+	if (!*a->path || !access(a->path, R_OK))
+		return true;
+	fprintf(stderr, "skipped: %s is missing (install %s; scripts/setup does)\n", a->path,
+		a->package);
+	return false;
+}
+
+/* argv: prog, then the optional arguments (NULLs skipped), then NULL. */
+static void argv_of(const char **argv, const char *prog, const char *const *args, size_t nargs)
+{
+	size_t n = 0;
+
+	argv[n++] = prog;
+	for (size_t i = 0; i < nargs; i++)
+		if (args[i])
+			argv[n++] = args[i];
+	argv[n] = NULL;
+}
+
+static void realloc_matrix(const struct allocator *a)
 {
 	const char *argv[] = { "realloc", NULL };
 	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", "LEEK_PERIOD=4k", DEFAULT, NULL };
+
+	/* A failed huge request may be counted as a sample the arena could not hold. */
+	same_output(argv, a->path, envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+static void aligned_matrix(const struct allocator *a)
+{
+	const char *argv[3];
+	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", DEFAULT, NULL };
+
+	argv_of(argv, "aligned", &a->aligned_arg, 1);
+	same_output(argv, a->path, envs, LOSS(LK_CNT_ARENA_FULL));
+}
+
+/* Exact mode: every block sampled, its usable size computed by leek; the default period: almost
+ * every block unsampled, its usable size the allocator's own, through leek's hook. */
+static void usable_matrix(const struct allocator *a)
+{
+	const char *argv[5];
+	const char *envs[] = { EXACT, "LEEK_PERIOD=4096", DEFAULT, NULL };
+
+	argv_of(argv, "usable", a->usable_args, 3);
+	same_output(argv, a->path, envs, 0);
+	if (!*a->path)
+		return;
+	/* The allocator was really the one answering: its table is not glibc's. */
+	struct run mine, libc;
+	run_prog(&mine, &(struct run_opts){ .preload = a->path }, argv);
+	run_prog(&libc, &(struct run_opts){ .preload = "" }, argv);
+	expect_exit0(&mine);
+	expect_exit0(&libc);
+	if (!strcmp(mine.out, libc.out))
+		lk_test_fail(__FILE__, __LINE__, "usable sizes with LD_PRELOAD=%s are glibc's: was it "
+			     "loaded?", a->path);
+	run_cleanup(&mine);
+	run_cleanup(&libc);
+}
+
+static void errno_matrix(const struct allocator *a)
+{
+	const char *argv[3];
+	const char *envs[] = { EXACT, DEFAULT, NULL };
+
+	argv_of(argv, "errno", &a->errno_arg, 1);
+	same_output(argv, a->path, envs, 0);
+}
+
+static void threads_matrix(const struct allocator *a)
+{
+	char preload[1024];
+
+	snprintf(preload, sizeof(preload), "%s %s", LIBLEEK_PATH, a->path);
+	threads(preload, DEFAULT, "20000");
+	threads(preload, EXACT, "5000");
+}
+
+/* glibc: its own constants, checked on the reference run, show that the programs ask what they
+ * mean to ask; then the same comparisons as for every allocator. */
+TEST(realloc_glibc)
+{
+	const char *argv[] = { "realloc", NULL };
 	struct run ref;
 
-	/* What glibc does, which leek must reproduce. */
 	run_prog(&ref, &(struct run_opts){ .preload = "" }, argv);
 	expect_exit0(&ref);
 	ASSERT_CONTAINS(ref.out, "realloc(malloc(100),0) -> NULL errno=unchanged");
@@ -294,22 +399,12 @@ TEST(realloc_glibc)
 	ASSERT_CONTAINS(ref.out, "calloc(SIZE_MAX/2,3) -> NULL errno=ENOMEM");
 	ASSERT_CONTAINS(ref.out, "realloc(malloc(100),0xffffffffffffefff) -> NULL errno=ENOMEM");
 	run_cleanup(&ref);
-	/* A failed huge request may be counted as a sample the arena could not hold. */
-	same_output(argv, "", envs, LOSS(LK_CNT_ARENA_FULL));
-}
-
-TEST(realloc_jemalloc)
-{
-	const char *argv[] = { "realloc", "--lax-errno", NULL };
-	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", NULL };
-
-	same_output(argv, JEMALLOC_PATH, envs, LOSS(LK_CNT_ARENA_FULL));
+	realloc_matrix(&allocators[GLIBC]);
 }
 
 TEST(aligned_glibc)
 {
 	const char *argv[] = { "aligned", NULL };
-	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", DEFAULT, NULL };
 	struct run ref;
 
 	run_prog(&ref, &(struct run_opts){ .preload = "" }, argv);
@@ -318,21 +413,12 @@ TEST(aligned_glibc)
 	ASSERT_CONTAINS(ref.out, "posix_memalign(24,10) -> EINVAL out=untouched");
 	ASSERT_CONTAINS(ref.out, "posix_memalign(0,10) -> EINVAL out=untouched");
 	run_cleanup(&ref);
-	same_output(argv, "", envs, LOSS(LK_CNT_ARENA_FULL));
+	aligned_matrix(&allocators[GLIBC]);
 }
 
-TEST(aligned_jemalloc)
-{
-	const char *argv[] = { "aligned", "--no-pvalloc", NULL };
-	const char *envs[] = { EXACT, "LEEK_PERIOD=65536", NULL };
-
-	same_output(argv, JEMALLOC_PATH, envs, LOSS(LK_CNT_ARENA_FULL));
-}
-
-TEST(usable_exact)
+TEST(usable_glibc)
 {
 	const char *argv[] = { "usable", NULL };
-	const char *envs[] = { EXACT, NULL };
 	struct run ref;
 
 	/* glibc's own table follows its chunk arithmetic: max(32, (n + 8 + 15) & ~15) - 8. */
@@ -350,24 +436,46 @@ TEST(usable_exact)
 	}
 	ASSERT_TRUE(rows > 4096);
 	run_cleanup(&ref);
-	same_output(argv, "", envs, 0);
+	usable_matrix(&allocators[GLIBC]);
 }
 
-TEST(usable_jemalloc)
+TEST(errno_glibc)
 {
-	const char *argv[] = { "usable", NULL };
-	const char *envs[] = { EXACT, NULL };
-
-	same_output(argv, JEMALLOC_PATH, envs, 0);
+	errno_matrix(&allocators[GLIBC]);
 }
 
-TEST(errno_preserved)
-{
-	const char *argv[] = { "errno", NULL };
-	const char *envs[] = { EXACT, DEFAULT, NULL };
+/* The same five tests for each allocator after leek. */
+#define ALLOCATOR_TESTS(name, idx)                                                                 \
+	TEST(realloc_##name)                                                                       \
+	{                                                                                          \
+		if (have(&allocators[idx]))                                                        \
+			realloc_matrix(&allocators[idx]);                                          \
+	}                                                                                          \
+	TEST(aligned_##name)                                                                       \
+	{                                                                                          \
+		if (have(&allocators[idx]))                                                        \
+			aligned_matrix(&allocators[idx]);                                          \
+	}                                                                                          \
+	TEST(usable_##name)                                                                        \
+	{                                                                                          \
+		if (have(&allocators[idx]))                                                        \
+			usable_matrix(&allocators[idx]);                                           \
+	}                                                                                          \
+	TEST(errno_##name)                                                                         \
+	{                                                                                          \
+		if (have(&allocators[idx]))                                                        \
+			errno_matrix(&allocators[idx]);                                            \
+	}                                                                                          \
+	TEST(threads_##name)                                                                       \
+	{                                                                                          \
+		if (have(&allocators[idx]))                                                        \
+			threads_matrix(&allocators[idx]);                                          \
+	}
 
-	same_output(argv, "", envs, 0);
-}
+ALLOCATOR_TESTS(jemalloc, JEMALLOC)
+ALLOCATOR_TESTS(tcmalloc, TCMALLOC)
+ALLOCATOR_TESTS(tcmalloc_minimal, TCMALLOC_MINIMAL)
+ALLOCATOR_TESTS(mimalloc, MIMALLOC)
 
 /* ---- C++ through libstdc++ ---- */
 
@@ -756,4 +864,167 @@ TEST(edge_deepbind_dlclose)
 	const char *argv[] = { "dlbind", LIBDLO_PATH, NULL };
 
 	edge_run(argv, 20);
+}
+
+/* ---- fork under held locks; vfork and posix_spawn while threads allocate ---- */
+
+/* A run of a program that starts children: without leek, then at the default period, at 4 KiB
+ * and in exact mode. Each must exit 0 in time with the reference's stdout (tally lines aside);
+ * every profile must read to the end and end with its trailer (every process leaves through
+ * exit); in exact mode there is one profile per process (nprocs) and the tallies hold. Returns
+ * how many tally lines the exact run checked. */
+static unsigned children_run(const char *const *argv, unsigned timeout, size_t nprocs)
+{
+	static char a[8192], b[8192];
+	const char *envs[] = { DEFAULT, "LEEK_PERIOD=4096", EXACT };
+	struct run ref, r;
+	unsigned tallies = 0;
+
+	run_prog(&ref, &(struct run_opts){ .preload = "", .timeout = timeout }, argv);
+	expect_exit0(&ref);
+	ASSERT_EQ(ref.nprof, 0);
+	for (size_t i = 0; i < 3; i++) {
+		run_prog(&r, &(struct run_opts){ .env = { envs[i], SEED }, .timeout = timeout }, argv);
+		expect_exit0(&r);
+		ASSERT_STREQ(untallied(r.out, b, sizeof(b)), untallied(ref.out, a, sizeof(a)));
+		ASSERT_TRUE(main_profile(&r) != NULL);
+		if (r.exact)
+			expect_clean(&r, nprocs, 0);
+		for (size_t k = 0; k < r.nprof; k++) {
+			if (!r.prof[k].trailer)
+				lk_test_fail(__FILE__, __LINE__, "%s has no trailer", r.prof[k].path);
+			check_counters(&r, &r.prof[k], 0);
+		}
+		if (r.exact)
+			tallies = check_tallies(&r);
+		run_cleanup(&r);
+	}
+	run_cleanup(&ref);
+	return tallies;
+}
+
+/* 200 forks while three threads allocate through leek's sample path (forklock.c); a child that
+ * hangs for 10 s fails the program. */
+TEST(edge_fork_under_locks)
+{
+	const char *argv[] = { "forklock", "200", NULL };
+
+	ASSERT_EQ(children_run(argv, 120, 201), 2 * 200);
+}
+
+/* 25 rounds of vfork+execve, posix_spawn, posix_spawn with file actions and attributes, and
+ * posix_spawnp of true, while two threads allocate (spawn.c). */
+TEST(edge_vfork_posix_spawn)
+{
+	const char *argv[] = { "spawn", "25", NULL };
+
+	ASSERT_EQ(children_run(argv, 120, 1 + 4 * 25), 3 * 25);
+}
+
+/* ---- daemons that close every descriptor or dup2 over leek's ---- */
+
+/* The contents of a whole file (NUL-terminated, *len bytes), or NULL. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, k;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 1 << 20;
+			buf = realloc(buf, cap + 1);
+			ASSERT_TRUE(buf != NULL);
+		}
+		k = fread(buf + n, 1, cap - n, f);
+		n += k;
+	} while (k > 0);
+	fclose(f);
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* daemon.c, without leek, then at the default period, at 4 KiB and in exact mode: the same stdout
+ * (tally lines aside), one profile that reads to the end and has its trailer (so leek found its
+ * file again after losing its descriptor), in exact mode the blocks allocated after the
+ * descriptors went (tallies), and the program's own data file, through the descriptor that was
+ * leek's, byte for byte what it is without leek. relative: LEEK_OUTPUT relative to the start
+ * directory, and the program chdirs to / first, as daemon(3) does. */
+static void daemon_run(const char *how, bool relative)
+{
+	static char a[8192], b[8192];
+	const char *argv[] = { "daemon", how, relative ? "--chdir" : NULL, NULL };
+	const char *envs[] = { DEFAULT, "LEEK_PERIOD=4096", EXACT };
+	const char *output = relative ? "leek.%p.lk" : NULL;
+	char path[512];
+	struct run ref, r;
+	size_t want_len, got_len;
+
+	run_prog(&ref, &(struct run_opts){ .preload = "", .output = output, .in_dir = relative }, argv);
+	expect_exit0(&ref);
+	ASSERT_EQ(ref.nprof, 0);
+	snprintf(path, sizeof(path), "%s/daemon.expect", ref.dir);
+	char *want = slurp(path, &want_len);
+	ASSERT_TRUE(want != NULL);
+	ASSERT_EQ(want_len, 4u << 20);
+	for (size_t i = 0; i < 3; i++) {
+		run_prog(&r, &(struct run_opts){ .env = { envs[i], SEED }, .output = output,
+						 .in_dir = relative, .timeout = 60 },
+			 argv);
+		/* The program's data first: a damaged file says more than its exit status. */
+		snprintf(path, sizeof(path), "%s/daemon.expect", r.dir);
+		char *got = slurp(path, &got_len);
+		ASSERT_TRUE(got != NULL);
+		if (got_len != want_len || memcmp(got, want, want_len)) {
+			size_t k = 0;
+			while (k < got_len && k < want_len && got[k] == want[k])
+				k++;
+			lk_test_fail(__FILE__, __LINE__, "daemon %s (%s): the program's data file has %zu "
+				     "bytes, first difference at byte %zu, from the run without leek (%zu "
+				     "bytes); files in %s", how, envs[i], got_len, k, want_len, r.dir);
+		}
+		free(got);
+		expect_clean(&r, 1, 0);
+		ASSERT_STREQ(untallied(r.out, b, sizeof(b)), untallied(ref.out, a, sizeof(a)));
+		if (!strcmp(how, "dup2"))
+			ASSERT_CONTAINS(r.err, "leek fd found");
+		const struct profile *p = main_profile(&r);
+		if (r.exact) {
+			ASSERT_EQ(check_tallies(&r), 2);
+			ASSERT_TRUE(p->h.flags & LK_HDR_EXACT);
+		}
+		run_cleanup(&r);
+	}
+	free(want);
+	run_cleanup(&ref);
+}
+
+TEST(edge_daemon_close_range)
+{
+	daemon_run("close", false);
+}
+
+TEST(edge_daemon_close_loop)
+{
+	daemon_run("close-loop", false);
+}
+
+/* After dup2 over its descriptor, leek's next window must not map the program's file. */
+TEST(edge_daemon_dup2)
+{
+	daemon_run("dup2", false);
+}
+
+/* LEEK_OUTPUT is relative by default: leek must reopen its file where it created it. */
+TEST(edge_daemon_chdir_close)
+{
+	daemon_run("close", true);
+}
+
+TEST(edge_daemon_chdir_dup2)
+{
+	daemon_run("dup2", true);
 }

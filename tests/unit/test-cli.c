@@ -3,14 +3,19 @@
  * meson passes the binary as $LEEK_BIN and, when src/preload is built, libleek.so as
  * $LEEK_TEST_LIBRARY (the tests that need it return early without it). Profiles are built with
  * record.h's encoders, so the expected lines here are the format's contract with tests/golden.
+ * `leek run` must refuse, with exit 2 and one line, a program it cannot profile: statically
+ * linked, or run in the loader's secure-execution mode (setuid, setgid, file capabilities).
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "build-profile.h"
@@ -249,6 +254,93 @@ TEST(run_refuses)
 	run_leek(&res, "/nonexistent/libleek.so", (const char *[]){ "run", "true", NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_CONTAINS(res.err, "LEEK_LIBRARY=/nonexistent/libleek.so");
+}
+
+/* A copy of /bin/true (dynamic) owned by uid:gid with mode, in a fresh file under /tmp. */
+static void make_copy(char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	static char buf[1 << 20];
+	int fd = open("/bin/true", O_RDONLY);
+	ssize_t n = read(fd, buf, sizeof(buf));
+
+	close(fd);
+	ASSERT_TRUE(n > 0 && n < (ssize_t)sizeof(buf));
+	write_temp(path, buf, (size_t)n);
+	ASSERT_EQ(chown(path, uid, gid), 0);
+	ASSERT_EQ(chmod(path, mode), 0); /* after chown, which clears the set-id bits */
+}
+
+/* `leek run` of a program whose exec changes its ids: the loader runs it in secure-execution mode
+ * and ignores LD_PRELOAD (ld.so(8)), so leek must refuse with exit 2 and say why, before running
+ * it (a refused program that waited for input would hang the run). What counts is a change of
+ * ids: a set-user-id file owned by the user who runs it changes nothing, and is profiled. The
+ * refused cases need a file owned by someone else, which only root can make here. */
+TEST(run_refuses_setuid)
+{
+	const char *lib = getenv("LEEK_TEST_LIBRARY");
+	char path[] = "/tmp/leek-cli-setid-XXXXXX", want[256];
+	struct statvfs vfs;
+
+	/* On a nosuid mount the bits do nothing, and run-target.c lets the program run. */
+	ASSERT_EQ(statvfs("/tmp", &vfs), 0);
+	if (vfs.f_flag & ST_NOSUID) {
+		printf("(/tmp is mounted nosuid: skipped)\n");
+		return;
+	}
+	if (geteuid() == 0) {
+		static const struct {
+			uid_t uid;
+			gid_t gid;
+			mode_t mode;
+			const char *why;
+		} cases[] = {
+			{ 65534, 0, 04755, "setuid" },  /* owned by nobody: exec makes us nobody */
+			{ 0, 65534, 02755, "setgid" },  /* group nogroup */
+			{ 65534, 65534, 06755, "setuid" },
+		};
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
+			make_copy(path, cases[i].uid, cases[i].gid, cases[i].mode);
+			run_leek(&res, lib, (const char *[]){ "run", "--", path, NULL });
+			ASSERT_EQ(res.status, 2);
+			snprintf(want, sizeof(want), "leek: %s is %s: the dynamic loader ignores "
+				 "LD_PRELOAD for it (secure-execution mode), so leek cannot profile it\n",
+				 path, cases[i].why);
+			ASSERT_STREQ(res.err, want);
+			ASSERT_STREQ(res.out, "");
+			unlink(path);
+		}
+		/* File capabilities: the same secure-execution mode. A v2 capability set granting
+		 * CAP_NET_BIND_SERVICE (bit 10), permitted and effective. */
+		static const uint32_t caps[5] = { 0x02000000 | 1, 1u << 10, 0, 0, 0 };
+		strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
+		make_copy(path, 0, 0, 0755);
+		if (setxattr(path, "security.capability", caps, sizeof(caps), 0) == 0) {
+			run_leek(&res, lib, (const char *[]){ "run", "--", path, NULL });
+			ASSERT_EQ(res.status, 2);
+			ASSERT_CONTAINS(res.err, "is given file capabilities: the dynamic loader ignores "
+						 "LD_PRELOAD for it");
+		} else {
+			printf("(setxattr security.capability: %s: the capability case skipped)\n",
+			       strerror(errno));
+		}
+		unlink(path);
+	}
+	/* Set-user-id, but ours: no change of ids, so leek runs it. */
+	strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
+	make_copy(path, geteuid(), getegid(), 06755);
+	if (lib && *lib) {
+		char dir[] = "/tmp/leek-cli-setid-out-XXXXXX", out[96], cmd[128];
+		ASSERT_TRUE(mkdtemp(dir));
+		snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
+		run_leek(&res, lib, (const char *[]){ "run", "--period", "1", "-o", out, "--", path,
+						     NULL });
+		ASSERT_EQ(res.status, 0);
+		ASSERT_CONTAINS(res.err, "1 profile written");
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		ASSERT_EQ(system(cmd), 0);
+	}
+	unlink(path);
 }
 
 TEST(run_status)
