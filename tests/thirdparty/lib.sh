@@ -80,10 +80,13 @@ lk_with() {
 lk_profiles_read() {
 	local name=$1 mode=$2 dir=$lk_scratch/prof-$2 f n=0 bad=
 	[[ $mode == plain ]] && return 0
+	rm -f "$lk_scratch/dump.err"
 	for f in "$dir"/*.lk "$dir"/*.lk.gz; do
 		[[ -e $f ]] || continue
 		n=$((n + 1))
-		"$LEEK" dump --summary "$f" >/dev/null 2>"$lk_scratch/dump.err" || bad+=" $(basename "$f")"
+		"$LEEK" dump --summary "$f" >/dev/null 2>"$lk_scratch/dump.1" && continue
+		bad+=" $(basename "$f")"
+		[[ -s $lk_scratch/dump.err ]] || cp "$lk_scratch/dump.1" "$lk_scratch/dump.err" # the first error
 	done
 	rm -rf "$dir"
 	if ((n == 0)); then
