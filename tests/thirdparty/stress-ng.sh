@@ -7,8 +7,9 @@
 # was asked for (a skipped stressor or one cut short by its timeout fails), does not hang, and
 # every profile its processes wrote reads. exec and spawn refuse to run as root, so they run as
 # nobody; they exec stress-ng with an empty environment, so leek sees the process creation side
-# (clone, vfork, posix_spawn with threads around) but not the programs they start. The sigsegv stressor faults on purpose: leek must leave its handler alone. It must never
-# leave a stress-ng process behind or write outside its scratch directory.
+# (clone, vfork, posix_spawn with threads around) but not the programs they start. The sigsegv
+# stressor faults on purpose: leek must leave its handler alone. It must never leave a stress-ng
+# process behind or write outside its scratch directory.
 #
 # LK_QUICK=1 runs every stressor with a third of the operations (about half a minute).
 
