@@ -538,7 +538,11 @@ static int resolve(struct lk_symbolizer *s, struct object *o, uint64_t rel, stru
 		scopes = NULL;
 		ns = dwarf_getscopes_die(&inner, &scopes);
 	}
-	if (o->mod && (line = dwfl_module_getsrc(o->mod, rel))) {
+	/* Only the line table of a unit that holds rel: in a cgo binary .debug_aranges covers only
+	 * the C units, and libdw hands back a C unit for a Go address, whose nearest line is wrong
+	 * (runtime.sysmon "at" gcc_mmap.c:37). No line beats a wrong one. */
+	if (o->mod && cu && dwarf_haspc(cu, rel - bias) > 0 &&
+	    (line = dwfl_module_getsrc(o->mod, rel))) {
 		const char *name = dwfl_lineinfo(line, NULL, &l.line, &l.column, NULL, NULL);
 		l.file = name ? source_path(s, name, dwfl_line_comp_dir(line)) : NULL;
 	}
