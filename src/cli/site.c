@@ -11,6 +11,15 @@
  *                 std::* and __gnu_cxx::* (std::allocator, std::vector's _M_allocate,
  *                 std::string's _M_create, ...), so that the site is the program's own call
  *                 of push_back or of the string's constructor
+ *   Rust          the global allocator's shims (__rust_alloc, __rust_alloc_zeroed, __rust_realloc,
+ *                 __rdl_*, __rg_*) and the modules of the standard library's crates that
+ *                 allocate or pass an allocation through: alloc's alloc, raw_vec, vec, string,
+ *                 boxed, fmt, collections, rc, sync, slice, str, borrow and ffi; core's iter,
+ *                 ops::function, clone and fmt; the hashbrown behind HashMap; also as the type of
+ *                 a trait method ("<alloc::vec::Vec<T> as core::clone::Clone>::clone"), and the
+ *                 standard traits' blanket impls ("<&mut W as core::fmt::Write>::write_str"),
+ *                 so that the site is the program's call of push, clone or collect (std::* is
+ *                 skipped as for C++)
  *   in libc.so    the functions that allocate on their caller's behalf: strdup, strndup, wcsdup,
  *                 asprintf, vasprintf, getline, getdelim, open_memstream, realpath,
  *                 canonicalize_file_name, their __ and _chk spellings, and glibc's internal
@@ -49,6 +58,35 @@ static const char *const malloc_names[] = {
 	"g_malloc_n", "g_malloc0_n", "g_realloc_n", "g_try_malloc_n", "g_try_malloc0_n",
 	"g_try_realloc_n",
 };
+
+/* The modules of Rust's alloc, core and hashbrown crates that allocate or pass an allocation
+ * through, by path: a C++ namespace named alloc or core keeps its frames. */
+static const char *const rust_prefixes[] = {
+	"__rust_alloc", "__rust_realloc", "__rdl_", "__rg_",
+	"alloc::alloc::", "alloc::raw_vec::", "alloc::vec::", "alloc::string::", "alloc::boxed::",
+	"alloc::fmt::", "alloc::collections::", "alloc::rc::", "alloc::sync::", "alloc::slice::",
+	"alloc::str::", "alloc::borrow::", "alloc::ffi::", "core::iter::", "core::ops::function::",
+	"core::clone::", "core::fmt::", "hashbrown::",
+};
+
+/* A standard library trait's blanket impl: "<&mut W as core::fmt::Write>::write_str", whose self
+ * type is a type parameter (one capital letter, behind & or &mut, or a slice of one) and whose
+ * trait is core's, alloc's or std's. A program's own impl names its own type. */
+static bool rust_blanket_impl(const char *name)
+{
+	const char *t = name + 1, *as;
+
+	if (name[0] != '<' || !(as = strstr(name, " as ")))
+		return false;
+	while (*t == '&' || *t == '[' || *t == '*')
+		t += *t == '*' && !strncmp(t, "*const ", 7) ? 7 : *t == '*' && !strncmp(t, "*mut ", 5) ? 5 : 1;
+	if (!strncmp(t, "mut ", 4))
+		t += 4;
+	if (!(t[0] >= 'A' && t[0] <= 'Z') || !(t + 1 == as || t[1] == ']'))
+		return false;
+	as += 4;
+	return !strncmp(as, "core::", 6) || !strncmp(as, "alloc::", 7) || !strncmp(as, "std::", 5);
+}
 
 static const char *const libc_names[] = {
 	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "__wcsdup",
@@ -177,6 +215,11 @@ static bool builtin_allocator(const struct lk_sym_frame *frame)
 		if (starts_with(name, cxx_prefixes[i]) ||
 		    starts_with(qualified_name(name), cxx_prefixes[i]))
 			return true;
+	for (size_t i = 0; i < ELEMENTS(rust_prefixes); i++)
+		if (starts_with(name + (name[0] == '<'), rust_prefixes[i]))
+			return true;
+	if (rust_blanket_impl(name))
+		return true;
 	if (starts_with(name, "__GI_"))
 		name += strlen("__GI_");
 	if (in_libc(frame)) {

@@ -84,6 +84,39 @@ TEST(operator_new_and_std_allocator)
 	ASSERT_TRUE(!alloc(NULL, "Cache::get() const::{lambda(int)#1}::operator()(int) const", PROG));
 }
 
+/* Rust's allocator shims and its standard library's allocating paths, as the symbolizer spells
+ * them (legacy mangling demangled, hash dropped, escapes decoded). */
+TEST(rust_std_allocation_paths)
+{
+	static const char *const names[] = {
+		"__rust_alloc", "__rust_alloc_zeroed", "__rust_realloc", "__rdl_alloc",
+		"__rdl_alloc_zeroed", "__rg_alloc", "alloc::alloc::exchange_malloc",
+		"alloc::raw_vec::finish_grow", "alloc::raw_vec::RawVec<T,A>::reserve_for_push",
+		"alloc::fmt::format::format_inner", "alloc::string::String::push_str",
+		"alloc::boxed::Box<T>::new", "alloc::collections::btree::map::BTreeMap<K,V>::insert",
+		"hashbrown::raw::RawTable<T,A>::reserve_rehash", "core::iter::traits::iterator::Iterator::collect",
+		"core::ops::function::FnOnce::call_once", "std::collections::hash::map::HashMap<K,V,S>::insert",
+		"<alloc::vec::Vec<T,A> as core::clone::Clone>::clone",
+		"<alloc::string::String as core::fmt::Write>::write_str",
+		"<hashbrown::raw::RawTable<T,A> as core::clone::Clone>::clone",
+		"hashbrown::rustc_entry::<impl hashbrown::map::HashMap<K,V,S,A>>::rustc_entry",
+		"<&mut W as core::fmt::Write>::write_str", "<T as alloc::borrow::ToOwned>::to_owned",
+		"<[T] as alloc::slice::hack::ConvertVec>::to_vec",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!alloc(NULL, names[i], PROG))
+			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+	/* The program's own code, and C++ namespaces that happen to be called alloc or core. */
+	ASSERT_TRUE(!alloc(NULL, "rustmain::work", PROG));
+	ASSERT_TRUE(!alloc(NULL, "<rustmain::Pool as core::clone::Clone>::clone", PROG));
+	ASSERT_TRUE(!alloc(NULL, "<P as rustmain::Store>::put", PROG));
+	ASSERT_TRUE(!alloc(NULL, "<Pool as core::clone::Clone>::clone", PROG));
+	ASSERT_TRUE(!alloc(NULL, "rustmain::work::{{closure}}", PROG));
+	ASSERT_TRUE(!alloc(NULL, "core::Engine::allocate(unsigned long)", PROG));
+	ASSERT_TRUE(!alloc(NULL, "alloc::Arena::grow(unsigned long)", PROG));
+}
+
 TEST(libc_helpers_only_in_libc)
 {
 	static const char *const names[] = {

@@ -139,12 +139,14 @@ static const struct fix_lib_sites *lib_call(void *h)
 {
 	void *(*outer)(size_t) = (void *(*)(size_t))dlsym(h, "fix_lib_outer");
 	void *(*mangled)(size_t) = (void *(*)(size_t))dlsym(h, "_ZN3fix7mangledEm");
+	void *(*rust)(size_t) = (void *(*)(size_t))dlsym(h, FIX_RUST_SYMBOL);
 	const struct fix_lib_sites *sites = dlsym(h, "fix_lib_sites");
 
-	ASSERT_TRUE(outer && mangled && sites);
+	ASSERT_TRUE(outer && mangled && rust && sites);
 	free(outer(8));
 	free(mangled(8));
-	ASSERT_TRUE(sites->leaf.ret && sites->mangled.ret);
+	free(rust(8));
+	ASSERT_TRUE(sites->leaf.ret && sites->mangled.ret && sites->rust.ret);
 	return sites;
 }
 
@@ -343,6 +345,14 @@ TEST(stripped_copy_uses_symbol_table)
 		ASSERT_STREQ(f[0].function, "fix::mangled(unsigned long)");
 	else
 		ASSERT_STREQ(f[0].function, "_ZN3fix7mangledEm");
+
+	/* Rust: the hash and rustc's ".llvm." suffix dropped, the escapes decoded. */
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->rust.ret - 1, &f, &n));
+	ASSERT_EQ(n, 1);
+	if (can_demangle())
+		ASSERT_STREQ(f[0].function, "<fix::Pool<T,A> as core::clone::Clone>::clone");
+	else
+		ASSERT_STREQ(f[0].function, FIX_RUST_SYMBOL);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 #else
 	fprintf(stderr, "skipped: no objcopy\n");
