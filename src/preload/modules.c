@@ -157,9 +157,9 @@ unsigned long long lk_modules_refresh(bool force)
 	dl_iterate_phdr(first_cb, &c);
 	if (!force && c.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
 	    c.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
-		return c.subs;
+		return c.adds + c.subs;
 	if (pthread_mutex_trylock(&mods_lock))
-		return c.subs; /* another thread is at it; this sample's frames resolve at its next refresh */
+		return c.adds + c.subs; /* another thread is at it: its next refresh has our frames */
 	if (!exe[0]) {
 		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 		exe[n > 0 ? n : 0] = 0;
@@ -188,7 +188,7 @@ unsigned long long lk_modules_refresh(bool force)
 	__atomic_store_n(&seen_adds, c.adds, __ATOMIC_RELAXED);
 	__atomic_store_n(&seen_subs, c.subs, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&mods_lock);
-	return c.subs;
+	return c.adds + c.subs;
 }
 
 /* A new file (a forked child's): every module again. Caller holds lk_lock. */

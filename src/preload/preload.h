@@ -111,8 +111,8 @@ void lk_arena_get_stats(struct lk_arena_stats *s);
 bool lk_arena_check(void);                                /* invariant checker, for tests */
 
 /* ---- stack.c: unwinding and interning ---- */
-/* No lock held; subs: lk_modules_refresh()'s answer, taken after this allocation call began. */
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long subs);
+/* No lock held; gen: lk_modules_refresh()'s answer, taken after this allocation call began. */
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n); /* caller holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
@@ -120,7 +120,8 @@ void lk_stack_new_file(void); /* every stack must be written again to a new file
 void lk_stack_atfork_child(void);
 
 /* ---- modules.c: loaded ELF objects ---- */
-/* No lock held; takes lk_lock to write. Returns the loader's unload count (dlpi_subs). */
+/* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
+ * loaded plus those it has unloaded (dlpi_adds + dlpi_subs), which moves at every load and unload. */
 unsigned long long lk_modules_refresh(bool force);
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);

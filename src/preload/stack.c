@@ -89,7 +89,7 @@ struct rules {
 static struct rules *rules; /* current table; replaced whole, never freed (see rules_replace) */
 static int learning;        /* writers' try-lock */
 static int alt_busy;        /* the unwinder's stack's try-lock (run_unwinder) */
-static unsigned long long rules_subs = ~0ull; /* the loader's unload count the rules are for */
+static unsigned long long rules_gen = ~0ull; /* the loader's generation the rules are for */
 static __thread uintptr_t stack_top; /* this thread's outermost CFA, as libunwind last saw it */
 
 static inline uint32_t rule_hash(uint64_t ip, uint64_t mask)
@@ -161,19 +161,20 @@ static void learn_end(void)
 	__atomic_store_n(&learning, 0, __ATOMIC_RELEASE);
 }
 
-/* Whether the rules may be used for a walk now: the loader's unload count has not moved since
- * they were learned, or they could be forgotten now (a library that was unloaded may have left
- * its addresses to the next one). */
-static bool rules_current(unsigned long long subs)
+/* Whether the rules may be used for a walk now: the loader's generation (objects loaded plus
+ * unloaded) has not moved since they were learned, or they could be forgotten now. A library that
+ * was unloaded may have left its addresses to the next one; a library loaded where JIT code was
+ * brings unwind information to addresses whose rule said there was none. */
+static bool rules_current(unsigned long long gen)
 {
-	if (__atomic_load_n(&rules_subs, __ATOMIC_ACQUIRE) == subs)
+	if (__atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) == gen)
 		return true;
 	if (!learn_begin())
 		return false; /* a learner is inside; this walk goes without the rules */
-	if (rules_subs != subs) {
+	if (rules_gen != gen) {
 		if (rules)
 			rules_replace(rules, rules->mask + 1, false);
-		__atomic_store_n(&rules_subs, subs, __ATOMIC_RELEASE);
+		__atomic_store_n(&rules_gen, gen, __ATOMIC_RELEASE);
 	}
 	learn_end();
 	return true;
@@ -202,6 +203,14 @@ static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, unw_cursor_t *n
 	if (unw_get_reg(next, UNW_REG_IP, &nip) || unw_get_reg(next, UNW_REG_SP, &cfa) ||
 	    unw_get_reg(next, UNW_X86_64_RBP, &nbp) || unw_get_save_loc(next, UNW_X86_64_RBP, &loc))
 		return RULE(RULE_SLOW, 0, 0);
+	/* libunwind took the caller's %rbp from [bp] and its return address from [bp + 8]: a
+	 * frame-pointer frame, whatever it says the caller's %rsp is (for code without unwind
+	 * information, V8's builtins in node for one, its fallback says bp, where the CFA is bp + 16). */
+	unw_save_loc_t ra;
+	if (loc.type == UNW_SLT_MEMORY && loc.u.addr == bp && bp >= sp && bp - sp < (1u << 28) &&
+	    !(bp & 7) && !unw_get_save_loc(next, UNW_REG_IP, &ra) && ra.type == UNW_SLT_MEMORY &&
+	    ra.u.addr == bp + 8)
+		return RULE(RULE_FP, 0, 0);
 	if (cfa <= sp || cfa - sp >= (1u << 28) || ((cfa | sp) & 7) || ((uintptr_t *)cfa)[-1] != nip)
 		return RULE(RULE_SLOW, 0, 0);
 	if (bp + 16 == cfa && ((uintptr_t *)bp)[0] == nbp)
@@ -215,9 +224,13 @@ static uint64_t derive(uintptr_t ip, uintptr_t sp, uintptr_t bp, unw_cursor_t *n
 }
 
 /* One libunwind step from the frame at c: its rule. A frame that a signal interrupted (after)
- * is not at a call, so its address is no return address and gets no rule of its own; code
- * without unwind information (JIT code) was stepped by libunwind's guesses, which hold for one
- * walk but not for every walk through that address. */
+ * is not at a call, so its address is no return address and gets no rule of its own. Code
+ * without unwind information (JIT code: V8's, for one) is stepped by libunwind's fallback, the
+ * frame-pointer chain, checking every address it reads with system calls (mincore, a write to a
+ * pipe, a signal mask around each lookup: about 300 for one walk through node); where that step
+ * was the frame-pointer rule, the address gets it, and the cached walk takes it again with no
+ * system call, reading only inside the thread's stack, as it does every rule. Any other guess
+ * (the end of the stack, say) held for this walk only. */
 static uint64_t step_rule(unw_cursor_t *c, unw_cursor_t *next, uintptr_t ip, uintptr_t sp,
 			  uintptr_t bp, int *step, bool *is_signal)
 {
@@ -227,8 +240,12 @@ static uint64_t step_rule(unw_cursor_t *c, unw_cursor_t *next, uintptr_t ip, uin
 
 	*next = *c;
 	*step = unw_step(next);
-	if (!described || *step < 0 || signal)
+	if (*step < 0 || signal)
 		return RULE(RULE_SLOW, 0, 0);
+	if (!described) {
+		uint64_t r = *step > 0 ? derive(ip, sp, bp, next) : 0;
+		return RULE_KIND(r) == RULE_FP ? r : RULE(RULE_SLOW, 0, 0);
+	}
 	return *step == 0 ? RULE(RULE_END, 0, 0) : derive(ip, sp, bp, next);
 }
 
@@ -473,7 +490,7 @@ LK_EXPORT int pipe2(int fds[2], int flags)
  * taken, which works in place: binding the slots a walk uses here, once for the process, keeps
  * that case from binding them on a small thread stack. About 57 000 instructions at start-up.
  * Paths no walk here takes (signal frames, code without unwind information) may still bind
- * later. The rules it learns are dropped at the first capture (rules_subs). */
+ * later. The rules it learns are dropped at the first capture (rules_gen). */
 static __attribute__((noinline)) void warm_up(void)
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
@@ -496,7 +513,7 @@ int lk_stack_init(void)
 	return 0;
 }
 
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long subs)
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen)
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
 	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
@@ -504,7 +521,7 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long sub
 	uint32_t k = 0;
 
 	unw_getcontext(&uc);
-	switch (rules_current(subs) ? walk_cached(&uc, buf, cap, &n) : WALK_SLOW) {
+	switch (rules_current(gen) ? walk_cached(&uc, buf, cap, &n) : WALK_SLOW) {
 	case WALK_DONE:
 		break;
 	case WALK_MISS:

@@ -24,7 +24,7 @@ static struct {
 static unsigned nnotes;
 static pthread_mutex_t notes_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static __attribute__((noinline)) void note(size_t size)
+static __attribute__((noinline, unused)) void note(size_t size)
 {
 	void *f[NOTE_FRAMES + 2];
 	int n = backtrace(f, NOTE_FRAMES + 2);

@@ -622,6 +622,23 @@ TEST(unwind_sampled)
 	unwind_run("LEEK_PERIOD=64");
 }
 
+/* Code without unwind information (a JIT's) between an allocating function and callers without
+ * frame pointers (jit.c): the walk goes through it by its frame-pointer chain and on into the
+ * callers, whose offset rules start from the CFA it leaves. */
+TEST(unwind_jit_exact)
+{
+	const char *argv[] = { "jit", NULL };
+
+	unwind_check(argv, EXACT, 60, 0);
+}
+
+TEST(unwind_jit_sampled)
+{
+	const char *argv[] = { "jit", NULL };
+
+	unwind_check(argv, "LEEK_PERIOD=64", 60, 0);
+}
+
 /* Two libraries with the same code layout and other frame sizes, loaded in turn: where one lands
  * where the other was unloaded, the rules of one must not walk the other's frames (unwind-dl.c).
  * Where it lands is the kernel's choice: on this project's machines 23 loads in 24 reused the
