@@ -20,7 +20,8 @@
 #pragma GCC visibility push(hidden)
 
 #define LK_EXPORT __attribute__((visibility("default")))
-#define LK_FD_FLOOR 200 /* leek's descriptors stay clear of the low ones programs assume are theirs */
+/* leek's descriptors (the profile, libunwind's pipe) stay clear of the low ones programs use */
+#define LK_FD_FLOOR 200
 #define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
 #define lk_likely(x) __builtin_expect(!!(x), 1)
@@ -121,7 +122,7 @@ void lk_stack_atfork_child(void);
 
 /* ---- modules.c: loaded ELF objects ---- */
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
- * loaded plus those it has unloaded (dlpi_adds + dlpi_subs), which moves at every load and unload. */
+ * loaded plus those it has unloaded (dlpi_adds + dlpi_subs): it moves at every load and unload. */
 unsigned long long lk_modules_refresh(bool force);
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);
