@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "prog.h"
+#include "children.h"
 #include "tally.h"
 
 #define NTHREADS 3
@@ -106,31 +106,6 @@ static void child(void)
 	exit(0); /* not _exit: the profile must end with its trailer */
 }
 
-/* Waits for the child, killing it after CHILD_SECONDS: a hang after fork is a deadlock. */
-static void wait_child(pid_t pid, int k)
-{
-	struct timespec start, now, nap = { 0, 200 * 1000 };
-	int status;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		CHECK(w == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= CHILD_SECONDS) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			CHECK(0, "the child of fork %d (pid %d) hung for %d s: a deadlock", k, (int)pid,
-			      CHILD_SECONDS);
-		}
-		nanosleep(&nap, NULL);
-	}
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child of fork %d: status %#x", k,
-	      status);
-}
-
 int main(int argc, char **argv)
 {
 	pthread_t th[NTHREADS];
@@ -149,7 +124,7 @@ int main(int argc, char **argv)
 		CHECK(pid >= 0, "fork: %s", strerror(errno));
 		if (pid == 0)
 			child();
-		wait_child(pid, k);
+		wait_child(pid, "the child of fork", k, CHILD_SECONDS);
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < NTHREADS; i++)

@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "prog.h"
+#include "children.h"
 #include "tally.h"
 
 #define NTHREADS 2
@@ -84,30 +84,6 @@ static int child_main(bool piped)
 	return 0;
 }
 
-static void wait_child(pid_t pid, const char *what, int round)
-{
-	struct timespec start, now, nap = { 0, 200 * 1000 };
-	int status;
-
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(pid, &status, WNOHANG);
-		if (w == pid)
-			break;
-		CHECK(w == 0 || errno == EINTR, "waitpid: %s", strerror(errno));
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= CHILD_SECONDS) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
-			CHECK(0, "%s, round %d (pid %d) hung for %d s: a deadlock", what, round, (int)pid,
-			      CHILD_SECONDS);
-		}
-		nanosleep(&nap, NULL);
-	}
-	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s, round %d: status %#x", what, round,
-	      status);
-}
-
 int main(int argc, char **argv)
 {
 	char self[PATH_MAX];
@@ -137,11 +113,11 @@ int main(int argc, char **argv)
 			_exit(127);
 		}
 		CHECK(pid > 0, "vfork: %s", strerror(errno));
-		wait_child(pid, "vfork+execve", k);
+		wait_child(pid, "vfork+execve", k, CHILD_SECONDS);
 
 		r = posix_spawn(&pid, self, NULL, NULL, child_argv, environ);
 		CHECK(r == 0, "posix_spawn: %s", strerror(r));
-		wait_child(pid, "posix_spawn", k);
+		wait_child(pid, "posix_spawn", k, CHILD_SECONDS);
 
 		int fds[2];
 		CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
@@ -178,14 +154,14 @@ int main(int argc, char **argv)
 		}
 		close(50);
 		buf[len] = 0;
-		wait_child(pid, "posix_spawn with file actions", k);
+		wait_child(pid, "posix_spawn with file actions", k, CHILD_SECONDS);
 		CHECK(!strncmp(buf, "hello from the piped child\n", 27),
 		      "the piped child said \"%.200s\"", buf);
 		fputs(buf + 27, stdout); /* its tally lines */
 
 		r = posix_spawnp(&pid, "true", NULL, NULL, true_argv, environ);
 		CHECK(r == 0, "posix_spawnp true: %s", strerror(r));
-		wait_child(pid, "posix_spawnp of true", k);
+		wait_child(pid, "posix_spawnp of true", k, CHILD_SECONDS);
 	}
 	atomic_store(&stop, 1);
 	for (int i = 0; i < NTHREADS; i++)
