@@ -117,6 +117,8 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n); /* caller holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
+/* unwind-io.c: libunwind's address checks go through no descriptor (before its first use). */
+int lk_unwind_io_init(const void *in_libunwind);
 void lk_stack_new_file(void); /* every stack must be written again to a new file */
 void lk_stack_atfork_child(void);
 

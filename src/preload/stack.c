@@ -459,9 +459,10 @@ static void text_of(const void *at, uintptr_t *lo, uintptr_t *hi)
  * process. A program would find its first file on 5 instead of 3, and a daemon that closed every
  * descriptor and opened its own files on 3 and 4 would have libunwind read a byte of its input
  * and write bytes of memory into its file (or, after a failed read, close them and reopen the
- * pipe there; tests/preload/daemon.c). So a pipe that libunwind asks for (its call returns into
- * its code) is moved above the descriptors programs use, as the profile's is; anyone else's call
- * is the system call, untouched. */
+ * pipe there; tests/preload/daemon.c). unwind-io.c points libunwind's pipe2, read and write at
+ * functions that need no descriptor at all; where it cannot, a pipe that libunwind asks for (its
+ * call returns into its code) is moved here above the descriptors programs use, as the
+ * profile's is. Anyone else's call is the system call, untouched. */
 static uintptr_t unwind_lo, unwind_hi; /* libunwind's code; set before its first pipe2 */
 
 LK_EXPORT int pipe2(int fds[2], int flags)
@@ -508,6 +509,7 @@ int lk_stack_init(void)
 	 * behind unw_backtrace is per thread and stays on: measured, no slower. */
 	text_of((const void *)(uintptr_t)lk_stack_init, &self_lo, &self_hi);
 	text_of((const void *)(uintptr_t)unw_init_local, &unwind_lo, &unwind_hi);
+	lk_unwind_io_init((const void *)(uintptr_t)unw_init_local);
 	unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_NONE); /* libunwind's pipe opens */
 	warm_up();
 	return 0;

@@ -14,9 +14,12 @@
  * allocation is noted with the callers that leek must find: the address after that call in the
  * JIT code, the JIT code's return into call_jit, and call_jit's callers as glibc's backtrace()
  * sees them from inside call_jit (notes.h's format, checked by test-preload.c's unwind_check).
- * Built -O2 -fomit-frame-pointer, like unwind.c.
+ * Built -O2 -fomit-frame-pointer, like unwind.c. At the end, the only descriptor of leek's
+ * may be its profile: libunwind checked the JIT frame's addresses through none.
  */
+#include <dirent.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "notes.h"
 
@@ -83,6 +86,33 @@ static __attribute__((noinline, noclone)) void outer(int depth)
 	call_jit(depth);
 }
 
+/* libunwind checked addresses while it stepped the JIT frame the first time (its fallback does):
+ * it must have done so through no descriptor of the process (src/preload/unwind-io.c). leek's
+ * own descriptors sit from 200 up; the only one there may be its profile. */
+static void check_descriptors(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int high = 0;
+
+	CHECK(d, "/proc/self/fd");
+	while ((e = readdir(d))) {
+		char path[64], target[4096];
+		int fd = atoi(e->d_name);
+		if (fd < 200 || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ssize_t n = readlink(path, target, sizeof(target) - 1);
+		CHECK(n > 0, "readlink %s", path);
+		target[n] = 0;
+		CHECK(n > 3 && !strcmp(target + n - 3, ".lk"), "descriptor %d is %s, not the profile", fd,
+		      target);
+		high++;
+	}
+	closedir(d);
+	CHECK(high <= 1, "%d descriptors from 200 up", high);
+}
+
 int main(void)
 {
 	void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -93,6 +123,7 @@ int main(void)
 	jit = (jit_fn *)m;
 	for (int i = 0; i < 60; i++)
 		outer(i % 5);
+	check_descriptors();
 	notes_write("jit");
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -376,6 +377,8 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0 ||
 		    (o->in_dir && chdir(r->dir) < 0))
 			_exit(125);
+		/* Only 0, 1 and 2: a program sees the descriptors leek opens, not the test's. */
+		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
 		execve(prog, (char *const *)argv, (char *const *)envp);
 		_exit(126);
 	}
