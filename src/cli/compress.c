@@ -8,8 +8,9 @@
  * never overwrite a file either (libleek never does): the final name is taken with linkat(2) or
  * RENAME_NOREPLACE, which fail rather than replace. And it must not compress a profile that is
  * still being written, by a process that outlived `leek run`'s program: libleek keeps its profile
- * open until it exits or execs, so a profile that its header's process holds open is refused, and
- * one whose size or time changed while it was read is dropped at the end.
+ * mapped (and, on a file system without fallocate, open) until it exits or execs, so a profile
+ * that its header's process holds is refused, and one whose size or time changed while it was
+ * read is dropped at the end.
  */
 #define ZLIB_CONST
 #include <dirent.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -48,8 +50,30 @@ static int fail(char **msg, int r, const char *fmt, ...)
 	return r;
 }
 
-/* Whether process pid holds the file (dev, ino) open: 1, 0, or 1 when it cannot tell (a live
- * process of another user), since compressing a profile under its writer would lose records. */
+/* Whether process pid has the file (dev, ino) mapped: libleek holds its profile mapped, not open,
+ * while it writes (a window of it, from the header on). 1, 0, or -1 when it cannot tell. */
+static int held_mapped(pid_t pid, dev_t dev, ino_t ino)
+{
+	char path[64], line[4096];
+	unsigned maj, min;
+	unsigned long long inode;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return errno == ENOENT ? 0 : -1;
+	while (!found && fgets(line, sizeof(line), f))
+		/* start-end perms offset major:minor inode [path] */
+		found = sscanf(line, "%*s %*s %*s %x:%x %llu", &maj, &min, &inode) == 3 &&
+			inode == (unsigned long long)ino && makedev(maj, min) == dev;
+	fclose(f);
+	return found;
+}
+
+/* Whether process pid holds the file (dev, ino) open or mapped: 1, 0, or 1 when it cannot tell
+ * (a live process of another user), since compressing a profile under its writer would lose
+ * records. */
 static int held_open(pid_t pid, dev_t dev, ino_t ino)
 {
 	char dir[64];
@@ -68,7 +92,9 @@ static int held_open(pid_t pid, dev_t dev, ino_t ino)
 		found = de->d_name[0] != '.' && fstatat(dirfd(d), de->d_name, &st, 0) == 0 &&
 			st.st_dev == dev && st.st_ino == ino;
 	closedir(d);
-	return found;
+	/* Its descriptors could be read, so it is ours or we are root: maps that cannot be read
+	 * (pid 1 in some containers) say nothing about a writer. */
+	return found || held_mapped(pid, dev, ino) == 1;
 }
 
 /* 0 if fd holds a raw profile that no process is writing; else a negative errno and *msg. */

@@ -14,9 +14,13 @@
  * (a THREAD record goes first when the thread changes) and the previous address. That state moves
  * on only once a record is stored, so a dropped record never leaves the next one coded against it.
  *
- * Never: allocate, print more than one line, raise a signal in the program, or keep writing to a
- * descriptor that no longer refers to our file (daemons close or dup2 over descriptors). All
- * functions run under lk_lock except lk_writer_atfork_child.
+ * The file is opened by its path for each grow and window move and closed again, so the program
+ * never sees a descriptor of leek's (CPython's test_subprocess lists a child's descriptors;
+ * daemons close or dup2 over every descriptor): about six system calls a MiB of profile.
+ *
+ * Never: allocate, print more than one line, raise a signal in the program, hold a descriptor
+ * between two uses (but on a file system without fallocate), or write to a file that is no longer
+ * ours. All functions run under lk_lock except lk_writer_atfork_child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -61,11 +65,14 @@ static bool same_file(int fd)
 	return fstat(fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino;
 }
 
-/* The descriptor may have been closed or replaced by the program: find our file again. */
-static int check_fd(void)
+/* A descriptor of our file, found again by its path: leek holds none between uses (a program
+ * that lists, closes or dup2s over its descriptors finds none of leek's), except on a file system
+ * without fallocate, where every record is a pwrite and one is kept, above the program's. Give it
+ * back with file_put. */
+static int file_get(void)
 {
-	if (same_file(W.fd))
-		return 0;
+	if (W.fd >= 0 && same_file(W.fd))
+		return W.fd;
 	int fd = open(W.path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -73,13 +80,21 @@ static int check_fd(void)
 		close(fd);
 		return -ESTALE;
 	}
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
-	if (high >= 0) {
-		close(fd);
-		fd = high;
+	if (W.use_pwrite) {
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+		W.fd = fd;
 	}
-	W.fd = fd;
-	return 0;
+	return fd;
+}
+
+static void file_put(int fd)
+{
+	if (fd >= 0 && fd != W.fd)
+		close(fd);
 }
 
 static void die(void)
@@ -96,11 +111,12 @@ static int grow(uint64_t end)
 {
 	uint64_t step = W.len < CHUNK ? GROW_SMALL : CHUNK;
 	uint64_t want = (end + step - 1) / step * step;
-	int r = check_fd();
+	int fd = file_get();
 
-	if (r < 0)
-		return r;
-	r = posix_fallocate(W.fd, (off_t)W.len, (off_t)(want - W.len));
+	if (fd < 0)
+		return fd;
+	int r = posix_fallocate(fd, (off_t)W.len, (off_t)(want - W.len));
+	file_put(fd);
 	if (r)
 		return -r;
 	W.len = want;
@@ -112,15 +128,14 @@ static int grow(uint64_t end)
 static int remap(uint64_t off)
 {
 	uint64_t woff = off & ~(uint64_t)(PAGE - 1);
-	/* The window can move without the file growing (the file is allocated a MiB ahead, the
-	 * window starts at a page): the descriptor may be the program's by now (dup2). */
-	int r = check_fd();
+	int fd = file_get();
 
-	if (r < 0)
-		return r;
+	if (fd < 0)
+		return fd;
 	if (W.win)
 		munmap(W.win, CHUNK);
-	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, W.fd, (off_t)woff);
+	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)woff);
+	file_put(fd);
 	if (W.win == MAP_FAILED) {
 		W.win = NULL;
 		return -errno;
@@ -140,7 +155,7 @@ static bool put(const uint8_t *rec, size_t len)
 	}
 	if (W.use_pwrite) {
 		if (pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len &&
-		    (check_fd() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len)) {
+		    (file_get() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len)) {
 			lk_counters[LK_CNT_RECORDS_DROPPED]++;
 			errno = saved;
 			return false;
@@ -291,8 +306,8 @@ static int open_file(void)
 	const char *name = program_invocation_short_name && *program_invocation_short_name
 				   ? program_invocation_short_name
 				   : exe;
-	/* An absolute path: check_fd reopens the file by name, and a daemon may chdir("/") and
-	 * close every descriptor before that (LEEK_OUTPUT is relative by default). */
+	/* An absolute path: file_get opens the file by name, and a daemon may chdir("/") first
+	 * (LEEK_OUTPUT is relative by default). */
 	size_t cwd = 0;
 	if (lk_cfg.output[0] != '/' && getcwd(W.path, sizeof(W.path) - 16)) {
 		cwd = strlen(W.path);
@@ -319,26 +334,29 @@ static int open_file(void)
 	}
 	if (fd < 0)
 		return -EEXIST;
-	int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
-	if (high >= 0) {
-		close(fd);
-		fd = high;
-	}
 	struct stat st;
 	fstat(fd, &st);
-	W.fd = fd;
+	W.fd = -1;
 	W.dev = st.st_dev;
 	W.ino = st.st_ino;
 	W.off = W.len = 0;
 	W.win = NULL;
 	W.use_pwrite = false;
 	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
-	if (r == EOPNOTSUPP || r == EINVAL)
+	if (r == EOPNOTSUPP || r == EINVAL) {
 		W.use_pwrite = true;
-	else if (r)
-		return -r;
-	else
+		int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
+		if (high >= 0) {
+			close(fd);
+			fd = high;
+		}
+		W.fd = fd; /* kept: one pwrite per record */
+	} else {
+		close(fd); /* opened again at each grow and window move */
+		if (r)
+			return -r;
 		W.len = GROW_SMALL;
+	}
 
 	/* The header, then the strings. */
 	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
@@ -460,9 +478,10 @@ void lk_writer_close(void)
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = NULL;
-	if (check_fd() == 0) {
-		ftruncate(W.fd, (off_t)W.off);
-		close(W.fd);
+	int fd = file_get();
+	if (fd >= 0) {
+		ftruncate(fd, (off_t)W.off);
+		close(fd);
 	}
 	W.fd = -1;
 	W.state = W_CLOSED;

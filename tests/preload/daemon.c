@@ -1,10 +1,12 @@
 /* daemon.c: a daemon that closes every descriptor at start, or that dup2s over leek's.
  *
  * Daemons close what they did not open (close_range, or a loop to sysconf(_SC_OPEN_MAX)), and some
- * dup2 a file of their own onto a descriptor number they believe free. leek's profile descriptor is
- * one of those: the program must behave as it does without leek, leek must find its file again by
- * path (writer.c, check_fd) and record what the program allocates afterwards, and it must never
- * write into, map, grow or cut a file of the program's that now holds its old descriptor number.
+ * dup2 a file of their own onto a descriptor number they believe free. leek holds no descriptor
+ * between two uses of its file (writer.c, file_get), so there is none of leek's to close or to
+ * dup2 over; if there were one, it would be one of those. Either way the program must behave as
+ * it does without leek, leek must find its file by path and record what the program allocates
+ * afterwards, and it must never write into, map, grow or cut a file of the program's that holds a
+ * number leek's descriptors used to have (200 and up).
  *
  * Steps: blocks of 6661 bytes before; then the descriptors go (close: close_range(3, ~0U) or a loop;
  * dup2: the program's data file, DIR/daemon.expect beside the profile, is dup2'ed over the
@@ -13,7 +15,8 @@
  * of its 1 MiB windows in exact mode, while the program appends known bytes to its data file
  * through that descriptor. The data file must read back exactly (here, and in the driver after
  * exit, which also catches a write or truncation at exit). Prints "leek fd found" on stderr when
- * there was a .lk descriptor to dup2 over, and tally lines (tally.h).
+ * there was a .lk descriptor to dup2 over (under leek there must be none), and tally lines
+ * (tally.h).
  *
  * Usage: daemon close|close-loop|dup2 [--chdir] (--chdir: chdir("/") first, as daemon(3) does).
  */
