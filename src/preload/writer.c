@@ -292,6 +292,72 @@ static void inherit_block(struct lk_block *b, void *user, void *ctx)
 		W.prev_addr = prev;
 }
 
+/* W.path from base on: "" for k = 0, else ".k": a profile never overwrites a file. */
+static void set_suffix(size_t base, unsigned k)
+{
+	char *p = W.path + base;
+
+	if (k) {
+		*p++ = '.';
+		if (k >= 100)
+			*p++ = (char)('0' + k / 100);
+		if (k >= 10)
+			*p++ = (char)('0' + k / 10 % 10);
+		*p++ = (char)('0' + k % 10);
+	}
+	*p = 0;
+}
+
+/* An unnamed file in W.path's directory (O_TMPFILE), to be named once its header is stored: a
+ * process killed in between leaves no profile rather than one without a header. -1 where the
+ * file system has no O_TMPFILE, or /proc (which names it) is missing. */
+static int open_unnamed(void)
+{
+	char dir[LK_MAX_PATH];
+	const char *slash = strrchr(W.path, '/');
+
+	if (!slash || access("/proc/self/fd", X_OK) < 0)
+		return -1;
+	size_t n = slash == W.path ? 1 : (size_t)(slash - W.path);
+	memcpy(dir, W.path, n);
+	dir[n] = 0;
+	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+}
+
+/* Names the unnamed file fd W.path, or the first free W.path.N. */
+static int name_file(int fd, size_t base)
+{
+	char proc[32] = "/proc/self/fd/", digits[12];
+	size_t n = 0, at = strlen(proc);
+
+	do /* no stdio in libleek */
+		digits[n++] = (char)('0' + fd % 10);
+	while ((fd /= 10) > 0);
+	while (n)
+		proc[at++] = digits[--n];
+	proc[at] = 0;
+	for (unsigned k = 0; k < 1000; k++) {
+		set_suffix(base, k);
+		if (linkat(AT_FDCWD, proc, AT_FDCWD, W.path, AT_SYMLINK_FOLLOW) == 0)
+			return 0;
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* Creates W.path, or the first free W.path.N. */
+static int create_named(size_t base)
+{
+	for (unsigned k = 0; k < 1000; k++) {
+		set_suffix(base, k);
+		int fd = open(W.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}
+
 static int open_file(void)
 {
 	static char exe[LK_MAX_PATH];
@@ -317,26 +383,15 @@ static int open_file(void)
 	if (!expand(W.path + cwd, sizeof(W.path) - cwd - 8, lk_cfg.output, name))
 		return -ENAMETOOLONG;
 	size_t base = strlen(W.path);
-	for (unsigned k = 0; k < 1000 && fd < 0; k++) {
-		if (k) { /* never overwrite: name.1, name.2, ... */
-			char *p = W.path + base;
-			*p++ = '.';
-			if (k >= 100)
-				*p++ = (char)('0' + k / 100);
-			if (k >= 10)
-				*p++ = (char)('0' + k / 10 % 10);
-			*p++ = (char)('0' + k % 10);
-			*p = 0;
-		}
-		fd = open(W.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-		if (fd < 0 && errno != EEXIST)
-			return -errno;
+	bool unnamed = true;
+	fd = open_unnamed();
+	if (fd < 0) {
+		unnamed = false;
+		if ((fd = create_named(base)) < 0)
+			return fd;
 	}
-	if (fd < 0)
-		return -EEXIST;
 	struct stat st;
 	fstat(fd, &st);
-	W.fd = -1;
 	W.dev = st.st_dev;
 	W.ino = st.st_ino;
 	W.off = W.len = 0;
@@ -344,19 +399,19 @@ static int open_file(void)
 	W.use_pwrite = false;
 	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
 	if (r == EOPNOTSUPP || r == EINVAL) {
-		W.use_pwrite = true;
+		W.use_pwrite = true; /* one pwrite per record, through a descriptor kept high */
 		int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
 		if (high >= 0) {
 			close(fd);
 			fd = high;
 		}
-		W.fd = fd; /* kept: one pwrite per record */
+	} else if (r) {
+		close(fd);
+		return -r;
 	} else {
-		close(fd); /* opened again at each grow and window move */
-		if (r)
-			return -r;
 		W.len = GROW_SMALL;
 	}
+	W.fd = fd; /* until the header is stored and the file named; then only with pwrite */
 
 	/* The header, then the strings. */
 	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
@@ -401,7 +456,17 @@ static int open_file(void)
 	/* The header goes through put() too; its first byte 'L' is stored last, like a tag. */
 	lk_writer_put((const uint8_t *)scratch, h.header_size);
 	if (W.state != W_OPEN)
-		return -EIO;
+		r = -EIO;
+	else if (unnamed)
+		r = name_file(fd, base);
+	if (!W.use_pwrite || r < 0) {
+		close(fd);
+		W.fd = -1;
+	}
+	if (r < 0) {
+		die();
+		return r;
+	}
 	lk_stack_new_file();
 	lk_modules_emit_all();
 	if (W.forked)
