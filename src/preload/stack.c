@@ -427,7 +427,7 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 	return WALK_DONE;
 }
 
-/* The executable segment of the object that holds q->lo (in: an address; out: the segment). */
+/* The executable segment that holds the address q[0]: q[0] and q[1] become its bounds. */
 static int find_text(struct dl_phdr_info *info, size_t size, void *data)
 {
 	uintptr_t *q = data, at = q[0];
@@ -459,8 +459,8 @@ static void text_of(const void *at, uintptr_t *lo, uintptr_t *hi)
  * process. A program would find its first file on 5 instead of 3, and a daemon that closed every
  * descriptor and opened its own files on 3 and 4 would have libunwind read a byte of its input
  * and write bytes of memory into its file (or, after a failed read, close them and reopen the
- * pipe there; tests/preload/daemon.c). unwind-io.c points libunwind's pipe2, read and write at
- * functions that need no descriptor at all; where it cannot, a pipe that libunwind asks for (its
+ * pipe there; tests/preload/daemon.c). unwind-io.c points libunwind's pipe2, read, write and
+ * syscall at functions that need no descriptor at all; where it cannot, a pipe that libunwind asks for (its
  * call returns into its code) is moved here above the descriptors programs use, as the
  * profile's is. Anyone else's call is the system call, untouched. */
 static uintptr_t unwind_lo, unwind_hi; /* libunwind's code; set before its first pipe2 */
