@@ -58,6 +58,9 @@ struct lk_real {
 };
 extern struct lk_real lk_real;
 int lk_real_init(void);
+struct dl_phdr_info;
+/* The loaded object that holds addr (its name and program headers stay valid while it is). */
+bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
 
 /* ---- sampler.c: per-thread state and the slow paths ---- */

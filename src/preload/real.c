@@ -145,34 +145,44 @@ static void via_free_free_aligned_sized(void *p, size_t align, size_t size)
  * here. This walks the program headers of the loaded objects, a few hundred. */
 struct owner {
 	uintptr_t addr;
-	const void *phdr;
-	const char *name;
+	struct dl_phdr_info *info;
+	bool found;
 };
 
 static int owner_cb(struct dl_phdr_info *info, size_t size, void *data)
 {
 	struct owner *o = data;
 
+	(void)size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
-			o->phdr = info->dlpi_phdr;
-			o->name = info->dlpi_name;
+			*o->info = *info;
+			o->found = true;
 			return 1;
 		}
 	}
 	return 0;
 }
 
-static const void *object_of(const void *addr, const char **name)
+bool lk_object_of(const void *addr, struct dl_phdr_info *info)
 {
-	struct owner o = { (uintptr_t)addr, NULL, NULL };
+	struct owner o = { (uintptr_t)addr, info, false };
 
 	dl_iterate_phdr(owner_cb, &o);
+	return o.found;
+}
+
+static const void *object_of(const void *addr, const char **name)
+{
+	struct dl_phdr_info info;
+
+	if (!lk_object_of(addr, &info))
+		return NULL;
 	if (name)
-		*name = o.name;
-	return o.phdr;
+		*name = info.dlpi_name;
+	return info.dlpi_phdr;
 }
 
 /* dlsym(RTLD_NEXT, name), kept only if it lives in the same object as the real malloc. */

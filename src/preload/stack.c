@@ -427,30 +427,21 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 	return WALK_DONE;
 }
 
-/* The executable segment that holds the address q[0]: q[0] and q[1] become its bounds. */
-static int find_text(struct dl_phdr_info *info, size_t size, void *data)
-{
-	uintptr_t *q = data, at = q[0];
-
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && at - lo < ph->p_memsz) {
-			q[0] = lo;
-			q[1] = lo + ph->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
-}
-
+/* The executable segment that holds the address at: [*lo, *hi). */
 static void text_of(const void *at, uintptr_t *lo, uintptr_t *hi)
 {
-	uintptr_t q[2] = { (uintptr_t)at, 0 };
+	struct dl_phdr_info info;
 
-	if (dl_iterate_phdr(find_text, q)) {
-		*lo = q[0];
-		*hi = q[1];
+	if (!lk_object_of(at, &info))
+		return;
+	for (int i = 0; i < info.dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info.dlpi_phdr[i];
+		uintptr_t start = info.dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		    (uintptr_t)at - start < ph->p_memsz) {
+			*lo = start;
+			*hi = start + ph->p_memsz;
+		}
 	}
 }
 

@@ -90,29 +90,6 @@ static const struct {
 };
 #define NREDIRECTS (sizeof(redirects) / sizeof(redirects[0]))
 
-struct find {
-	uintptr_t inside; /* an address in libunwind's code */
-	const struct dl_phdr_info *info;
-	struct dl_phdr_info copy;
-};
-
-static int find_object(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct find *f = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && f->inside - lo < ph->p_memsz) {
-			f->copy = *info;
-			f->info = &f->copy;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 /* A dynamic entry's address: glibc relocates them in place, other loaders may not. */
 static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
 {
@@ -121,15 +98,15 @@ static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
 
 int lk_unwind_io_init(const void *in_libunwind)
 {
-	struct find f = { .inside = (uintptr_t)in_libunwind };
+	struct dl_phdr_info info;
 	const ElfW(Dyn) *dyn = NULL;
 
-	if (!dl_iterate_phdr(find_object, &f) || !f.info)
+	if (!lk_object_of(in_libunwind, &info))
 		return -ENOENT;
-	uintptr_t base = f.info->dlpi_addr;
-	for (int i = 0; i < f.info->dlpi_phnum; i++)
-		if (f.info->dlpi_phdr[i].p_type == PT_DYNAMIC)
-			dyn = (const ElfW(Dyn) *)(base + f.info->dlpi_phdr[i].p_vaddr);
+	uintptr_t base = info.dlpi_addr;
+	for (int i = 0; i < info.dlpi_phnum; i++)
+		if (info.dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(base + info.dlpi_phdr[i].p_vaddr);
 	if (!dyn)
 		return -ENOENT;
 
@@ -166,10 +143,10 @@ int lk_unwind_io_init(const void *in_libunwind)
 	/* With lazy binding the slots are writable; where the loader made them read-only after
 	 * relocation (RELRO with -z now) they are made writable for the store, then read-only again. */
 	uintptr_t relro_lo = 0, relro_hi = 0, page = (uintptr_t)getpagesize();
-	for (int i = 0; i < f.info->dlpi_phnum; i++)
-		if (f.info->dlpi_phdr[i].p_type == PT_GNU_RELRO) {
-			relro_lo = base + f.info->dlpi_phdr[i].p_vaddr;
-			relro_hi = relro_lo + f.info->dlpi_phdr[i].p_memsz;
+	for (int i = 0; i < info.dlpi_phnum; i++)
+		if (info.dlpi_phdr[i].p_type == PT_GNU_RELRO) {
+			relro_lo = base + info.dlpi_phdr[i].p_vaddr;
+			relro_hi = relro_lo + info.dlpi_phdr[i].p_memsz;
 		}
 	for (size_t i = 0; i < NREDIRECTS; i++) {
 		uintptr_t at = (uintptr_t)slots[i], p = at & ~(page - 1);
