@@ -58,13 +58,15 @@ static char *xstrdup(const char *s)
 	return d;
 }
 
-static char *read_all(const char *path)
+char *run_read_all(const char *path, size_t *len_out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t len = 0, cap = 4096;
 	char *buf = xcalloc(1, cap);
 	ssize_t n;
 
+	if (len_out)
+		*len_out = 0;
 	if (fd < 0)
 		return buf;
 	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
@@ -76,6 +78,8 @@ static char *read_all(const char *path)
 	}
 	close(fd);
 	buf[len] = 0;
+	if (len_out)
+		*len_out = len;
 	return buf;
 }
 
@@ -405,9 +409,9 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 	}
 	kill(-r->pid, SIGKILL); /* stragglers of the process group, if any */
 	snprintf(out, sizeof(out), "%s/stdout", r->dir);
-	r->out = read_all(out);
+	r->out = run_read_all(out, NULL);
 	snprintf(out, sizeof(out), "%s/stderr", r->dir);
-	r->err = read_all(out);
+	r->err = run_read_all(out, NULL);
 	load_profiles(r);
 }
 

@@ -80,6 +80,10 @@ struct run {
 };
 
 /* argv[0] is the program's name in the build directory (PROG_DIR); the list ends with NULL. */
+/* The whole file, NUL-terminated, its length in *len (if len): an empty string if it cannot be
+ * read. */
+char *run_read_all(const char *path, size_t *len);
+
 void run_prog(struct run *r, const struct run_opts *o, const char *const *argv);
 void run_cleanup(struct run *r); /* removes the directory; only after a passing test */
 
