@@ -21,14 +21,17 @@
  *   +-----------------------+
  *
  * Glossary: dt = nanoseconds since the previous timed record (the first one counts from
- * start_monotonic_ns); tid = the kernel thread id; addr = the pointer the program received;
- * addr_delta = zigzag(addr - the address of the previous ALLOC, FREE or INHERIT of the file, or 0
- * for the first); size = the bytes the program asked for (not the allocator's rounded size).
+ * start_monotonic_ns); tid = the kernel thread id; size = the bytes the program asked for (not
+ * the allocator's rounded size); block = a sampled block's number in the file: ALLOC and INHERIT
+ * records are numbered 1, 2, 3, ... in file order, and the one that allocated a block is its
+ * number; block_delta = zigzag(block - the block of the previous FREE of the file, or 0 for the
+ * first).
  *
- * Version 2 (version 1 had tid and an absolute addr in every ALLOC and FREE): ALLOC and FREE
- * belong to the thread of the last THREAD record before them, and their addresses, like
- * INHERIT's, are differences from the previous one. A malloc/free pair that reuses one block
- * costs 8 bytes in exact mode, where dt is mostly 0 (LK_HDR_COARSE_TIME); a typical one 8 to 13.
+ * Version 3 (version 2 had an address in ALLOC, FREE and INHERIT): a FREE names its block by
+ * number, not by address, and nothing carries an address. Where the allocator placed a block is
+ * what an exact-mode profile compressed worst; which block a FREE ends is mostly the one after
+ * the block of the FREE before it. A malloc/free pair of one site costs 7 bytes in exact mode,
+ * where dt is mostly 0 (LK_HDR_COARSE_TIME).
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -36,7 +39,7 @@
 #include <stdint.h>
 
 #define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
-#define LK_FORMAT_VERSION 2
+#define LK_FORMAT_VERSION 3
 #define LK_HEADER_FIXED_SIZE 88
 #define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
 #define LK_MAX_BUILD_ID 64      /* bytes */
@@ -81,17 +84,18 @@ struct lk_file_header {
 _Static_assert(sizeof(struct lk_file_header) == LK_HEADER_FIXED_SIZE, "header layout");
 
 /* Record tags. Payload fields are varints unless marked [bytes]. Sizes count the tag; "typically"
- * is exact mode on x86-64, where dt is mostly 0 and a block is mostly near the previous one. */
+ * is exact mode on x86-64, where dt is mostly 0 and a FREE mostly ends a block near the previous
+ * FREE's. */
 enum lk_rec_tag {
 	LK_REC_END = 0,     /* never written: a zero tag marks where a crashed writer stopped */
-	LK_REC_ALLOC = 1,   /* dt addr_delta size stack                    5..41 B, typically 5..8 */
-	LK_REC_FREE = 2,    /* dt addr_delta                               3..21 B, typically 3..5 */
+	LK_REC_ALLOC = 1,   /* dt size stack                               4..31 B, typically 4..6 */
+	LK_REC_FREE = 2,    /* dt block_delta                              3..21 B, typically 3 or 4 */
 	LK_REC_STACK = 3,   /* id nframes frame...                         see below */
 	LK_REC_MODULE = 4,  /* dt id base nseg (start len)... idlen [id] pathlen [path] */
 	LK_REC_UNLOAD = 5,  /* dt id                                       3..21 B */
 	LK_REC_RSS = 6,     /* dt rss_bytes                                3..21 B, typically 8 */
 	LK_REC_LOSS = 7,    /* dt n (counter value)...                     absolute counter values */
-	LK_REC_INHERIT = 8, /* addr_delta size stack alloc_monotonic_ns    5..41 B, typically 13 */
+	LK_REC_INHERIT = 8, /* size stack alloc_monotonic_ns               4..31 B, typically 12 */
 	LK_REC_TRAILER = 9, /* dt end_realtime_ns n (counter value)...     clean exit; nothing follows */
 	LK_REC_THREAD = 10, /* tid                                         2..11 B, typically 4 */
 	LK_REC_MAX_KNOWN = 10,
@@ -105,9 +109,10 @@ enum lk_rec_tag {
  * ALLOC or FREE before any THREAD is corruption. THREAD has no dt: it takes the time of the last
  * timed record, like STACK and INHERIT. */
 
-/* Addresses: ALLOC, FREE and INHERIT carry zigzag(addr - prev), where prev is the address of the
- * previous ALLOC, FREE or INHERIT in the file, 0 before the first; the difference wraps modulo
- * 2^64. A loop that mallocs and frees one block writes 0 for each address after the first. */
+/* Blocks: ALLOC and INHERIT records are numbered from 1 in file order, and that number names the
+ * block they allocate. FREE carries zigzag(block - prev), where prev is the block of the previous
+ * FREE in the file, 0 before the first. A FREE of block 0 or of a block not numbered yet is
+ * corruption; each block is freed at most once. Addresses are not recorded. */
 
 /* STACK: frame 0 is the innermost caller of the allocation function (libleek's own frames are
  * stripped). Every frame is a return address, so a symbolizer looks up frame - 1. Frames are

@@ -7,15 +7,15 @@
  * lk_print_escaped().
  *
  *   FILE <path>
- *   HEADER version=2 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
+ *   HEADER version=3 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
  *          page_size=.. max_frames=.. header_size=.. start_realtime=S.NS start_monotonic=S.NS
  *   EXE <path>
  *   CMDLINE <arguments, shell-quoted>
  *   @<offset> <RECORD> ...               one per record, t= in seconds since the start
  *   END offset=<end of the last complete record> trailer=yes|no
  *
- * ALLOC and FREE lines show what the reader decoded: the tid of the THREAD record before them and
- * absolute addresses, not the differences the file holds.
+ * ALLOC, FREE and INHERIT lines show what the reader decoded: the tid of the THREAD record before
+ * ALLOC and FREE, and every block's number, not the differences the file holds.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -117,13 +117,13 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 	case LK_REC_ALLOC:
 		fputs(" t=", stdout);
 		print_ns(rec->time_ns);
-		printf(" tid=%" PRIu64 " addr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64,
-		       rec->alloc.tid, rec->alloc.addr, rec->alloc.size, rec->alloc.stack);
+		printf(" tid=%" PRIu64 " block=%" PRIu64 " size=%" PRIu64 " stack=%" PRIu64,
+		       rec->alloc.tid, rec->alloc.block, rec->alloc.size, rec->alloc.stack);
 		break;
 	case LK_REC_FREE:
 		fputs(" t=", stdout);
 		print_ns(rec->time_ns);
-		printf(" tid=%" PRIu64 " addr=0x%" PRIx64, rec->free.tid, rec->free.addr);
+		printf(" tid=%" PRIu64 " block=%" PRIu64, rec->free.tid, rec->free.block);
 		break;
 	case LK_REC_STACK:
 		printf(" %" PRIu64 ":", rec->stack.id);
@@ -157,8 +157,8 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 		printf(" tid=%" PRIu64, rec->thread.tid);
 		break;
 	case LK_REC_INHERIT:
-		printf(" addr=0x%" PRIx64 " size=%" PRIu64 " stack=%" PRIu64 " alloc_t=",
-		       rec->inherit.addr, rec->inherit.size, rec->inherit.stack);
+		printf(" block=%" PRIu64 " size=%" PRIu64 " stack=%" PRIu64 " alloc_t=",
+		       rec->inherit.block, rec->inherit.size, rec->inherit.stack);
 		print_signed_ns((int64_t)(rec->inherit.alloc_monotonic_ns -
 					  h->h.start_monotonic_ns));
 		break;

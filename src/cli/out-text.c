@@ -185,7 +185,7 @@ static void print_header(FILE *f, const struct lk_report *r)
 	}
 	fputs(any ? "\n" : " none\n", f);
 	if (t->frees_unknown)
-		fprintf(f, "warning      %" PRIu64 " frees of blocks never seen allocated\n",
+		fprintf(f, "warning      %" PRIu64 " frees of blocks that were not live\n",
 			t->frees_unknown);
 	if (!t->trailer)
 		fputs("warning      no trailer: the process crashed, was killed or exec'd; \"end\" "

@@ -22,9 +22,9 @@ typedef __int128 lk_q128;      /* a fixed-point sum of bytes */
 
 /* One sampled block that is live. */
 struct live_block {
-	uint64_t addr, size;
+	uint64_t seq;     /* its number in the file (format.h): blocks are added in that order */
+	uint64_t size;
 	int64_t t_ns;     /* allocation time since start; negative for an INHERITed block */
-	uint64_t seq;     /* it was the seq-th block added (1..) */
 	uint32_t stack;   /* the stack id (the reader checked it is defined) */
 	uint32_t next;    /* free list link (slot + 1, 0 = end) while the slot is free */
 };
@@ -39,7 +39,7 @@ struct live_gone {
  * cache, and a probe touches the block itself only when the hashes match. */
 struct live_entry {
 	uint32_t slot1;   /* the block's slot + 1; 0: an empty entry */
-	uint32_t hash;    /* the low 32 bits of its address's hash: its home, and a filter */
+	uint32_t hash;    /* the low 32 bits of its number's hash: its home, and a filter */
 };
 
 /* What a block of a given size weighs (docs/sampling.md section 4). */
@@ -50,7 +50,7 @@ struct live_weight {
 /* The live sampled blocks and their sum: H(t), the estimated live heap, with its variance; and the
  * blocks that were live at the mark (profile-live.c). */
 struct live_set {
-	struct live_entry *e;        /* addr -> slot: open addressing, linear probing */
+	struct live_entry *e;        /* block number -> slot: open addressing, linear probing */
 	size_t size;                 /* entries: 0 or a power of two, at most half of them used */
 	struct live_block *blocks;   /* by slot; freed slots are reused, last freed first */
 	uint32_t used, cap, free_head;
@@ -58,41 +58,40 @@ struct live_set {
 	lk_q128 heap_q;              /* sum of q over live blocks */
 	double heap_var;             /* sum of s^2 v1: drifts by rounding, reset at count 0 */
 	uint64_t period;             /* 1 in exact mode */
-	uint64_t seq, mark;          /* blocks added so far; seq at the mark (0: none yet) */
+	uint64_t seq, mark;          /* the last block added; seq at the mark (0: none yet) */
 	struct live_gone *gone;      /* the blocks live at the mark that have left since */
 	size_t ngone, gone_cap;      /* ngone <= the blocks live at the mark <= gone_cap */
 };
 
 void live_set_init(struct live_set *ls, uint64_t period);
 void live_set_done(struct live_set *ls);
-/* ALLOC or INHERIT: a block at addr, with one probe of the table. If a block is live there already
- * (its FREE is missing), the new one replaces it, the old one goes to *old (if not NULL), and the
- * return is 1; else 0. Or -ENOMEM, or -E2BIG (LK_PROFILE_MAX_LIVE). */
-int live_set_add(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack, int64_t t_ns,
-		 struct live_block *old);
-/* Removes the block at addr into *ret (if not NULL); false if no sampled block is live there. */
-bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret);
+/* ALLOC or INHERIT: block number `block`, above every number added before (the reader checks
+ * the file's numbering), with one probe of the table. 0, -ENOMEM, or -E2BIG
+ * (LK_PROFILE_MAX_LIVE). */
+int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns);
+/* Removes block number `block` into *ret (if not NULL); false if it is not live. */
+bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret);
 /* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks with
  * seq <= mark, and those in gone. Forgets the previous mark. 0, or -ENOMEM (room in gone for
  * every block live now is made here, so that removing a block never fails). */
 int live_set_mark(struct live_set *ls);
 
-/* The low 32 bits of addr's hash (murmur3's finalizer: addresses spread well). */
-static inline uint32_t live_hash(uint64_t addr)
+/* The low 32 bits of a block number's hash (murmur3's finalizer: consecutive numbers spread). */
+static inline uint32_t live_hash(uint64_t block)
 {
-	addr ^= addr >> 33;
-	addr *= 0xff51afd7ed558ccdull;
-	addr ^= addr >> 33;
-	return (uint32_t)addr;
+	block ^= block >> 33;
+	block *= 0xff51afd7ed558ccdull;
+	block ^= block >> 33;
+	return (uint32_t)block;
 }
 
-/* Asks the cache for the entry where a lookup of addr starts: a hint, which changes nothing.
+/* Asks the cache for the entry where a lookup of block starts: a hint, which changes nothing.
  * always_inline: as a call, GCC finds it free of side effects and drops it, prefetch and all. */
 static inline __attribute__((always_inline)) void live_set_prefetch(const struct live_set *ls,
-								     uint64_t addr)
+								     uint64_t block)
 {
 	if (ls->size)
-		__builtin_prefetch(&ls->e[live_hash(addr) & (ls->size - 1)]);
+		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
 }
 
 struct live_weight live_weigh_sampled(uint64_t size, uint64_t period);

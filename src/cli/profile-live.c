@@ -5,15 +5,14 @@
  * Pass 2 of profile.c looks a block up here for every ALLOC and FREE, tens of millions of them in
  * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
  * spot of the aggregation. Hence a table of its own rather than u64map: 8-byte entries (a slot,
- * and 32 bits of the address's hash, which are the entry's home and a filter, so that a probe
- * reads a block only when the hashes match), a load of at most 1/2, so that the probe runs of the
- * misses (every ALLOC is one) stay short, one probe per ALLOC for both the block whose FREE may
- * be missing and the entry of the new one, and deletion that shifts back the rest of the run (no
- * tombstones). The blocks are in an array whose freed slots are reused last freed first, so the
+ * and 32 bits of the block number's hash, which are the entry's home and a filter, so that a
+ * probe reads a block only when the hashes match), a load of at most 1/2, so that the probe runs
+ * of the misses (every ALLOC is one) stay short, and deletion that shifts back the rest of the
+ * run (no tombstones). The blocks are in an array whose freed slots are reused last freed first, so the
  * block an ALLOC writes is usually in the cache already. Memory follows the most blocks live at
  * once, never the number of records, and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
  *
- * The mark remembers the set without copying it: each block carries the number of its addition,
+ * The mark remembers the set without copying it: blocks are added in the order of their numbers,
  * so the blocks live at the mark are the live ones numbered up to the mark, and those that have
  * left since, which are kept aside in `gone` (never more than were live at the mark).
  */
@@ -55,14 +54,14 @@ struct live_weight live_weigh_sampled(uint64_t size, uint64_t period)
 	return (struct live_weight){ .w = 1.0 / p, .v1 = exp(-x) / (p * p) };
 }
 
-/* The entry of the block at addr, or the empty one where it would go (there is always one). */
-static size_t find(const struct live_set *ls, uint64_t addr, uint32_t h)
+/* The entry of block number `block`, or the empty one where it would go (there is always one). */
+static size_t find(const struct live_set *ls, uint64_t block, uint32_t h)
 {
 	size_t mask = ls->size - 1;
 
 	for (size_t i = h & mask;; i = (i + 1) & mask) {
 		const struct live_entry *x = &ls->e[i];
-		if (!x->slot1 || (x->hash == h && ls->blocks[x->slot1 - 1].addr == addr))
+		if (!x->slot1 || (x->hash == h && ls->blocks[x->slot1 - 1].seq == block))
 			return i;
 	}
 }
@@ -121,54 +120,45 @@ static inline void unsum(struct live_set *ls, const struct live_block *b)
 	}
 }
 
-int live_set_add(struct live_set *ls, uint64_t addr, uint64_t size, uint32_t stack, int64_t t_ns,
-		 struct live_block *old)
+int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns)
 {
-	uint32_t h = live_hash(addr), slot;
-	size_t i = ls->size ? find(ls, addr, h) : 0;
+	uint32_t h = live_hash(block), slot;
 	struct live_weight w = live_weigh(ls, size);
 	struct live_block *b;
-	int r = 0;
+	size_t i;
+	int r;
 
-	if (ls->size && ls->e[i].slot1) { /* its FREE is missing: the old block is gone, unseen */
-		b = &ls->blocks[ls->e[i].slot1 - 1];
-		unsum(ls, b);
-		if (old)
-			*old = *b;
-		r = 1;
-	} else {
-		if (ls->count >= LK_PROFILE_MAX_LIVE)
-			return -E2BIG;
-		if (!ls->free_head && ls->used == ls->cap) {
-			r = grow_blocks(ls);
-			if (r < 0)
-				return r;
-		}
-		if ((ls->count + 1) * 2 > ls->size) {
-			r = grow_table(ls);
-			if (r < 0)
-				return r;
-			i = find(ls, addr, h);
-		}
-		if (ls->free_head) {
-			slot = ls->free_head - 1;
-			ls->free_head = ls->blocks[slot].next;
-		} else {
-			slot = ls->used++;
-		}
-		ls->e[i] = (struct live_entry){ .slot1 = slot + 1, .hash = h };
-		b = &ls->blocks[slot];
+	if (ls->count >= LK_PROFILE_MAX_LIVE)
+		return -E2BIG;
+	if (!ls->free_head && ls->used == ls->cap) {
+		r = grow_blocks(ls);
+		if (r < 0)
+			return r;
 	}
-	*b = (struct live_block){ .addr = addr, .size = size, .t_ns = t_ns, .seq = ++ls->seq,
-				  .stack = stack };
+	if ((ls->count + 1) * 2 > ls->size) {
+		r = grow_table(ls);
+		if (r < 0)
+			return r;
+	}
+	i = find(ls, block, h);
+	if (ls->free_head) {
+		slot = ls->free_head - 1;
+		ls->free_head = ls->blocks[slot].next;
+	} else {
+		slot = ls->used++;
+	}
+	ls->e[i] = (struct live_entry){ .slot1 = slot + 1, .hash = h };
+	b = &ls->blocks[slot];
+	*b = (struct live_block){ .seq = block, .size = size, .t_ns = t_ns, .stack = stack };
+	ls->seq = block;
 	ls->heap_q += live_q(size, w.w);
 	ls->heap_var += (double)size * (double)size * w.v1;
 	if (++ls->count > ls->max_count)
 		ls->max_count = ls->count;
-	return r;
+	return 0;
 }
 
-bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret)
+bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret)
 {
 	size_t mask = ls->size - 1, i, j;
 	struct live_block *b;
@@ -176,7 +166,7 @@ bool live_set_remove(struct live_set *ls, uint64_t addr, struct live_block *ret)
 
 	if (!ls->size)
 		return false;
-	i = find(ls, addr, live_hash(addr));
+	i = find(ls, block, live_hash(block));
 	if (!ls->e[i].slot1)
 		return false;
 	slot = ls->e[i].slot1 - 1;

@@ -88,7 +88,7 @@ static int cmp_live(const void *x, const void *y)
 
 	if (a->t_ns != b->t_ns)
 		return a->t_ns < b->t_ns ? -1 : 1;
-	return a->addr < b->addr ? -1 : a->addr > b->addr;
+	return a->block < b->block ? -1 : a->block > b->block;
 }
 
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns)
@@ -111,7 +111,7 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 		b = &ls->blocks[ls->e[i].slot1 - 1];
 		wt = live_weigh(ls, b->size);
 		p->live_blocks[n++] = (struct lk_live_block){
-			.addr = b->addr, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
+			.block = b->seq, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
 			.weight = wt.w };
 		profile_add_block(&t->live_bytes_end, &t->live_objects_end, b->size, &wt);
 	}

@@ -87,11 +87,11 @@ static int ahead_next(struct ahead *ah, const struct live_set *ls, const struct 
 		ah->n++;
 		ah->left--;
 		if (rec->tag == LK_REC_ALLOC)
-			live_set_prefetch(ls, rec->alloc.addr);
+			live_set_prefetch(ls, rec->alloc.block);
 		else if (rec->tag == LK_REC_FREE)
-			live_set_prefetch(ls, rec->free.addr);
+			live_set_prefetch(ls, rec->free.block);
 		else if (rec->tag == LK_REC_INHERIT)
-			live_set_prefetch(ls, rec->inherit.addr);
+			live_set_prefetch(ls, rec->inherit.block);
 	}
 	if (!ah->n)
 		return ah->r < 0 ? ah->r : 0;
@@ -176,22 +176,19 @@ static void unlive(struct lk_profile *p, const struct second_pass *sp, const str
 static int add_live(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
 {
 	bool alloc = rec->tag == LK_REC_ALLOC;
-	uint64_t addr = alloc ? rec->alloc.addr : rec->inherit.addr;
+	uint64_t block = alloc ? rec->alloc.block : rec->inherit.block;
 	uint64_t size = alloc ? rec->alloc.size : rec->inherit.size;
 	uint64_t stack = alloc ? rec->alloc.stack : rec->inherit.stack;
 	struct live_weight wt;
-	struct live_block old;
 	struct stack_run *run;
 	int r;
 
 	if (stack >= p->nstacks) /* the reader checks this; a second line of defence */
 		return -EBADMSG;
-	r = live_set_add(&sp->ls, addr, size, (uint32_t)stack,
-			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec), &old);
+	r = live_set_add(&sp->ls, block, size, (uint32_t)stack,
+			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec));
 	if (r < 0)
 		return r;
-	if (r > 0) /* live already: its FREE is missing, and the old block is gone now, unseen */
-		unlive(p, sp, &old);
 	wt = live_weigh(&sp->ls, size);
 	run = &p->runs[stack];
 	run->live_q += live_q(size, wt.w);
@@ -229,7 +226,7 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 		return add_live(p, sp, rec);
 	case LK_REC_FREE:
 		p->totals.frees++;
-		if (live_set_remove(&sp->ls, rec->free.addr, &b))
+		if (live_set_remove(&sp->ls, rec->free.block, &b))
 			unlive(p, sp, &b);
 		else
 			p->totals.frees_unknown++;

@@ -98,8 +98,7 @@ struct lk_profile_totals {
 	uint64_t losses[LK_CNT_MAX + 1];/* last LOSS or TRAILER values */
 	bool trailer;                   /* clean exit; false: the profile ends at its last complete
 					 * record (crash, kill, exec) */
-	uint64_t frees_unknown;         /* frees of addresses with no live sample (corruption, or a
-					 * forked child's file without INHERIT) */
+	uint64_t frees_unknown;         /* FREEs of blocks freed already (a damaged file) */
 	uint64_t inherited;             /* INHERIT records: live in the parent at the fork */
 	uint64_t max_live;              /* the most sampled blocks live at once */
 	uint64_t records;               /* records read, up to the end (extensions included) */
@@ -138,7 +137,7 @@ size_t lk_profile_timeline(const struct lk_profile *p, const struct lk_timeline_
 /* Live sampled blocks at the end, oldest first, for `old --age` (alloc time since start; an
  * INHERITed block's time may be negative). */
 struct lk_live_block {
-	uint64_t addr, size, stack;
+	uint64_t block, size, stack; /* block: its number in the file */
 	int64_t t_ns;
 	double weight;
 };

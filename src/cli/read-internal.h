@@ -26,7 +26,8 @@ struct lk_reader {
 	struct lk_profile_header hdr;
 	char *strings;           /* exe, NUL, cmdline, NUL */
 	uint64_t time_ns, next_stack, last_module, end_offset;
-	uint64_t tid, addr;      /* of the last THREAD record; of the last ALLOC, FREE or INHERIT */
+	uint64_t tid;            /* of the last THREAD record */
+	uint64_t blocks, prev_free; /* ALLOC and INHERIT records so far; the last FREE's block */
 	bool thread, trailer;    /* a THREAD record was read; a TRAILER */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 

@@ -3,7 +3,7 @@
  * Each decoder reads every field through a cursor that yields zeros once the window runs out or a
  * varint is malformed, checks each count against the format's limit before looping on it, then
  * checks the cursor once. Only then does it apply the record's meaning to the reader's state
- * (stack sequence, loaded modules, time, thread, previous address), so a rejected record changes
+ * (stack sequence, loaded modules, time, thread, block numbers), so a rejected record changes
  * nothing. A failure names the offset of the record's tag byte.
  *
  * ALLOC, FREE and THREAD, nearly all the records of a profile, first try a fast path
@@ -84,19 +84,25 @@ static int check_thread(struct lk_reader *r, const char *what)
 	return 0;
 }
 
-/* An address field: the difference from the file's previous address (format.h). */
-static uint64_t addr_of(const struct lk_reader *r, uint64_t delta)
+/* FREE's block: the difference from the previous FREE's block (format.h). */
+static uint64_t freed_block(const struct lk_reader *r, uint64_t delta)
 {
-	return r->addr + (uint64_t)lk_unzigzag(delta); /* wraps like the writer's subtraction */
+	return r->prev_free + (uint64_t)lk_unzigzag(delta); /* wraps like the writer's subtraction */
+}
+
+static int check_freed(struct lk_reader *r, uint64_t block)
+{
+	if (block == 0 || block > r->blocks)
+		return lk_reader_fail_at(r, r->offset, "FREE of block %" PRIu64 ", but blocks 1 to %"
+					 PRIu64 " are all the file has allocated", block, r->blocks);
+	return 0;
 }
 
 static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
 {
-	uint64_t delta;
 	int k;
 
 	*dt = get(c);
-	delta = get(c);
 	rec->alloc.size = get(c);
 	rec->alloc.stack = get(c);
 	k = check(r, c, "ALLOC");
@@ -107,24 +113,26 @@ static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record 
 	if (k < 0)
 		return k;
 	rec->alloc.tid = r->tid;
-	rec->alloc.addr = r->addr = addr_of(r, delta);
+	rec->alloc.block = ++r->blocks;
 	return 0;
 }
 
 static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
 {
-	uint64_t delta;
+	uint64_t block;
 	int k;
 
 	*dt = get(c);
-	delta = get(c);
+	block = freed_block(r, get(c));
 	k = check(r, c, "FREE");
 	if (k == 0)
 		k = check_thread(r, "FREE");
+	if (k == 0)
+		k = check_freed(r, block);
 	if (k < 0)
 		return k;
 	rec->free.tid = r->tid;
-	rec->free.addr = r->addr = addr_of(r, delta);
+	rec->free.block = r->prev_free = block;
 	return 0;
 }
 
@@ -265,10 +273,8 @@ static int decode_counters(struct lk_reader *r, struct cursor *c, struct lk_reco
 
 static int decode_inherit(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
 {
-	uint64_t delta;
 	int k;
 
-	delta = get(c);
 	rec->inherit.size = get(c);
 	rec->inherit.stack = get(c);
 	rec->inherit.alloc_monotonic_ns = get(c);
@@ -277,7 +283,7 @@ static int decode_inherit(struct lk_reader *r, struct cursor *c, struct lk_recor
 		k = check_stack(r, "INHERIT", rec->inherit.stack);
 	if (k < 0)
 		return k;
-	rec->inherit.addr = r->addr = addr_of(r, delta);
+	rec->inherit.block = ++r->blocks;
 	return 0;
 }
 
@@ -385,40 +391,44 @@ static inline uint64_t field(const uint8_t *p, const unsigned end[], unsigned k)
 
 /* ALLOC, FREE and THREAD are most of the records: when the window holds the longest record,
  * their fields are split() and decoded apart. These return the record's length, or 0 for anything
- * unusual (a varint over 8 bytes, a record over 33, a stack not defined yet), which the general
+ * unusual (a varint over 8 bytes, a record over 33, a stack not defined yet, a FREE of a block
+ * not numbered yet), which the general
  * path decodes or rejects. The callers take ALLOC and FREE only after a THREAD record. The caller
  * has switched on the tag, once: which record comes next is a branch no predictor gets right. */
 _Static_assert(LK_READ_RECORD_MAX >= 1 + 32 + 8, "split() and field() read 40 bytes");
 
-static inline unsigned split_alloc(const struct lk_reader *r, unsigned end[4])
+static inline unsigned split_alloc(const struct lk_reader *r, unsigned end[3])
 {
 	const uint8_t *p = r->p + 1;
 
-	return split(p, 4, end) && field(p, end, 3) < r->next_stack ? 1 + end[3] : 0;
+	return split(p, 3, end) && field(p, end, 2) < r->next_stack ? 1 + end[2] : 0;
 }
 
-static inline unsigned split_free(const struct lk_reader *r, unsigned end[2])
-{
-	return split(r->p + 1, 2, end) ? 1 + end[1] : 0;
-}
-
-/* Consumes an ALLOC or FREE of n bytes (dt, then addr_delta); returns its address. */
-static inline uint64_t fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
+/* A FREE of a block numbered already; *block set to it. */
+static inline unsigned split_free(const struct lk_reader *r, unsigned end[2], uint64_t *block)
 {
 	const uint8_t *p = r->p + 1;
 
-	r->time_ns += field(p, end, 0);
-	r->addr = addr_of(r, field(p, end, 1));
+	if (!split(p, 2, end))
+		return 0;
+	*block = freed_block(r, field(p, end, 1));
+	return *block - 1 < r->blocks ? 1 + end[1] : 0;
+}
+
+/* Consumes an ALLOC or FREE of n bytes (dt first). */
+static inline void fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
+{
+	r->time_ns += field(r->p + 1, end, 0);
 	lk_reader_consume(r, n);
 	r->end_offset = r->offset;
-	return r->addr;
 }
 
 static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 {
 	const uint8_t *p = r->p + 1;
 	uint64_t offset = r->offset;
-	unsigned end[4], n;
+	unsigned end[3], n;
+	uint64_t block;
 
 	if (lk_reader_avail(r) < LK_READ_RECORD_MAX || !r->thread)
 		return false;
@@ -428,17 +438,19 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 		if (!n)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
-					   .alloc = { .tid = r->tid, .size = field(p, end, 2),
-						      .stack = field(p, end, 3) } };
-		rec->alloc.addr = fast_done(r, end, n);
+					   .alloc = { .tid = r->tid, .block = ++r->blocks,
+						      .size = field(p, end, 1),
+						      .stack = field(p, end, 2) } };
+		fast_done(r, end, n);
 		break;
 	case LK_REC_FREE:
-		n = split_free(r, end);
+		n = split_free(r, end, &block);
 		if (!n)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
-					   .free = { .tid = r->tid } };
-		rec->free.addr = fast_done(r, end, n);
+					   .free = { .tid = r->tid, .block = block } };
+		r->prev_free = block;
+		fast_done(r, end, n);
 		break;
 	case LK_REC_THREAD:
 		if (!split(p, 1, end))
@@ -550,14 +562,19 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 {
 	struct lk_record rec;
-	unsigned end[4], n = 0;
+	unsigned end[3], n = 0;
+	uint64_t block;
 	int k;
 
 	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
-		if (r->p[0] == LK_REC_ALLOC)
+		if (r->p[0] == LK_REC_ALLOC) {
 			n = split_alloc(r, end);
-		else if (r->p[0] == LK_REC_FREE)
-			n = split_free(r, end);
+			r->blocks += n != 0;
+		} else if (r->p[0] == LK_REC_FREE) {
+			n = split_free(r, end, &block);
+			if (n)
+				r->prev_free = block;
+		}
 		if (n) {
 			fast_done(r, end, n);
 			*time_ns = r->time_ns;

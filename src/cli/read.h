@@ -48,19 +48,20 @@ struct lk_counter_value {
 };
 
 /* One record. time_ns is nanoseconds since the header's start_monotonic_ns: the sum of every dt
- * so far (records without a dt carry the time of the last one that had one). Addresses are
- * absolute and ALLOC and FREE carry their thread: the reader undoes the file's coding of both
- * (the previous address, the last THREAD record). */
+ * so far (records without a dt carry the time of the last one that had one). Every ALLOC, INHERIT
+ * and FREE names its block by number and ALLOC and FREE carry their thread: the reader undoes the
+ * file's coding of both (the count of ALLOC and INHERIT records, the previous FREE's block, the
+ * last THREAD record). */
 struct lk_record {
 	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_THREAD or LK_READ_EXT */
 	uint64_t offset;     /* of the tag byte */
 	uint64_t time_ns;
 	union {
 		struct {
-			uint64_t tid, addr, size, stack;
+			uint64_t tid, block, size, stack; /* block: this record's number */
 		} alloc;
 		struct {
-			uint64_t tid, addr;
+			uint64_t tid, block; /* block: the ALLOC or INHERIT's number */
 		} free;
 		struct {
 			uint64_t tid;
@@ -89,7 +90,7 @@ struct lk_record {
 			const struct lk_counter_value *v;
 		} counters;
 		struct {
-			uint64_t addr, size, stack, alloc_monotonic_ns;
+			uint64_t block, size, stack, alloc_monotonic_ns;
 		} inherit;
 		struct {
 			uint8_t tag; /* 0x80..0xff */

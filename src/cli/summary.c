@@ -19,9 +19,9 @@ static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
 		s->counters[s->ncounters++] = (struct lk_counter_value){ id, value };
 }
 
-static int add_live(struct lk_u64map *live, uint64_t addr, uint64_t size)
+static int add_live(struct lk_u64map *live, uint64_t block, uint64_t size)
 {
-	return lk_u64map_put(live, addr, size);
+	return lk_u64map_put(live, block, size);
 }
 
 int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
@@ -43,14 +43,14 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 		switch (rec.tag) {
 		case LK_REC_ALLOC:
 			s->allocs++;
-			k = add_live(&live, rec.alloc.addr, rec.alloc.size);
+			k = add_live(&live, rec.alloc.block, rec.alloc.size);
 			break;
 		case LK_REC_INHERIT:
 			s->inherited++;
-			k = add_live(&live, rec.inherit.addr, rec.inherit.size);
+			k = add_live(&live, rec.inherit.block, rec.inherit.size);
 			break;
 		case LK_REC_FREE:
-			if (lk_u64map_remove(&live, rec.free.addr, NULL))
+			if (lk_u64map_remove(&live, rec.free.block, NULL))
 				s->frees++;
 			else
 				s->unmatched_frees++;

@@ -16,9 +16,9 @@
 #include "varint.h"
 
 #define LK_THREAD_MAX (1 + LK_VARINT_MAX)
-#define LK_ALLOC_MAX (1 + 4 * LK_VARINT_MAX)
+#define LK_ALLOC_MAX (1 + 3 * LK_VARINT_MAX)
 #define LK_FREE_MAX (1 + 2 * LK_VARINT_MAX)
-#define LK_INHERIT_MAX (1 + 4 * LK_VARINT_MAX)
+#define LK_INHERIT_MAX (1 + 3 * LK_VARINT_MAX)
 #define LK_STACK_MAX (1 + (2 + LK_MAX_FRAMES) * LK_VARINT_MAX)
 #define LK_MODULE_MAX                                                                              \
 	(1 + (5 + 2 * LK_MAX_SEGMENTS) * LK_VARINT_MAX + LK_MAX_BUILD_ID + LK_MAX_PATH)
@@ -43,48 +43,40 @@ static inline size_t lk_rec_thread(uint8_t *b, uint64_t tid)
 	return 1 + lk_varint_put(b + 1, tid);
 }
 
-/* ALLOC, FREE and INHERIT code their address against *prev, the address of the file's previous
- * ALLOC, FREE or INHERIT (0 at the start of a file), and set *prev to it. A caller that may fail
- * to store the record passes a copy, and keeps it only once the record is stored. */
-static inline size_t lk_rec_addr(uint8_t *b, uint64_t *prev, uint64_t addr)
-{
-	size_t n = lk_varint_put(b, lk_zigzag((int64_t)(addr - *prev))); /* wraps, as it may */
-
-	*prev = addr;
-	return n;
-}
-
-static inline size_t lk_rec_alloc(uint8_t *b, uint64_t dt, uint64_t *prev, uint64_t addr,
-				  uint64_t size, uint64_t stack)
+/* ALLOC: its block is numbered by its place among the file's ALLOC and INHERIT records, not in
+ * the record (format.h). */
+static inline size_t lk_rec_alloc(uint8_t *b, uint64_t dt, uint64_t size, uint64_t stack)
 {
 	size_t n = 1;
 
 	b[0] = LK_REC_ALLOC;
 	n += lk_varint_put(b + n, dt);
-	n += lk_rec_addr(b + n, prev, addr);
 	n += lk_varint_put(b + n, size);
 	n += lk_varint_put(b + n, stack);
 	return n;
 }
 
-static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t *prev, uint64_t addr)
+/* FREE codes its block against *prev, the block of the file's previous FREE (0 at the start of a
+ * file), and sets *prev to it. A caller that may fail to store the record passes a copy, and
+ * keeps it only once the record is stored. */
+static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t *prev, uint64_t block)
 {
 	size_t n = 1;
 
 	b[0] = LK_REC_FREE;
 	n += lk_varint_put(b + n, dt);
-	n += lk_rec_addr(b + n, prev, addr);
+	n += lk_varint_put(b + n, lk_zigzag((int64_t)(block - *prev)));
+	*prev = block;
 	return n;
 }
 
 /* INHERIT: a block that was live in the parent when this process forked. */
-static inline size_t lk_rec_inherit(uint8_t *b, uint64_t *prev, uint64_t addr, uint64_t size,
-				    uint64_t stack, uint64_t alloc_monotonic_ns)
+static inline size_t lk_rec_inherit(uint8_t *b, uint64_t size, uint64_t stack,
+				    uint64_t alloc_monotonic_ns)
 {
 	size_t n = 1;
 
 	b[0] = LK_REC_INHERIT;
-	n += lk_rec_addr(b + n, prev, addr);
 	n += lk_varint_put(b + n, size);
 	n += lk_varint_put(b + n, stack);
 	n += lk_varint_put(b + n, alloc_monotonic_ns);

@@ -91,16 +91,22 @@ static inline bool lk_arena_owns(const void *p)
 	return (uintptr_t)p - lk_arena_base < lk_arena_span;
 }
 
-struct lk_block {         /* 32 bytes, right before every pointer handed out */
-	uint32_t magic;   /* LK_BLOCK_LIVE while allocated */
-	uint32_t stack;   /* stack id */
-	uint64_t size;    /* bytes asked for */
-	uint64_t usable;  /* what malloc_usable_size answers; room is at least this */
-	uint64_t time_ns; /* CLOCK_MONOTONIC at allocation */
+/* 32 bytes, right before every pointer handed out. An arena block is below 2^44 bytes (the arena
+ * has fewer than 2^32 pages) and a stack id below 2^20 (stack.c's MAX_STACKS), so size and stack,
+ * usable and magic, share a word each. */
+struct lk_block {
+	uint64_t id;            /* its ALLOC or INHERIT record's number in the profile (format.h);
+				 * 0: in no record (never written, or freed) */
+	uint64_t time_ns;       /* CLOCK_MONOTONIC at allocation */
+	uint64_t size : 44;     /* bytes asked for */
+	uint64_t stack : 20;    /* stack id */
+	uint64_t usable : 44;   /* what malloc_usable_size answers; room is at least this */
+	uint64_t magic : 20;    /* LK_BLOCK_LIVE while allocated */
 };
-#define LK_BLOCK_LIVE 0x6b65656cu /* "leek" */
-#define LK_BLOCK_FREE 0x65657266u
-#define LK_BLOCK_QUIET 0x74697571u /* live, not a sample: realloc'ed in place off its sample */
+_Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32 bytes a header");
+#define LK_BLOCK_LIVE 0x1eecbu
+#define LK_BLOCK_FREE 0xf4eedu
+#define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
 
 int lk_arena_init(uint64_t size, uint64_t retain);
 void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
@@ -136,9 +142,11 @@ void lk_modules_atfork(int phase);
 int lk_writer_open(void);           /* caller holds lk_lock */
 void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
 uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
-/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. */
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size, uint32_t stack);
-void lk_writer_free(uint32_t tid, uint64_t now_ns, uint64_t addr);
+/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
+ * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
+ * of b is written only if b has a number in this file, and clears it. */
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack);
+void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
 void lk_writer_rss_maybe(uint64_t now_ns);
 void lk_writer_close(void);         /* clean exit: trailer, truncate */
 void lk_writer_atfork_child(void);

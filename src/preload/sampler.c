@@ -184,8 +184,8 @@ static void drain_deferred(uint32_t tid, uint64_t now)
  * holds lk_lock. */
 static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 {
-	if (b->magic == LK_BLOCK_LIVE) {
-		lk_writer_free(tid, now, (uintptr_t)(b + 1));
+	if (b->magic == LK_BLOCK_LIVE && b->id) {
+		lk_writer_free(tid, now, b);
 		lk_counters[LK_CNT_FREES]++;
 	}
 }
@@ -228,7 +228,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 		b->size = size;
 		b->time_ns = now;
 		uint32_t sid = lk_stack_file_id(b->stack); /* writes the stack first if new */
-		lk_writer_alloc(t->tid, now, (uintptr_t)p, size, sid);
+		lk_writer_alloc(t->tid, now, b, sid);
 		lk_counters[LK_CNT_SAMPLES]++;
 		lk_writer_rss_maybe(now);
 	}

@@ -23,7 +23,7 @@
 #include "preload.h"
 #include "record.h"
 
-#define MAX_STACKS (1u << 22)
+#define MAX_STACKS (1u << 20) /* ids fit struct lk_block's 20 bits */
 #define MAX_POOL ((size_t)1 << 27) /* frames: 1 GiB */
 
 struct entry {

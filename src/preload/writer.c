@@ -11,8 +11,10 @@
  * starting with every module, and an INHERIT record for every sampled block it inherited.
  *
  * ALLOC and FREE are coded against the file's state (format.h): the thread of the previous one
- * (a THREAD record goes first when the thread changes) and the previous address. That state moves
- * on only once a record is stored, so a dropped record never leaves the next one coded against it.
+ * (a THREAD record goes first when the thread changes), the blocks numbered so far (each ALLOC and
+ * INHERIT numbers one, in struct lk_block's id) and the previous FREE's block. That state moves on
+ * only once a record is stored, so a dropped record never leaves the next one coded against it,
+ * and a block whose ALLOC was dropped has no number and gets no FREE.
  *
  * The file is opened by its path for each grow and window move and closed again, so the program
  * never sees a descriptor of leek's (CPython's test_subprocess lists a child's descriptors;
@@ -49,7 +51,8 @@ static struct {
 	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
 	uint64_t win_off;
 	uint64_t last_ns, last_rss_ns, losses_written;
-	uint64_t prev_addr;             /* of the file's last ALLOC, FREE or INHERIT; 0 at first */
+	uint64_t blocks;                /* ALLOC and INHERIT records stored: the last block's id */
+	uint64_t prev_free;             /* the block of the file's last FREE; 0 at first */
 	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread has it): none */
 	dev_t dev;
 	ino_t ino;
@@ -183,10 +186,10 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 	put(rec, len);
 }
 
-/* ALLOC (tag LK_REC_ALLOC) or FREE, preceded by a THREAD record if the file's previous ALLOC or
- * FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
+/* ALLOC (tag LK_REC_ALLOC) or FREE of b, preceded by a THREAD record if the file's previous ALLOC
+ * or FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
  * or neither. */
-static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size,
+static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
 		      uint32_t stack)
 {
 	uint8_t rec[LK_THREAD_MAX + LK_ALLOC_MAX];
@@ -194,38 +197,45 @@ static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, uint64_t addr,
 	size_t n = 0;
 	int saved = errno;
 
-	/* The file first: a forked child's opens here, and starts with no thread and address 0. */
+	/* The file first: a forked child's opens here, starts with no thread, and numbers the
+	 * blocks it inherited (inherit_block()) before b's number is read below. */
 	if (W.state != W_OPEN && !lk_writer_ready()) {
 		lk_counters[LK_CNT_RECORDS_DROPPED]++;
+		b->id = 0;
 		errno = saved;
 		return;
 	}
 	if (!tid) /* a thread that never took the slow path, draining deferred frees at exit */
 		tid = (uint32_t)gettid();
 	errno = saved;
-	prev = W.prev_addr;
+	if (tag == LK_REC_FREE && !b->id)
+		return; /* its ALLOC was dropped: the file never had it */
+	prev = W.prev_free;
 	dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
 	if (tid != W.tid)
 		n = lk_rec_thread(rec, tid);
 	if (tag == LK_REC_ALLOC)
-		n += lk_rec_alloc(rec + n, dt, &prev, addr, size, stack);
+		n += lk_rec_alloc(rec + n, dt, b->size, stack);
 	else
-		n += lk_rec_free(rec + n, dt, &prev, addr);
+		n += lk_rec_free(rec + n, dt, &prev, b->id);
+	b->id = 0;
 	if (!put(rec, n))
 		return;
+	if (tag == LK_REC_ALLOC)
+		b->id = ++W.blocks;
 	W.tid = tid;
-	W.prev_addr = prev;
+	W.prev_free = prev;
 	W.last_ns += dt;
 }
 
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, uint64_t addr, uint64_t size, uint32_t stack)
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
 {
-	put_event(LK_REC_ALLOC, tid, now_ns, addr, size, stack);
+	put_event(LK_REC_ALLOC, tid, now_ns, b, stack);
 }
 
-void lk_writer_free(uint32_t tid, uint64_t now_ns, uint64_t addr)
+void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 {
-	put_event(LK_REC_FREE, tid, now_ns, addr, 0, 0);
+	put_event(LK_REC_FREE, tid, now_ns, b, 0);
 }
 
 uint64_t lk_writer_dt(uint64_t now_ns)
@@ -282,14 +292,13 @@ static int read_small(const char *path, char *buf, size_t size)
 	return (int)total;
 }
 
+/* Numbers b in the child's file: its id in the parent's file means nothing here. */
 static void inherit_block(struct lk_block *b, void *user, void *ctx)
 {
 	uint8_t rec[LK_INHERIT_MAX];
-	uint32_t sid = lk_stack_file_id(b->stack);
-	uint64_t prev = W.prev_addr;
+	uint32_t sid = lk_stack_file_id((uint32_t)b->stack);
 
-	if (put(rec, lk_rec_inherit(rec, &prev, (uintptr_t)user, b->size, sid, b->time_ns)))
-		W.prev_addr = prev;
+	b->id = put(rec, lk_rec_inherit(rec, b->size, sid, b->time_ns)) ? ++W.blocks : 0;
 }
 
 /* W.path from base on: "" for k = 0, else ".k": a profile never overwrites a file. */
@@ -451,7 +460,8 @@ static int open_file(void)
 	W.last_ns = h.start_monotonic_ns;
 	W.last_rss_ns = 0;
 	W.losses_written = 0;
-	W.prev_addr = 0;
+	W.blocks = 0;
+	W.prev_free = 0;
 	W.tid = 0;
 	/* The header goes through put() too; its first byte 'L' is stored last, like a tag. */
 	lk_writer_put((const uint8_t *)scratch, h.header_size);

@@ -71,12 +71,18 @@ static void aligned(void)
 	for (int i = 0; i < 20; i++) {
 		void *p = NULL;
 		CHECK(posix_memalign(&p, 4096, 6007) == 0, "posix_memalign");
+		CHECK((uintptr_t)p % 4096 == 0, "posix_memalign(4096): misaligned");
 		free(p);
 	}
-	for (int i = 0; i < 7; i++)
-		keep[nkeep++] = must(memalign(128, 3001), "memalign(128, 3001)");
-	for (int i = 0; i < 3; i++)
-		free(must(valloc(7013), "valloc(7013)"));
+	for (int i = 0; i < 7; i++) {
+		keep[nkeep] = must(memalign(128, 3001), "memalign(128, 3001)");
+		CHECK((uintptr_t)keep[nkeep++] % 128 == 0, "memalign(128): misaligned");
+	}
+	for (int i = 0; i < 3; i++) {
+		void *p = must(valloc(7013), "valloc(7013)");
+		CHECK((uintptr_t)p % 4096 == 0, "valloc: misaligned");
+		free(p);
+	}
 	tally(6007, 20, 0, 20);
 	tally(3001, 7, 0, 0);
 	tally(7013, 3, 0, 3);

@@ -83,65 +83,6 @@ char *run_read_all(const char *path, size_t *len_out)
 	return buf;
 }
 
-/* ---- live blocks of one profile: address -> index in blocks[], open addressing ---- */
-
-#define SLOT_EMPTY 0
-#define SLOT_GONE 1 /* tombstone; block addresses are 16-aligned, so never 0 or 1 */
-
-struct addr_map {
-	uint64_t *key;
-	size_t *val;
-	size_t cap, used; /* used counts tombstones too */
-};
-
-static size_t slot_of(uint64_t addr, size_t cap)
-{
-	return (size_t)((addr >> 4) * 0x9e3779b97f4a7c15ull >> 20) & (cap - 1);
-}
-
-static void map_put(struct addr_map *m, uint64_t addr, size_t idx);
-
-static void map_grow(struct addr_map *m)
-{
-	struct addr_map old = *m;
-
-	m->cap = old.cap ? old.cap * 2 : 1024;
-	m->key = xcalloc(m->cap, sizeof(*m->key));
-	m->val = xcalloc(m->cap, sizeof(*m->val));
-	m->used = 0;
-	for (size_t i = 0; i < old.cap; i++)
-		if (old.key[i] > SLOT_GONE)
-			map_put(m, old.key[i], old.val[i]);
-	free(old.key);
-	free(old.val);
-}
-
-static void map_put(struct addr_map *m, uint64_t addr, size_t idx)
-{
-	if ((m->used + 1) * 2 > m->cap)
-		map_grow(m);
-	size_t i = slot_of(addr, m->cap);
-	while (m->key[i] > SLOT_GONE)
-		i = (i + 1) & (m->cap - 1);
-	if (m->key[i] == SLOT_EMPTY)
-		m->used++;
-	m->key[i] = addr;
-	m->val[i] = idx;
-}
-
-/* The slot holding addr, or -1. */
-static ssize_t map_find(const struct addr_map *m, uint64_t addr)
-{
-	if (!m->cap)
-		return -1;
-	for (size_t i = slot_of(addr, m->cap);; i = (i + 1) & (m->cap - 1)) {
-		if (m->key[i] == SLOT_EMPTY)
-			return -1;
-		if (m->key[i] == addr)
-			return (ssize_t)i;
-	}
-}
-
 /* ---- loading a profile ---- */
 
 static const struct module *module_at(const struct profile *p, uint64_t pc)
@@ -185,49 +126,46 @@ static char *stack_modules(const struct profile *p, const uint64_t *frames, uint
 	return s;
 }
 
-static void add_block(struct profile *p, struct addr_map *live, uint64_t addr, uint64_t size,
-		      uint64_t stack, bool inherited, uint64_t offset)
+/* Blocks are numbered in the order of their ALLOC and INHERIT records (format.h): block k is
+ * blocks[k - 1]. */
+static void add_block(struct profile *p, uint64_t block, uint64_t size, uint64_t stack,
+		      bool inherited, uint64_t offset)
 {
 	const char *what = inherited ? "INHERIT" : "ALLOC";
 
-	if (addr % 16)
-		FAIL("%s: %s at offset %llu: address %#llx is not 16-aligned", p->path, what,
-		     (unsigned long long)offset, (unsigned long long)addr);
-	if (map_find(live, addr) >= 0)
-		FAIL("%s: %s at offset %llu: address %#llx is already live in this file", p->path, what,
-		     (unsigned long long)offset, (unsigned long long)addr);
+	if (block != p->nblocks + 1)
+		FAIL("%s: %s at offset %llu is block %llu, expected %zu", p->path, what,
+		     (unsigned long long)offset, (unsigned long long)block, p->nblocks + 1);
 	if (stack > p->nstacks)
 		FAIL("%s: %s at offset %llu names stack %llu before it was written", p->path, what,
 		     (unsigned long long)offset, (unsigned long long)stack);
 	if (p->nblocks % 1024 == 0)
 		p->blocks = xrealloc(p->blocks, p->nblocks + 1024, sizeof(*p->blocks));
-	p->blocks[p->nblocks] = (struct block){ addr, size, stack, inherited, false };
-	map_put(live, addr, p->nblocks++);
+	p->blocks[p->nblocks++] = (struct block){ size, stack, inherited, false };
 }
 
-static void load_record(struct profile *p, struct addr_map *live, const struct lk_record *rec)
+static void load_record(struct profile *p, const struct lk_record *rec)
 {
 	unsigned long long off = (unsigned long long)rec->offset;
-	ssize_t slot;
+	uint64_t k;
 
 	if (rec->tag <= LK_REC_MAX_KNOWN)
 		p->ntag[rec->tag]++;
 	switch (rec->tag) {
 	case LK_REC_ALLOC:
-		add_block(p, live, rec->alloc.addr, rec->alloc.size, rec->alloc.stack, false, rec->offset);
+		add_block(p, rec->alloc.block, rec->alloc.size, rec->alloc.stack, false, rec->offset);
 		p->stackless += rec->alloc.stack == 0;
 		break;
 	case LK_REC_INHERIT:
-		add_block(p, live, rec->inherit.addr, rec->inherit.size, rec->inherit.stack, true,
+		add_block(p, rec->inherit.block, rec->inherit.size, rec->inherit.stack, true,
 			  rec->offset);
 		break;
 	case LK_REC_FREE:
-		slot = map_find(live, rec->free.addr);
-		if (slot < 0)
-			FAIL("%s: FREE at offset %llu of %#llx, which is not a live block", p->path, off,
-			     (unsigned long long)rec->free.addr);
-		p->blocks[live->val[slot]].freed = true;
-		live->key[slot] = SLOT_GONE;
+		k = rec->free.block;
+		if (k == 0 || k > p->nblocks || p->blocks[k - 1].freed)
+			FAIL("%s: FREE at offset %llu of block %llu, which is not live", p->path, off,
+			     (unsigned long long)k);
+		p->blocks[k - 1].freed = true;
 		break;
 	case LK_REC_STACK:
 		if (rec->stack.id != p->nstacks + 1)
@@ -276,7 +214,6 @@ static void load_record(struct profile *p, struct addr_map *live, const struct l
 static void load_profile(struct profile *p, const char *path)
 {
 	struct lk_reader *rd = lk_reader_new();
-	struct addr_map live = { 0 };
 	struct lk_record rec;
 	int r;
 
@@ -291,15 +228,13 @@ static void load_profile(struct profile *p, const char *path)
 	p->h = h->h;
 	p->exe = xstrdup(h->exe);
 	while ((r = lk_reader_next(rd, &rec)) > 0)
-		load_record(p, &live, &rec);
+		load_record(p, &rec);
 	if (r < 0)
 		FAIL("%s: %s", path, lk_reader_error(rd));
 	if (p->trailer != lk_reader_has_trailer(rd))
 		FAIL("%s: a TRAILER record was read but lk_reader_has_trailer says %d", path,
 		     lk_reader_has_trailer(rd));
 	lk_reader_free(rd);
-	free(live.key);
-	free(live.val);
 }
 
 /* ---- running ---- */

@@ -27,7 +27,7 @@
 #define JEMALLOC_PATH "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 
 struct block {
-	uint64_t addr, size, stack;
+	uint64_t size, stack;
 	bool inherited, freed;
 };
 

@@ -266,11 +266,12 @@ TEST(compress_adaptive_level)
 	for (int part = 0; part < 3; part++) {
 		size_t end = b.len + (10u << 20);
 		while (b.len < end) {
-			if (part == 1) { /* sizes, sites and addresses all over the place */
+			if (part == 1) { /* sizes and freed blocks all over the place */
 				x = x * 6364136223846793005ull + 1442695040888963407ull;
 				pb_alloc(&b, x >> 60, 7, addr + (x >> 20 & 0xffffff0), x >> 40 & 0xffff,
 					 0);
-				pb_free(&b, x >> 61, 7, addr + (x >> 30 & 0xffffff0));
+				PB_REC(&b, lk_rec_free(rec, x >> 61, &b.prev_free,
+						       1 + (x >> 20) % b.blocks));
 			} else { /* a loop: the same block, size and site */
 				pb_alloc(&b, 0, 7, addr, 128, 0);
 				pb_free(&b, 0, 7, addr);

@@ -70,11 +70,11 @@ static char *describe(const struct lk_record *rec)
 	fprintf(f, "@%" PRIu64 " tag %u t %" PRIu64 ":", rec->offset, rec->tag, rec->time_ns);
 	switch ((unsigned)rec->tag) {
 	case LK_REC_ALLOC:
-		fprintf(f, " tid %" PRIu64 " addr %#" PRIx64 " size %" PRIu64 " stack %" PRIu64,
-			rec->alloc.tid, rec->alloc.addr, rec->alloc.size, rec->alloc.stack);
+		fprintf(f, " tid %" PRIu64 " block %" PRIu64 " size %" PRIu64 " stack %" PRIu64,
+			rec->alloc.tid, rec->alloc.block, rec->alloc.size, rec->alloc.stack);
 		break;
 	case LK_REC_FREE:
-		fprintf(f, " tid %" PRIu64 " addr %#" PRIx64, rec->free.tid, rec->free.addr);
+		fprintf(f, " tid %" PRIu64 " block %" PRIu64, rec->free.tid, rec->free.block);
 		break;
 	case LK_REC_THREAD:
 		fprintf(f, " tid %" PRIu64, rec->thread.tid);
@@ -111,8 +111,8 @@ static char *describe(const struct lk_record *rec)
 				rec->counters.v[i].value);
 		break;
 	case LK_REC_INHERIT:
-		fprintf(f, " addr %#" PRIx64 " size %" PRIu64 " stack %" PRIu64 " at %" PRIu64,
-			rec->inherit.addr, rec->inherit.size, rec->inherit.stack,
+		fprintf(f, " block %" PRIu64 " size %" PRIu64 " stack %" PRIu64 " at %" PRIu64,
+			rec->inherit.block, rec->inherit.size, rec->inherit.stack,
 			rec->inherit.alloc_monotonic_ns);
 		break;
 	case LK_READ_EXT:

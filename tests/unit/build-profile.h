@@ -1,6 +1,10 @@
 /* build-profile.h: builds profiles in memory for the unit tests, with record.h's encoders (the
  * writer's own), so a test reads exactly the bytes libleek would write.
  *
+ * Tests speak of blocks by address, as a program does; the builder numbers them as the writer
+ * does (format.h): pb_alloc() gives the block at addr the next number, pb_free() frees the last
+ * block allocated at addr, even if it was freed already (a damaged file's double FREE).
+ *
  * Test-only: aborts on out-of-memory, never frees on failure paths (the harness forks).
  */
 #ifndef LEEK_TEST_BUILD_PROFILE_H
@@ -13,12 +17,59 @@
 
 #include "record.h"
 
+struct pb_block {
+	uint64_t addr, block; /* block 0: an empty entry */
+};
+
 struct pbuf {
 	uint8_t *p;
 	size_t len, cap;
-	uint64_t addr, tid; /* the file's previous address, and its thread (the writer's state) */
-	bool thread;        /* a THREAD record was written: tid holds */
+	uint64_t blocks, prev_free, tid; /* the writer's state: ALLOC and INHERIT records, the last
+					  * FREE's block, the thread of the last ALLOC or FREE */
+	bool thread;                     /* a THREAD record was written: tid holds */
+	struct pb_block *map;            /* addr -> its last block: open addressing */
+	size_t map_size, map_used;
 };
+
+static inline struct pb_block *pb_find(struct pbuf *b, uint64_t addr)
+{
+	size_t mask = b->map_size - 1, i = (addr * 0x9e3779b97f4a7c15ull >> 32) & mask;
+
+	while (b->map[i].block && b->map[i].addr != addr)
+		i = (i + 1) & mask;
+	return &b->map[i];
+}
+
+/* A new block at addr, as an ALLOC or INHERIT about to be appended: its number. */
+static inline uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
+{
+	if (2 * (b->map_used + 1) > b->map_size) {
+		struct pb_block *old = b->map;
+		size_t n = b->map_size;
+		b->map_size = n ? 2 * n : 64;
+		b->map = calloc(b->map_size, sizeof(*b->map));
+		if (!b->map)
+			abort();
+		for (size_t i = 0; i < n; i++)
+			if (old[i].block)
+				*pb_find(b, old[i].addr) = old[i];
+		free(old);
+	}
+	struct pb_block *e = pb_find(b, addr);
+	b->map_used += !e->block;
+	*e = (struct pb_block){ addr, ++b->blocks };
+	return e->block;
+}
+
+/* The last block allocated at addr; aborts if none was (a test's mistake). */
+static inline uint64_t pb_block_at(struct pbuf *b, uint64_t addr)
+{
+	struct pb_block *e = b->map_size ? pb_find(b, addr) : NULL;
+
+	if (!e || !e->block)
+		abort();
+	return e->block;
+}
 
 static inline void pb_put(struct pbuf *b, const void *data, size_t n)
 {
@@ -41,7 +92,7 @@ static inline void pb_zeros(struct pbuf *b, size_t n)
 }
 
 /* Appends one encoded record: pass an encoder call writing into rec, e.g.
- * PB_REC(b, lk_rec_free(rec, 1, &b->addr, 0x1000)). Evaluates to the record's offset. */
+ * PB_REC(b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096)). Evaluates to the record's offset. */
 #define PB_REC(b, call)                                                                            \
 	({                                                                                         \
 		static uint8_t rec[LK_MODULE_MAX];                                                 \
@@ -65,13 +116,24 @@ static inline size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_
 			      uint64_t size, uint64_t stack)
 {
 	pb_thread(b, tid);
-	return PB_REC(b, lk_rec_alloc(rec, dt, &b->addr, addr, size, stack));
+	pb_new_block(b, addr);
+	return PB_REC(b, lk_rec_alloc(rec, dt, size, stack));
 }
 
 static inline size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr)
 {
+	uint64_t block = pb_block_at(b, addr);
+
 	pb_thread(b, tid);
-	return PB_REC(b, lk_rec_free(rec, dt, &b->addr, addr));
+	return PB_REC(b, lk_rec_free(rec, dt, &b->prev_free, block));
+}
+
+/* INHERIT of a block at addr, numbered like an ALLOC. */
+static inline size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
+				uint64_t alloc_monotonic_ns)
+{
+	pb_new_block(b, addr);
+	return PB_REC(b, lk_rec_inherit(rec, size, stack, alloc_monotonic_ns));
 }
 
 struct pb_header {
@@ -166,19 +228,20 @@ static inline void pb_build_sample(struct pb_sample *s)
 	REC(lk_rec_stack(rec, 2, frames2, LK_MAX_FRAMES));
 	REC(lk_rec_stack(rec, 3, NULL, 0));
 	REC(lk_rec_thread(rec, 42));
-	REC(lk_rec_alloc(rec, 100, &b->addr, 0x7e0000001000, 128, 1));
+	REC(lk_rec_alloc(rec, 100, 128, 1));                  /* block 1 */
 	REC(lk_rec_thread(rec, 43));
-	REC(lk_rec_alloc(rec, 7, &b->addr, 0x7e0000002000, UINT64_MAX, 0));
+	REC(lk_rec_alloc(rec, 7, UINT64_MAX, 0));             /* block 2 */
 	REC(lk_rec_thread(rec, 42));
-	REC(lk_rec_alloc(rec, 1, &b->addr, 0x7e0000003000, 1 << 20, 2));
+	REC(lk_rec_alloc(rec, 1, 1 << 20, 2));                /* block 3 */
 	REC(lk_rec_thread(rec, 43));
-	REC(lk_rec_free(rec, 50, &b->addr, 0x7e0000002000)); /* a negative difference */
+	REC(lk_rec_free(rec, 50, &b->prev_free, 2));
 	REC(lk_rec_pair(rec, LK_REC_UNLOAD, 3, 2));
 	REC(lk_rec_pair(rec, LK_REC_RSS, 9, 123456789));
 	REC(lk_rec_counters(rec, LK_REC_LOSS, 2, 0, loss));
 	REC((rec[0] = 0x81, rec[1] = 5, memcpy(rec + 2, "hello", 5), 7));
 	REC((rec[0] = 0xff, rec[1] = 0, 2));
-	REC(lk_rec_inherit(rec, &b->addr, 0x7e0000004000, 64, 3, 500));
+	REC(lk_rec_inherit(rec, 64, 3, 500));                 /* block 4 */
+	REC(lk_rec_free(rec, 0, &b->prev_free, 1));           /* a negative difference */
 	REC(lk_rec_module(rec, 1, &m4));
 	REC(lk_rec_counters(rec, LK_REC_TRAILER, 11, 1700000001000000000, trailer));
 #undef REC

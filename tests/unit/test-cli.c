@@ -110,7 +110,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_STREQ(res.err, "");
-	ASSERT_CONTAINS(res.out, "HEADER version=2 pid=4242 ppid=4241 flags=0x2(forked) "
+	ASSERT_CONTAINS(res.out, "HEADER version=3 pid=4242 ppid=4241 flags=0x2(forked) "
 				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
 				 "max_frames=128 header_size=112 "
 				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"
@@ -120,17 +120,16 @@ TEST(dump_sample)
 				 "build-id=a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3 path=/usr/bin/prog\n");
 	ASSERT_CONTAINS(res.out, " STACK 1: 0x555555555123 0x7f0000012345 0x555555555000\n");
 	ASSERT_CONTAINS(res.out, " STACK 3:\n");
-	/* The file holds differences and THREAD records; dump shows tids and addresses. */
+	/* The file holds differences and THREAD records; dump shows tids and block numbers. */
 	ASSERT_CONTAINS(res.out, " STACK 3:\n@429 THREAD tid=42\n@431 ALLOC t=0.000000105 tid=42 "
-				 "addr=0x7e0000001000 size=128 stack=1\n@443 THREAD tid=43\n");
-	ASSERT_CONTAINS(res.out, " THREAD tid=43\n@472 FREE t=0.000000163 tid=43 "
-				 "addr=0x7e0000002000\n");
+				 "block=1 size=128 stack=1\n@436 THREAD tid=43\n");
+	ASSERT_CONTAINS(res.out, " THREAD tid=43\n@461 FREE t=0.000000163 tid=43 block=2\n");
 	ASSERT_CONTAINS(res.out, " UNLOAD t=0.000000166 module=2\n");
 	ASSERT_CONTAINS(res.out, " RSS t=0.000000175 rss=123456789\n");
 	ASSERT_CONTAINS(res.out, " LOSS t=0.000000177 arena_full=3 records_dropped=1\n");
 	ASSERT_CONTAINS(res.out, " EXT tag=0x81 len=5\n");
-	ASSERT_CONTAINS(res.out, " INHERIT addr=0x7e0000004000 size=64 stack=3 "
-				 "alloc_t=-0.999999500\n");
+	ASSERT_CONTAINS(res.out, " INHERIT block=4 size=64 stack=3 alloc_t=-0.999999500\n@494 FREE "
+				 "t=0.000000177 tid=43 block=1\n");
 	ASSERT_CONTAINS(res.out, " MODULE 4 t=0.000000178 base=0x7f1000000000 segments=none "
 				 "build-id=none path=\n");
 	ASSERT_CONTAINS(res.out, " TRAILER t=0.000000189 end_realtime=1700000001.000000000 "
@@ -148,7 +147,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_CONTAINS(res.out, "pid:         4242 (ppid 4241), forked\n");
-	ASSERT_CONTAINS(res.out, "live at end: 3 sampled blocks, 1048768 bytes requested\n");
+	ASSERT_CONTAINS(res.out, "live at end: 2 sampled blocks, 1048640 bytes requested\n");
 	ASSERT_CONTAINS(res.out, "trailer:     yes\n");
 	ASSERT_CONTAINS(strstr(res.out, "trailer:") + 1, "file:");
 	free(s.b.p);
@@ -194,7 +193,7 @@ TEST(dump_errors)
 	strcpy(path, "/tmp/leek-cli-XXXXXX");
 	write_temp(path, s.b.p, s.b.len);
 	snprintf(want, sizeof(want), "leek: %s: offset 8: profile format version 1; this leek "
-		 "reads version 2 (record it again with this leek)\n", path);
+		 "reads version 3 (record it again with this leek)\n", path);
 	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_STREQ(res.err, want);

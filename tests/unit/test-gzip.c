@@ -73,7 +73,7 @@ static void build_big(struct pbuf *b)
 			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
 		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
 		pb_alloc(b, i, 7 + i % 3, 0x10000 * i, i * 3, i);
-		if (i % 2)
+		if (i % 2 && i > 1)
 			pb_free(b, 2, 7, 0x10000 * (i - 1));
 		if (i == 1500) {
 			uint8_t hdr[1 + LK_VARINT_MAX] = { 0x90 };
@@ -108,11 +108,11 @@ static void record_of(struct reading *out, const struct lk_record *rec)
 	out->rec[out->n].time_ns = rec->time_ns;
 	switch (rec->tag) {
 	case LK_REC_ALLOC:
-		out->rec[out->n].a = rec->alloc.addr ^ rec->alloc.tid << 48;
+		out->rec[out->n].a = rec->alloc.block ^ rec->alloc.tid << 48;
 		out->rec[out->n].b = rec->alloc.size ^ rec->alloc.stack << 32;
 		break;
 	case LK_REC_FREE:
-		out->rec[out->n].a = rec->free.addr ^ rec->free.tid << 48;
+		out->rec[out->n].a = rec->free.block ^ rec->free.tid << 48;
 		break;
 	case LK_REC_STACK:
 		out->rec[out->n].a = rec->stack.nframes;

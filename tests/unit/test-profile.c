@@ -160,13 +160,13 @@ TEST(exact_live_at_and_old)
 	ASSERT_EXACT(st[2].old_bytes, 0);
 	/* The live blocks at the end, oldest first, whatever "at" says. */
 	ASSERT_EQ(lk_profile_live_blocks(p, &lb), 3);
-	ASSERT_EQ(lb[0].addr, 0xb000);
+	ASSERT_EQ(lb[0].block, 2); /* B */
 	ASSERT_EQ(lb[0].t_ns, 20);
 	ASSERT_EQ(lb[0].stack, 1);
 	ASSERT_EQ(lb[0].size, 200);
 	ASSERT_EQ(lb[0].weight, 1);
-	ASSERT_EQ(lb[1].addr, 0xd000);
-	ASSERT_EQ(lb[2].addr, 0xf000);
+	ASSERT_EQ(lb[1].block, 4); /* D */
+	ASSERT_EQ(lb[2].block, 6); /* F */
 	lk_profile_free(p);
 
 	/* Before the first record: nothing live. At 40 exactly: A's free counts. */
@@ -229,7 +229,8 @@ TEST(header_modules_and_frames)
 	free(s.b.p);
 }
 
-/* A forked child's file: INHERITed blocks, an unmatched free, a missing free, no trailer. */
+/* A forked child's file: INHERITed blocks, a FREE of a block freed already, a block never freed,
+ * no trailer. */
 TEST(inherit_frees_and_crash)
 {
 	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .age_ns = 100 };
@@ -242,12 +243,12 @@ TEST(inherit_frees_and_crash)
 
 	sim_start(&s, 1, LK_HDR_EXACT | LK_HDR_FORKED);
 	sim_site(&s, 0x401000);
-	PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, 0x9000, 300, 1, SIM_START_MONO - 5000));
-	PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, 0xa000, 700, 1, SIM_START_MONO - 1000));
+	pb_inherit(&s.b, 0x9000, 300, 1, SIM_START_MONO - 5000);
+	pb_inherit(&s.b, 0xa000, 700, 1, SIM_START_MONO - 1000);
 	sim_alloc(&s, 10, 0xb000, 50, 1);
 	sim_free(&s, 20, 0xa000);
-	sim_free(&s, 30, 0xdead);            /* never sampled here */
-	sim_alloc(&s, 40, 0xb000, 80, 1);    /* 0xb000's FREE is missing */
+	sim_free(&s, 30, 0xa000);            /* freed already */
+	sim_alloc(&s, 40, 0xc000, 80, 1);
 	pb_zeros(&s.b, 4096);                /* the writer's fallocate'd tail */
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
 
@@ -259,17 +260,21 @@ TEST(inherit_frees_and_crash)
 	ASSERT_EQ(t->frees, 2);
 	ASSERT_EQ(t->frees_unknown, 1);
 	ASSERT_EXACT(t->alloc_bytes, 130);     /* inherited blocks were allocated elsewhere */
-	ASSERT_EXACT(t->live_bytes_end, 380);  /* the first inherited block and the 80 */
+	ASSERT_EXACT(t->live_bytes_end, 430);  /* the first inherited block, the 50 and the 80 */
 	ASSERT_EXACT(t->peak_bytes, 1050);
 	ASSERT_EQ(t->peak_ns, 10);
 	ASSERT_EQ(lk_profile_stacks(p, &st), 1);
 	ASSERT_EXACT(st[0].alloc_objects, 2);
-	ASSERT_EXACT(st[0].live_objects, 2);
-	ASSERT_EXACT(st[0].old_bytes, 300);    /* 5040 ns old; the 80 bytes are 0 ns old */
-	ASSERT_EQ(lk_profile_live_blocks(p, &lb), 2);
+	ASSERT_EXACT(st[0].live_objects, 3);
+	ASSERT_EXACT(st[0].old_bytes, 300);    /* 5040 ns old; the 50 bytes 30, the 80 bytes 0 */
+	ASSERT_EQ(lk_profile_live_blocks(p, &lb), 3);
 	ASSERT_EQ(lb[0].t_ns, -5000);
 	ASSERT_EQ(lb[0].size, 300);
-	ASSERT_EQ(lb[1].t_ns, 40);
+	ASSERT_EQ(lb[0].block, 1);
+	ASSERT_EQ(lb[1].t_ns, 10);
+	ASSERT_EQ(lb[1].block, 3);
+	ASSERT_EQ(lb[2].t_ns, 40);
+	ASSERT_EQ(lb[2].block, 4);
 	lk_profile_free(p);
 	free(s.b.p);
 }
@@ -365,7 +370,8 @@ TEST(peak_set_after_the_fact)
 	sim_alloc(&s, 4, 0xc000, 50, 1);  /* 250 */
 	sim_alloc(&s, 5, 0xd000, 400, 2); /* 650: the peak */
 	sim_free(&s, 6, 0xc000);
-	sim_alloc(&s, 7, 0xb000, 10, 1);  /* 0xb000's FREE is missing: 460 */
+	sim_free(&s, 7, 0xb000);
+	sim_alloc(&s, 7, 0xb000, 10, 1);
 	sim_alloc(&s, 8, 0xe000, 190, 1); /* 650 again: not a new peak */
 	sim_free(&s, 9, 0xe000);
 	sim_alloc(&s, 10, 0xf000, 5, 2);
@@ -377,7 +383,7 @@ TEST(peak_set_after_the_fact)
 	ASSERT_EQ(lk_profile_stacks(p, &st), 2);
 	ASSERT_EXACT(st[0].peak_bytes, 50);   /* C, freed since */
 	ASSERT_EXACT(st[0].peak_objects, 1);
-	ASSERT_EXACT(st[1].peak_bytes, 600);  /* B, replaced since, and D, still live */
+	ASSERT_EXACT(st[1].peak_bytes, 600);  /* B, freed since, and D, still live */
 	ASSERT_EXACT(st[1].peak_objects, 2);
 	ASSERT_EXACT(st[0].live_bytes, 10);
 	ASSERT_EXACT(st[1].live_bytes, 405);
@@ -386,8 +392,8 @@ TEST(peak_set_after_the_fact)
 }
 
 /* The live set against a plain replay of the same records (tests/unit/test-u64map.c does the same
- * for the map): a few addresses taken and freed at random, some ALLOCs at an address still live
- * (their FREE missing), FREEs of addresses never live, INHERITs, times with ties, and a heap that
+ * for the map): a few addresses taken and freed at random (the builder numbers the blocks, as the
+ * writer does), FREEs of blocks freed already, INHERITs, times with ties, and a heap that
  * rises to new peaks, falls and rises again, so that the mark moves many times and the blocks
  * live at it leave in every order. In exact mode every number must be equal; at a period,
  * within rounding (sums in another order, q's fixed point). */
@@ -460,6 +466,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 	static struct replay_op op[REPLAY_RECORDS];
 	struct replay_sum peak[REPLAY_STACKS + 1], now[REPLAY_STACKS + 1];
 	struct replay_block live[REPLAY_ADDRS] = { 0 };
+	bool used[REPLAY_ADDRS] = { 0 }, taken[REPLAY_ADDRS] = { 0 };
 	uint64_t ends[REPLAY_BUCKETS], peak_ns = 0, unknown = 0, count = 0, max_count = 0;
 	double series[REPLAY_BUCKETS][REPLAY_STACKS + 1], heap[REPLAY_BUCKETS],
 		heap_max[REPLAY_BUCKETS], best = 0, level = 0, h = 0;
@@ -492,13 +499,21 @@ static void replay_check(uint64_t period, uint64_t seed)
 			.size = 1 + (r >> 32) % 5000,
 			.stack = 1 + (r >> 48) % REPLAY_STACKS,
 		};
+		/* A program allocates only where nothing is live, and frees only what it
+		 * allocated: a FREE of a block freed already is the one wrong record. */
+		unsigned a = (unsigned)((op[i].addr - 0x10000) / 0x40);
+		if (op[i].tag != LK_REC_FREE && taken[a])
+			op[i].tag = LK_REC_FREE;
+		else if (op[i].tag == LK_REC_FREE && !used[a])
+			op[i].tag = LK_REC_ALLOC;
+		used[a] = true;
+		taken[a] = op[i].tag != LK_REC_FREE;
 		if (op[i].tag == LK_REC_ALLOC)
 			sim_alloc(&s, op[i].t, op[i].addr, op[i].size, op[i].stack);
 		else if (op[i].tag == LK_REC_FREE)
 			sim_free(&s, op[i].t, op[i].addr);
 		else
-			PB_REC(&s.b, lk_rec_inherit(rec, &s.b.addr, op[i].addr, op[i].size,
-						    op[i].stack, SIM_START_MONO));
+			pb_inherit(&s.b, op[i].addr, op[i].size, op[i].stack, SIM_START_MONO);
 	}
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
 
@@ -523,7 +538,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 		unsigned a = (unsigned)((op[i].addr - 0x10000) / 0x40);
 		if (op[i].tag == LK_REC_FREE && !live[a].live)
 			unknown++;
-		if (live[a].live) /* freed, or its FREE is missing */
+		if (live[a].live) /* freed */
 			count--;
 		live[a].live = op[i].tag != LK_REC_FREE;
 		if (live[a].live) {

@@ -4,6 +4,7 @@
  * and checks the exact "offset N: ..." message, so that a changed check shows up here.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "build-profile.h"
@@ -97,9 +98,40 @@ TEST(undefined_stack)
 	size_t at = pb_alloc(&b, 1, 1, 0x3000, 8, 2);
 	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC names stack 2, which is not defined yet", at));
 	b.len = at;
-	at = PB_REC(&b, lk_rec_inherit(rec, &b.addr, 0x3000, 8, 9, 0));
+	at = PB_REC(&b, lk_rec_inherit(rec, 8, 9, 0));
 	EXPECT_ERROR(&b, fmt("offset %zu: INHERIT names stack 9, which is not defined yet", at));
 	free(b.p);
+}
+
+/* A FREE names a block that an ALLOC or INHERIT before it numbered: block 0, a block not numbered
+ * yet, and a difference that wraps below 0 are corruption, near the start (the general path) and
+ * far from it (the fast path's hand-over). */
+TEST(free_of_unnumbered_block)
+{
+	static const uint64_t bad[] = { 0, 3, 1000, UINT64_MAX };
+	struct pbuf b = { 0 };
+	char msg[256], want[256];
+	size_t n, at;
+
+	for (int far = 0; far < 2; far++) {
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			uint64_t prev = 0;
+			b = (struct pbuf){ 0 };
+			pb_simple_header(&b);
+			for (int k = 0; far && k < 2000; k++)
+				PB_REC(&b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096));
+			pb_alloc(&b, 1, 1, 0x1000, 8, 0);
+			pb_alloc(&b, 1, 1, 0x2000, 8, 0);
+			PB_REC(&b, lk_rec_free(rec, 1, &prev, 2));
+			ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+			at = PB_REC(&b, lk_rec_free(rec, 1, &prev, bad[i]));
+			pb_zeros(&b, far ? 2 * LK_READ_RECORD_MAX : 0);
+			snprintf(want, sizeof(want), "offset %zu: FREE of block %" PRIu64 ", but "
+				 "blocks 1 to 2 are all the file has allocated", at, bad[i]);
+			EXPECT_ERROR(&b, want);
+			free(b.p);
+		}
+	}
 }
 
 TEST(modules)
@@ -249,12 +281,12 @@ TEST(bad_headers)
 	uint64_t v64 = 0;
 
 	pb_simple_header(&b);
-	v16 = htole16(3);
+	v16 = htole16(4);
 	patch_header(&b, 8, &v16, 2);
 	struct lk_reader *rd = lk_reader_new();
 	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
-	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 3; this leek reads "
-					  "version 2 (a newer leek wrote it)");
+	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 4; this leek reads "
+					  "version 3 (a newer leek wrote it)");
 	lk_reader_free(rd);
 
 	free(b.p);
@@ -314,24 +346,30 @@ TEST(no_records_at_all)
 	free(b.p);
 }
 
-/* Version 1 (tid and absolute addresses in every ALLOC and FREE) is refused as a whole. */
-TEST(version_1)
+/* Versions 1 (tid and absolute addresses in every ALLOC and FREE) and 2 (address differences)
+ * are refused as a whole. */
+TEST(older_versions)
 {
-	struct pbuf b = { 0 };
-	uint16_t v16 = htole16(1);
+	for (uint16_t v = 1; v <= 2; v++) {
+		struct pbuf b = { 0 };
+		uint16_t v16 = htole16(v);
+		char want[256];
 
-	pb_simple_header(&b);
-	/* A version-1 ALLOC: dt tid addr size stack. */
-	pb_put(&b, "\x01\x05\x2a\x80\x80\x04\x10\x00", 8);
-	patch_header(&b, 8, &v16, 2);
-	struct lk_reader *rd = lk_reader_new();
-	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
-	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 1; this leek reads "
-					  "version 2 (record it again with this leek)");
-	ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EPROTONOSUPPORT);
-	ASSERT_TRUE(!lk_reader_header(rd));
-	lk_reader_free(rd);
-	free(b.p);
+		pb_simple_header(&b);
+		/* A version-1 ALLOC: dt tid addr size stack; as version 2, dt addr size stack and
+		 * the start of another record. */
+		pb_put(&b, "\x01\x05\x2a\x80\x80\x04\x10\x00", 8);
+		patch_header(&b, 8, &v16, 2);
+		struct lk_reader *rd = lk_reader_new();
+		ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
+		snprintf(want, sizeof(want), "offset 8: profile format version %u; this leek reads "
+			 "version 3 (record it again with this leek)", v);
+		ASSERT_STREQ(lk_reader_error(rd), want);
+		ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EPROTONOSUPPORT);
+		ASSERT_TRUE(!lk_reader_header(rd));
+		lk_reader_free(rd);
+		free(b.p);
+	}
 }
 
 /* ALLOC and FREE belong to the last THREAD record's thread: before the first, they are nobody's. */
@@ -344,20 +382,20 @@ TEST(event_before_thread)
 
 	pb_simple_header(&b);
 	PB_REC(&b, lk_rec_stack(rec, 1, fr, 1));
-	at = PB_REC(&b, lk_rec_alloc(rec, 3, &b.addr, 0x1000, 8, 1));
+	at = PB_REC(&b, lk_rec_alloc(rec, 3, 8, 1));
 	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC before any THREAD record", at));
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
 	ASSERT_EQ(n, 1); /* the STACK */
 	b.len = at;
-	at = PB_REC(&b, lk_rec_free(rec, 3, &b.addr, 0x1000));
+	at = PB_REC(&b, lk_rec_free(rec, 3, &b.prev_free, 1));
 	EXPECT_ERROR(&b, fmt("offset %zu: FREE before any THREAD record", at));
 
 	/* An INHERIT has no thread: it may come first (a forked child's file starts with them). */
 	b.len = at;
-	b.addr = 0;
-	PB_REC(&b, lk_rec_inherit(rec, &b.addr, 0x1000, 8, 1, 5));
+	b.prev_free = 0;
+	PB_REC(&b, lk_rec_inherit(rec, 8, 1, 5));
 	PB_REC(&b, lk_rec_thread(rec, 9));
-	PB_REC(&b, lk_rec_free(rec, 3, &b.addr, 0x1000));
+	PB_REC(&b, lk_rec_free(rec, 3, &b.prev_free, 1));
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
 	ASSERT_EQ(n, 4);
 
@@ -365,7 +403,7 @@ TEST(event_before_thread)
 	b.len = at;
 	for (int i = 0; i < 2000; i++)
 		PB_REC(&b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096));
-	at = PB_REC(&b, lk_rec_alloc(rec, 3, &b.addr, 0x1000, 8, 1));
+	at = PB_REC(&b, lk_rec_alloc(rec, 3, 8, 1));
 	pb_zeros(&b, 2 * LK_READ_RECORD_MAX);
 	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC before any THREAD record", at));
 	free(b.p);
