@@ -212,6 +212,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 	lk_lock();
 	drain_deferred(t->tid, now);
+	/* lk_writer_ready() before the arena: a forked child's file opens there, with an INHERIT
+	 * record for every live block, which must not include the one allocated below. */
 	if (lk_writer_ready() && old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
 		end_sample((struct lk_block *)old - 1, t->tid, now); /* its new sample starts below */
 		p = old;
