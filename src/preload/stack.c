@@ -585,7 +585,6 @@ static bool rehash(uint32_t cap)
 
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n)
 {
-	int saved = errno;
 	uint32_t id = 0;
 
 	if (n == 0) {
@@ -600,6 +599,7 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n)
 				return S.slots[j];
 		}
 	}
+	int saved = errno; /* a new stack: the tables may grow (mmap, mremap) */
 	size_t ents_bytes = (size_t)S.ents_cap * sizeof(struct entry);
 	size_t pool_bytes = S.pool_cap * 8;
 	if (S.count + 1 >= MAX_STACKS || S.pool_len + n > MAX_POOL ||

@@ -148,12 +148,16 @@ static int remap(uint64_t off)
 }
 
 /* Stores rec (one record, or several whose first tag commits them all); false if it is dropped. */
-static bool put(const uint8_t *rec, size_t len)
+/* put() when the record does not simply go into the open window: the file is not open yet (a
+ * forked child opens at its first record), it needs growing or the window moving, or every record
+ * is a pwrite. */
+static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 {
 	int saved = errno;
 
-	if (W.state != W_OPEN && !lk_writer_ready()) { /* a forked child opens at its first record */
+	if (W.state != W_OPEN && !lk_writer_ready()) {
 		lk_counters[LK_CNT_RECORDS_DROPPED]++;
+		errno = saved;
 		return false;
 	}
 	if (W.use_pwrite) {
@@ -181,6 +185,22 @@ static bool put(const uint8_t *rec, size_t len)
 	return true;
 }
 
+/* Stores a record (or the header) at the end of the file: its payload, then its first byte. Nearly
+ * every record is a few bytes into the open window, copied inline, with no call and errno left
+ * alone. */
+static bool put(const uint8_t *rec, size_t len)
+{
+	if (lk_unlikely(W.state != W_OPEN || W.use_pwrite || !W.win || W.off + len > W.len ||
+			W.off + len > W.win_off + CHUNK || len > 64))
+		return put_slow(rec, len);
+	uint8_t *d = W.win + (W.off - W.win_off);
+	for (size_t i = 1; i < len; i++)
+		d[i] = rec[i];
+	__atomic_store_n(d, rec[0], __ATOMIC_RELEASE); /* commit */
+	W.off += len;
+	return true;
+}
+
 void lk_writer_put(const uint8_t *rec, size_t len)
 {
 	put(rec, len);
@@ -195,19 +215,21 @@ static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_bloc
 	uint8_t rec[LK_THREAD_MAX + LK_ALLOC_MAX];
 	uint64_t prev, dt;
 	size_t n = 0;
-	int saved = errno;
 
 	/* The file first: a forked child's opens here, starts with no thread, and numbers the
 	 * blocks it inherited (inherit_block()) before b's number is read below. */
-	if (W.state != W_OPEN && !lk_writer_ready()) {
-		lk_counters[LK_CNT_RECORDS_DROPPED]++;
-		b->id = 0;
+	if (lk_unlikely(W.state != W_OPEN)) {
+		int saved = errno;
+		bool open = lk_writer_ready();
 		errno = saved;
-		return;
+		if (!open) {
+			lk_counters[LK_CNT_RECORDS_DROPPED]++;
+			b->id = 0;
+			return;
+		}
 	}
 	if (!tid) /* a thread that never took the slow path, draining deferred frees at exit */
-		tid = (uint32_t)gettid();
-	errno = saved;
+		tid = (uint32_t)gettid(); /* cannot fail: errno stays */
 	if (tag == LK_REC_FREE && !b->id)
 		return; /* its ALLOC was dropped: the file never had it */
 	prev = W.prev_free;
