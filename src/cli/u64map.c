@@ -4,12 +4,19 @@
 
 #include "u64map.h"
 
+/* Keys in groups of 8 (key >> 3) are spread by murmur3's finalizer, and the 8 keys of a group get
+ * consecutive slots, one cache line of entries. Block numbers (format.h) come in order and are
+ * mostly freed soon, so the ALLOC and FREE of nearby blocks touch the same lines: `leek dump
+ * --summary` of an exact-mode python3.11 profile took 2.6 s with every key spread alone, 1.5 s
+ * so. Keys with a stride of 8 or more are spread as any others. */
 static size_t slot_of(const struct lk_u64map *m, uint64_t key)
 {
-	key ^= key >> 33; /* murmur3's finalizer: addresses and small ids both spread well */
-	key *= 0xff51afd7ed558ccdull;
-	key ^= key >> 33;
-	return (size_t)key & (m->size - 1);
+	uint64_t g = key >> 3;
+
+	g ^= g >> 33;
+	g *= 0xff51afd7ed558ccdull;
+	g ^= g >> 33;
+	return (size_t)(g << 3 | (key & 7)) & (m->size - 1);
 }
 
 void lk_u64map_init(struct lk_u64map *m, size_t max_count)
