@@ -14,9 +14,11 @@
  * for. leek's sample then goes without a stack (counted as unwind_failed); the program's call
  * proceeds as it would have without leek.
  *
- * Not covered: dlopen and dlclose also hold that lock for a moment. They are not interposed,
- * because dlopen finds libraries through its caller's RUNPATH, and a wrapper would become the
- * caller.
+ * Not covered: dlopen and dlclose also hold that lock for a moment. dlopen is not interposed,
+ * because it finds libraries through its caller's RUNPATH, and a wrapper would become the caller.
+ * dlclose is, only to tell modules.c that the next sample must look at the loader (an unloaded
+ * library may leave its addresses to another): the lock it holds is not counted here, because
+ * the destructors it runs may wait on other threads for as long as they like.
  */
 #include <dlfcn.h>
 #include <link.h>
@@ -73,5 +75,16 @@ LK_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), 
 	lk_loader_enter(true);
 	int r = real_iterate(cb, data);
 	lk_loader_exit();
+	return r;
+}
+
+LK_EXPORT int dlclose(void *handle)
+{
+	static int (*real_dlclose)(void *);
+
+	if (!real_dlclose)
+		*(void **)&real_dlclose = dlsym(RTLD_NEXT, "dlclose");
+	int r = real_dlclose(handle);
+	lk_modules_moved();
 	return r;
 }

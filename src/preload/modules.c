@@ -1,8 +1,13 @@
 /* modules.c: the loaded ELF objects, with their build-ids, written as MODULE and UNLOAD records.
  *
  * Symbolization happens offline (leek report), so the profile must say which file was mapped
- * where, and which build of it. Each sample first asks dl_iterate_phdr for the loader's adds/subs
- * counters (one callback, then stop); only when they moved does it walk every object. The walk
+ * where, and which build of it. A look at the loader asks dl_iterate_phdr for its adds/subs
+ * counters (one callback, then stop; about 220 instructions, most of them the loader's lock);
+ * only when they moved does it walk every object. A sample looks when a library may have come or
+ * gone: when its stack holds a return address that the unwinder has no rule for yet (stack.c:
+ * code that no earlier sample ran, such as a library loaded since), after a dlclose (loader.c),
+ * and every LK_MODULES_LOOK_EVERY-th sample, for what neither shows (glibc's own unloading of
+ * iconv modules, JIT code replaced by a library). The walk
  * fills this file's table under its own mutex, taken with trylock: a program's dl_iterate_phdr
  * callback that allocates must never wait for us while we wait for the loader lock it holds. The
  * records are then written under lk_lock, never while the loader lock is held by us.
@@ -39,6 +44,9 @@ static unsigned nmods; /* slots ever used: the loops stop here, so the pages of 
 static char pool[POOL_SIZE];
 static uint32_t pool_len, next_id;
 static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
+static unsigned long long last_gen = ~0ull; /* adds + subs at the last look; ~0: none yet */
+static unsigned samples_since;               /* samples since the last look, roughly */
+static int moved;                            /* dlclose ran since the last look */
 static char exe[LK_MAX_PATH];
 
 struct counts {
@@ -150,11 +158,32 @@ static void emit_pending(uint64_t now)
 	}
 }
 
+void lk_modules_moved(void)
+{
+	__atomic_store_n(&moved, 1, __ATOMIC_RELEASE);
+}
+
+unsigned long long lk_modules_gen(bool *fresh)
+{
+	unsigned long long gen = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE);
+	/* Threads may count the same sample twice or not at all: a look comes roughly every
+	 * LK_MODULES_LOOK_EVERY samples, and no lock or atomic add is paid for it. */
+	unsigned k = __atomic_load_n(&samples_since, __ATOMIC_RELAXED) + 1;
+
+	__atomic_store_n(&samples_since, k, __ATOMIC_RELAXED);
+	*fresh = gen == ~0ull || __atomic_load_n(&moved, __ATOMIC_ACQUIRE) ||
+		 k >= LK_MODULES_LOOK_EVERY;
+	return *fresh ? lk_modules_refresh(false) : gen;
+}
+
 unsigned long long lk_modules_refresh(bool force)
 {
 	struct counts c = { 0, 0 };
 
+	__atomic_store_n(&samples_since, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&moved, 0, __ATOMIC_RELEASE); /* before the look: a later dlclose shows */
 	dl_iterate_phdr(first_cb, &c);
+	__atomic_store_n(&last_gen, c.adds + c.subs, __ATOMIC_RELEASE);
 	if (!force && c.adds == __atomic_load_n(&seen_adds, __ATOMIC_RELAXED) &&
 	    c.subs == __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))
 		return c.adds + c.subs;

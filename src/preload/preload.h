@@ -24,6 +24,10 @@
 #define LK_FD_FLOOR 200
 #define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
+/* Samples between two looks at the loader when nothing else calls for one (modules.c): a look
+ * costs about 220 instructions, a tenth of a sample; one in 64 costs 3 a sample, and bounds how
+ * long an unloading that no dlclose showed can go unseen. */
+#define LK_MODULES_LOOK_EVERY 64
 #define lk_likely(x) __builtin_expect(!!(x), 1)
 #define lk_unlikely(x) __builtin_expect(!!(x), 0)
 
@@ -121,8 +125,10 @@ void lk_arena_get_stats(struct lk_arena_stats *s);
 bool lk_arena_check(void);                                /* invariant checker, for tests */
 
 /* ---- stack.c: unwinding and interning ---- */
-/* No lock held; gen: lk_modules_refresh()'s answer, taken after this allocation call began. */
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen);
+/* No lock held; gen: lk_modules_gen()'s answer, taken after this allocation call began, and
+ * whether it was a fresh look at the loader (else a capture that meets a return address it has
+ * no rule for looks again before it goes on). */
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n); /* caller holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
@@ -135,6 +141,10 @@ void lk_stack_atfork_child(void);
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
  * loaded plus those it has unloaded (dlpi_adds + dlpi_subs): it moves at every load and unload. */
 unsigned long long lk_modules_refresh(bool force);
+/* The generation without asking the loader, when that can wait: the last look's answer, unless
+ * dlclose ran since or this is the LK_MODULES_LOOK_EVERY-th sample (then *fresh: a new look). */
+unsigned long long lk_modules_gen(bool *fresh);
+void lk_modules_moved(void); /* dlclose (loader.c): the next lk_modules_gen() looks */
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);
 

@@ -204,7 +204,9 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	uint32_t n = 0;
 	if (lk_loader_enter(false)) { /* no stack rather than a hang: loader.c */
 		/* Modules first: every frame on this stack was there before this call began. */
-		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, lk_modules_refresh(false));
+		bool fresh;
+		unsigned long long gen = lk_modules_gen(&fresh);
+		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, gen, fresh);
 		lk_loader_exit();
 	}
 	size_t usable = lk_real_usable(size, align);

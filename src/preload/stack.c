@@ -186,7 +186,7 @@ void lk_stack_atfork_child(void)
 	alt_busy = 0;
 }
 
-enum walk { WALK_DONE, WALK_MISS, WALK_SLOW };
+enum walk { WALK_DONE, WALK_MISS, WALK_SLOW, WALK_NEW };
 
 /* A frame-pointer frame's two words [a, a + 16) lie in [lo, hi), aligned. */
 static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
@@ -378,8 +378,10 @@ static void run_unwinder(struct unwind_job *j)
 }
 
 /* The cached walk: WALK_DONE with *n frames, or what to do instead. A frame without a rule costs
- * one libunwind step, and the walk goes on from the cache. */
-static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n)
+ * one libunwind step, and the walk goes on from the cache; unless the generation the rules were
+ * checked against is not a fresh one (!fresh): then WALK_NEW, and the caller looks at the loader
+ * first (a return address never seen may be in a library loaded since). */
+static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n, bool fresh)
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
 	uintptr_t ip = uc->uc_mcontext.gregs[REG_RIP], sp = uc->uc_mcontext.gregs[REG_RSP];
@@ -391,6 +393,8 @@ static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, in
 		uint64_t r = rule_find(t, ip);
 		uintptr_t cfa, ra;
 		buf[k] = ip;
+		if (!r && !fresh)
+			return WALK_NEW;
 		if (!r) {
 			struct unwind_job j = { .uc = uc, .ip = ip, .sp = sp, .bp = bp };
 			run_unwinder(&j);
@@ -506,17 +510,26 @@ int lk_stack_init(void)
 	return 0;
 }
 
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen)
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh)
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
 	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
 	unw_context_t uc;
 	uint32_t k = 0;
+	enum walk w;
 
 	unw_getcontext(&uc);
-	switch (rules_current(gen) ? walk_cached(&uc, buf, cap, &n) : WALK_SLOW) {
+	w = rules_current(gen) ? walk_cached(&uc, buf, cap, &n, fresh) : WALK_SLOW;
+	if (w != WALK_DONE && !fresh) {
+		/* New code on the stack, or libunwind's walk ahead, which may meet some: the
+		 * modules first, and rules for the loader as it is now. */
+		gen = lk_modules_refresh(false);
+		w = rules_current(gen) ? walk_cached(&uc, buf, cap, &n, true) : WALK_SLOW;
+	}
+	switch (w) {
 	case WALK_DONE:
 		break;
+	case WALK_NEW: /* not after a fresh look */
 	case WALK_MISS:
 	case WALK_SLOW: {
 		struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
