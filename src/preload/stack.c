@@ -529,7 +529,7 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	switch (w) {
 	case WALK_DONE:
 		break;
-	case WALK_NEW: /* not after a fresh look */
+	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
 	case WALK_MISS:
 	case WALK_SLOW: {
 		struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
