@@ -23,9 +23,9 @@
  * Glossary: dt = nanoseconds since the previous timed record (the first one counts from
  * start_monotonic_ns); tid = the kernel thread id; size = the bytes the program asked for (not
  * the allocator's rounded size); block = a sampled block's number in the file: ALLOC and INHERIT
- * records are numbered 1, 2, 3, ... in file order, and the one that allocated a block is its
- * number; block_delta = zigzag(block - the block of the previous FREE of the file, or 0 for the
- * first).
+ * records are numbered 1, 2, 3, ... in file order, and a block's number is that of the record
+ * that allocated it; block_delta = zigzag(block - the block of the previous FREE of the file, or
+ * 0 for the first).
  *
  * Version 3 (version 2 had an address in ALLOC, FREE and INHERIT): a FREE names its block by
  * number, not by address, and nothing carries an address. Where the allocator placed a block is
