@@ -149,6 +149,8 @@ void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets ev
 void lk_modules_atfork(int phase);
 
 /* ---- writer.c: the profile file ---- */
+/* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */
+int lk_fd_raise(int fd, bool cloexec);
 int lk_writer_open(void);           /* caller holds lk_lock */
 void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
 uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */

@@ -467,13 +467,8 @@ LK_EXPORT int pipe2(int fds[2], int flags)
 
 	if (r == 0 && from - unwind_lo < unwind_hi - unwind_lo) {
 		int saved = errno;
-		for (int i = 0; i < 2; i++) {
-			int high = fcntl(fds[i], flags & O_CLOEXEC ? F_DUPFD_CLOEXEC : F_DUPFD, LK_FD_FLOOR);
-			if (high >= 0) {
-				close(fds[i]);
-				fds[i] = high;
-			}
-		}
+		for (int i = 0; i < 2; i++)
+			fds[i] = lk_fd_raise(fds[i], flags & O_CLOEXEC);
 		errno = saved;
 	}
 	return r;

@@ -68,6 +68,16 @@ static bool same_file(int fd)
 	return fstat(fd, &st) == 0 && st.st_dev == W.dev && st.st_ino == W.ino;
 }
 
+int lk_fd_raise(int fd, bool cloexec)
+{
+	int high = fcntl(fd, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, LK_FD_FLOOR);
+
+	if (high < 0)
+		return fd;
+	close(fd);
+	return high;
+}
+
 /* A descriptor of our file, found again by its path: leek holds none between uses (a program
  * that lists, closes or dup2s over its descriptors finds none of leek's), except on a file system
  * without fallocate, where every record is a pwrite and one is kept, above the program's. Give it
@@ -83,14 +93,8 @@ static int file_get(void)
 		close(fd);
 		return -ESTALE;
 	}
-	if (W.use_pwrite) {
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
-		if (high >= 0) {
-			close(fd);
-			fd = high;
-		}
-		W.fd = fd;
-	}
+	if (W.use_pwrite)
+		W.fd = fd = lk_fd_raise(fd, true);
 	return fd;
 }
 
@@ -147,7 +151,6 @@ static int remap(uint64_t off)
 	return 0;
 }
 
-/* Stores rec (one record, or several whose first tag commits them all); false if it is dropped. */
 /* put() when the record does not simply go into the open window: the file is not open yet (a
  * forked child opens at its first record), it needs growing or the window moving, or every record
  * is a pwrite. */
@@ -185,9 +188,9 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 	return true;
 }
 
-/* Stores a record (or the header) at the end of the file: its payload, then its first byte. Nearly
- * every record is a few bytes into the open window, copied inline, with no call and errno left
- * alone. */
+/* Stores rec (one record, several whose first tag commits them all, or the header) at the end of
+ * the file: its payload, then its first byte; false if it is dropped. Nearly every record is a few
+ * bytes into the open window, copied inline, with no call and errno left alone. */
 static bool put(const uint8_t *rec, size_t len)
 {
 	if (lk_unlikely(W.state != W_OPEN || W.use_pwrite || !W.win || W.off + len > W.len ||
@@ -431,11 +434,7 @@ static int open_file(void)
 	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
 	if (r == EOPNOTSUPP || r == EINVAL) {
 		W.use_pwrite = true; /* one pwrite per record, through a descriptor kept high */
-		int high = fcntl(fd, F_DUPFD_CLOEXEC, LK_FD_FLOOR);
-		if (high >= 0) {
-			close(fd);
-			fd = high;
-		}
+		fd = lk_fd_raise(fd, true);
 	} else if (r) {
 		close(fd);
 		return -r;
