@@ -390,29 +390,38 @@ static inline uint64_t field(const uint8_t *p, const unsigned end[], unsigned k)
 }
 
 /* ALLOC, FREE and THREAD are most of the records: when the window holds the longest record,
- * their fields are split() and decoded apart. These return the record's length, or 0 for anything
- * unusual (a varint over 8 bytes, a record over 33, a stack not defined yet, a FREE of a block
- * not numbered yet), which the general
- * path decodes or rejects. The callers take ALLOC and FREE only after a THREAD record. The caller
- * has switched on the tag, once: which record comes next is a branch no predictor gets right. */
+ * their fields are split() and decoded apart. take_alloc() and take_free() return the record's
+ * length, having moved the reader's block state as the general path would, or 0, changing
+ * nothing, for anything unusual (a varint over 8 bytes, a record over 33, a stack not defined yet,
+ * a FREE of a block not numbered yet), which the general path decodes or rejects. The callers take
+ * ALLOC and FREE only after a THREAD record. The caller has switched on the tag, once: which
+ * record comes next is a branch no predictor gets right. */
 _Static_assert(LK_READ_RECORD_MAX >= 1 + 32 + 8, "split() and field() read 40 bytes");
 
-static inline unsigned split_alloc(const struct lk_reader *r, unsigned end[3])
+/* An ALLOC the fast path takes: its length, and the block it numbers counted; or 0. */
+static inline unsigned take_alloc(struct lk_reader *r, unsigned end[3])
 {
 	const uint8_t *p = r->p + 1;
 
-	return split(p, 3, end) && field(p, end, 2) < r->next_stack ? 1 + end[2] : 0;
+	if (!split(p, 3, end) || field(p, end, 2) >= r->next_stack)
+		return 0;
+	r->blocks++;
+	return 1 + end[2];
 }
 
-/* A FREE of a block numbered already; *block set to it. */
-static inline unsigned split_free(const struct lk_reader *r, unsigned end[2], uint64_t *block)
+/* A FREE of a block numbered already: its length, with its block the previous FREE's now; or 0. */
+static inline unsigned take_free(struct lk_reader *r, unsigned end[2])
 {
 	const uint8_t *p = r->p + 1;
+	uint64_t block;
 
 	if (!split(p, 2, end))
 		return 0;
-	*block = freed_block(r, field(p, end, 1));
-	return *block - 1 < r->blocks ? 1 + end[1] : 0;
+	block = freed_block(r, field(p, end, 1));
+	if (block - 1 >= r->blocks)
+		return 0;
+	r->prev_free = block;
+	return 1 + end[1];
 }
 
 /* Consumes an ALLOC or FREE of n bytes (dt first). */
@@ -428,28 +437,26 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 	const uint8_t *p = r->p + 1;
 	uint64_t offset = r->offset;
 	unsigned end[3], n;
-	uint64_t block;
 
 	if (lk_reader_avail(r) < LK_READ_RECORD_MAX || !r->thread)
 		return false;
 	switch (r->p[0]) {
 	case LK_REC_ALLOC:
-		n = split_alloc(r, end);
+		n = take_alloc(r, end);
 		if (!n)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
-					   .alloc = { .tid = r->tid, .block = ++r->blocks,
+					   .alloc = { .tid = r->tid, .block = r->blocks,
 						      .size = field(p, end, 1),
 						      .stack = field(p, end, 2) } };
 		fast_done(r, end, n);
 		break;
 	case LK_REC_FREE:
-		n = split_free(r, end, &block);
+		n = take_free(r, end);
 		if (!n)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
-					   .free = { .tid = r->tid, .block = block } };
-		r->prev_free = block;
+					   .free = { .tid = r->tid, .block = r->prev_free } };
 		fast_done(r, end, n);
 		break;
 	case LK_REC_THREAD:
@@ -563,18 +570,13 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 {
 	struct lk_record rec;
 	unsigned end[3], n = 0;
-	uint64_t block;
 	int k;
 
 	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
-		if (r->p[0] == LK_REC_ALLOC) {
-			n = split_alloc(r, end);
-			r->blocks += n != 0;
-		} else if (r->p[0] == LK_REC_FREE) {
-			n = split_free(r, end, &block);
-			if (n)
-				r->prev_free = block;
-		}
+		if (r->p[0] == LK_REC_ALLOC)
+			n = take_alloc(r, end);
+		else if (r->p[0] == LK_REC_FREE)
+			n = take_free(r, end);
 		if (n) {
 			fast_done(r, end, n);
 			*time_ns = r->time_ns;
