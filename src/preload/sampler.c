@@ -8,8 +8,9 @@
  * While a thread is in here its countdown is UINT64_MAX: whatever allocates underneath us
  * (libunwind, dlsym, a signal handler) goes straight to the real allocator, unsampled.
  *
- * Never: allocate through libc, leave errno changed, hold lk_lock while unwinding or while calling
- * into the dynamic linker, or fail an allocation that the real allocator would have served.
+ * Never: allocate through libc, leave errno or the floating-point environment changed, hold lk_lock
+ * while unwinding or while calling into the dynamic linker, or fail an allocation that the real
+ * allocator would have served.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -20,6 +21,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include "preload.h"
 #include "record.h"
@@ -40,7 +42,14 @@ static uint64_t next_interval(struct lk_thread *t)
 {
 	if (lk_cfg.period <= 1)
 		return 0; /* exact mode: every call takes the slow path, even malloc(0) */
-	return lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
+	/* The draw is floating point (a logarithm), which sets MXCSR's inexact flag, and traps if
+	 * the program unmasked inexact: computed with every exception masked, and the program's
+	 * MXCSR, flags included, put back (tests/preload/fpenv.c). */
+	unsigned csr = _mm_getcsr();
+	_mm_setcsr((csr | 0x1f80) & ~0x3fu);
+	uint64_t v = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
+	_mm_setcsr(csr);
+	return v;
 }
 
 /* LEEK_INHERIT=0: cut libleek out of LD_PRELOAD in place, so exec'd children run unprofiled.
@@ -171,6 +180,8 @@ static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now);
 
 static void drain_deferred(uint32_t tid, uint64_t now)
 {
+	if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED)))
+		return; /* nearly always: no atomic exchange at every sample and free */
 	struct lk_block *b = __atomic_exchange_n(&deferred, NULL, __ATOMIC_ACQUIRE);
 
 	while (b) {

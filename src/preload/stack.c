@@ -97,12 +97,14 @@ static inline uint32_t rule_hash(uint64_t ip, uint64_t mask)
 	return (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 40) & (uint32_t)mask;
 }
 
-static uint64_t rule_find(const struct rules *t, uint64_t ip)
+/* The rule for ip, or 0. The table is read as words (w: ip at an even index, its rule after it,
+ * mask2 = mask * 2), so that a probe is one scaled load: the same slot as rule_hash's. */
+static inline uint64_t rule_find(const uint64_t *w, uint64_t mask2, uint64_t ip)
 {
-	for (uint64_t j = rule_hash(ip, t->mask);; j = (j + 1) & t->mask) {
-		uint64_t k = __atomic_load_n(&t->slot[j].ip, __ATOMIC_ACQUIRE);
+	for (uint64_t j = (ip * 0x9e3779b97f4a7c15ull) >> 39 & mask2;; j = (j + 2) & mask2) {
+		uint64_t k = __atomic_load_n(&w[j], __ATOMIC_ACQUIRE);
 		if (k == ip)
-			return __atomic_load_n(&t->slot[j].rule, __ATOMIC_ACQUIRE);
+			return __atomic_load_n(&w[j + 1], __ATOMIC_ACQUIRE);
 		if (k == 0)
 			return 0;
 	}
@@ -186,7 +188,19 @@ void lk_stack_atfork_child(void)
 	alt_busy = 0;
 }
 
-enum walk { WALK_DONE, WALK_MISS, WALK_SLOW, WALK_NEW };
+/* unw_getcontext, keeping the x87 control word. libunwind's x86_64 getcontext saves the x87
+ * environment with fnstenv, which then masks every x87 exception: a program that had unmasked
+ * some (feenableexcept) lost that at a sample (tests/preload/fpenv.c). A macro, because a walk
+ * must start in a frame that is still live: the context names the frame it was taken in. */
+#define get_context(uc)                                                                            \
+	do {                                                                                       \
+		uint16_t cw_;                                                                      \
+		__asm__ volatile("fnstcw %0" : "=m"(cw_));                                         \
+		unw_getcontext(uc);                                                                \
+		__asm__ volatile("fldcw %0" : : "m"(cw_));                                         \
+	} while (0)
+
+enum walk { WALK_DONE, WALK_MISS, WALK_SLOW, WALK_NEW, WALK_LEARN };
 
 /* A frame-pointer frame's two words [a, a + 16) lie in [lo, hi), aligned. */
 static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
@@ -377,58 +391,70 @@ static void run_unwinder(struct unwind_job *j)
 	__atomic_store_n(&alt_busy, 0, __ATOMIC_RELEASE);
 }
 
-/* The cached walk: WALK_DONE with *n frames, or what to do instead. A frame without a rule costs
- * one libunwind step, and the walk goes on from the cache; unless the generation the rules were
- * checked against is not a fresh one (!fresh): then WALK_NEW, and the caller looks at the loader
- * first (a return address never seen may be in a library loaded since). */
-static enum walk walk_cached(const unw_context_t *uc, uint64_t *buf, int max, int *n, bool fresh)
+/* Where a walk is: the frame at (ip, sp, bp), frame k of the stack (buf[k] = ip). */
+struct cursor {
+	uintptr_t ip, sp, bp;
+	int k;
+};
+
+/* Moves c to its caller by rule r: 1, or 0 where the stack ends (r is RULE_END), or the walk to
+ * take instead. The walk reads only inside [sp, hi): hi is the thread's stack top. */
+static inline int step_by(uint64_t r, struct cursor *c, uintptr_t hi)
+{
+	uintptr_t cfa, ra;
+
+	if (lk_likely(RULE_KIND(r) == RULE_SP)) { /* most frames of distribution code */
+		/* off and rbp_off are multiples of 8 with 0 < rbp_off <= off (derive), so both
+		 * words read lie in [sp, cfa): only the top needs a check. */
+		cfa = c->sp + RULE_OFF(r);
+		if (cfa > hi)
+			return -WALK_MISS;
+		ra = ((uintptr_t *)cfa)[-1];
+		if (RULE_RBP(r))
+			c->bp = *(uintptr_t *)(cfa - RULE_RBP(r));
+	} else if (RULE_KIND(r) == RULE_FP) {
+		cfa = c->bp + 16;
+		if (!readable(c->bp, c->sp, hi))
+			return -WALK_MISS;
+		ra = ((uintptr_t *)c->bp)[1];
+		c->bp = ((uintptr_t *)c->bp)[0];
+	} else {
+		return RULE_KIND(r) == RULE_END ? 0 : -WALK_SLOW;
+	}
+	c->ip = ra;
+	c->sp = cfa;
+	return 1;
+}
+
+/* The cached walk from c, up to max frames: WALK_DONE with c->k frames in buf, or what to do
+ * instead. At a frame without a rule it stops there: WALK_LEARN if the generation the rules were
+ * checked against is a fresh one, so that the caller takes one libunwind step and goes on from
+ * the cache; otherwise WALK_NEW, and the caller looks at the loader first (a return address never
+ * seen may be in a library loaded since). */
+static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fresh)
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
-	uintptr_t ip = uc->uc_mcontext.gregs[REG_RIP], sp = uc->uc_mcontext.gregs[REG_RSP];
-	uintptr_t bp = uc->uc_mcontext.gregs[REG_RBP], hi = stack_top;
+	struct cursor at = *c; /* locals, which buf's stores cannot alias */
+	uintptr_t hi = stack_top;
+	enum walk w = WALK_DONE;
 
-	if (!t || sp >= hi)
+	if (!t || (at.k == 0 && at.sp >= hi)) /* a thread not walked yet, or a stack elsewhere */
 		return WALK_MISS;
-	for (int k = 0; k < max; k++) {
-		uint64_t r = rule_find(t, ip);
-		uintptr_t cfa, ra;
-		buf[k] = ip;
-		if (!r && !fresh)
-			return WALK_NEW;
-		if (!r) {
-			struct unwind_job j = { .uc = uc, .ip = ip, .sp = sp, .bp = bp };
-			run_unwinder(&j);
-			r = j.rule;
-		}
-		switch (RULE_KIND(r)) {
-		case RULE_END:
-			*n = k + 1;
-			return WALK_DONE;
-		case RULE_FP:
-			cfa = bp + 16;
-			if (!readable(bp, sp, hi))
-				return WALK_MISS;
-			ra = ((uintptr_t *)bp)[1];
-			bp = ((uintptr_t *)bp)[0];
+	const uint64_t *words = (const uint64_t *)t->slot, mask2 = t->mask << 1;
+	for (; at.k < max; at.k++) {
+		uint64_t r = rule_find(words, mask2, at.ip);
+		buf[at.k] = at.ip;
+		int s = step_by(r, &at, hi); /* no rule (0) is RULE_SLOW's answer: below */
+		if (lk_unlikely(s <= 0)) {
+			if (!r)
+				w = fresh ? WALK_LEARN : WALK_NEW;
+			else
+				w = s == 0 ? (at.k++, WALK_DONE) : (at.k++, (enum walk) - s);
 			break;
-		case RULE_SP:
-			/* off and rbp_off are multiples of 8 with 0 < rbp_off <= off (derive), so
-			 * both words read lie in [sp, cfa): only the top needs a check. */
-			cfa = sp + RULE_OFF(r);
-			if (cfa > hi)
-				return WALK_MISS;
-			ra = ((uintptr_t *)cfa)[-1];
-			if (RULE_RBP(r))
-				bp = *(uintptr_t *)(cfa - RULE_RBP(r));
-			break;
-		default:
-			return WALK_SLOW;
 		}
-		ip = ra;
-		sp = cfa;
 	}
-	*n = max;
-	return WALK_DONE;
+	*c = at;
+	return w;
 }
 
 /* The executable segment that holds the address at: [*lo, *hi). */
@@ -487,7 +513,7 @@ static __attribute__((noinline)) void warm_up(void)
 	uint64_t buf[LK_MAX_FRAMES + 8];
 	unw_context_t uc;
 
-	unw_getcontext(&uc);
+	get_context(&uc);
 	walk_learn(&uc, buf, LK_MAX_FRAMES + 8);
 }
 
@@ -509,24 +535,49 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
 	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
+	/* The cached walk starts at this function's caller, from its frame pointer (libleek is
+	 * built with them, and __builtin_frame_address gives this function one in any case): no
+	 * register state to save, which cost a sample 6% of its time (docs/performance.md). */
+	uintptr_t *fp = __builtin_frame_address(0);
+	const struct cursor top = { .ip = (uintptr_t)__builtin_return_address(0),
+				    .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
+	struct cursor c = top;
 	unw_context_t uc;
+	bool have_uc = false;
 	uint32_t k = 0;
 	enum walk w;
 
-	unw_getcontext(&uc);
-	w = rules_current(gen) ? walk_cached(&uc, buf, cap, &n, fresh) : WALK_SLOW;
+	w = rules_current(gen) ? walk_cached(&c, buf, cap, fresh) : WALK_SLOW;
 	if (w != WALK_DONE && !fresh) {
 		/* New code on the stack, or libunwind's walk ahead, which may meet some: the
 		 * modules first, and rules for the loader as it is now. */
 		gen = lk_modules_refresh(false);
-		w = rules_current(gen) ? walk_cached(&uc, buf, cap, &n, true) : WALK_SLOW;
+		c = top;
+		w = rules_current(gen) ? walk_cached(&c, buf, cap, true) : WALK_SLOW;
 	}
+	while (w == WALK_LEARN) {
+		/* A frame without a rule: one libunwind step learns it, from a context that holds
+		 * the frame's three registers (learn_frame), and the walk goes on from the cache. */
+		if (!have_uc) {
+			get_context(&uc);
+			have_uc = true;
+		}
+		struct unwind_job j = { .uc = &uc, .ip = c.ip, .sp = c.sp, .bp = c.bp };
+		run_unwinder(&j);
+		int s = step_by(j.rule, &c, stack_top);
+		c.k++;
+		w = s > 0 ? walk_cached(&c, buf, cap, true) : s == 0 ? WALK_DONE : (enum walk) - s;
+	}
+	n = c.k;
 	switch (w) {
 	case WALK_DONE:
+	case WALK_LEARN:
 		break;
 	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
 	case WALK_MISS:
 	case WALK_SLOW: {
+		if (!have_uc)
+			get_context(&uc);
 		struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
 		run_unwinder(&j);
 		n = j.n;
@@ -543,15 +594,17 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	return k;
 }
 
+/* A multiply and an add a frame, and one mix at the end for the table's low bits. The table
+ * compares whole stacks, so a collision costs a probe, never a wrong id. */
 static uint64_t hash_frames(const uint64_t *f, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 
-	for (uint32_t i = 0; i < n; i++) {
-		h ^= f[i];
-		h *= 0xff51afd7ed558ccdull;
-		h ^= h >> 32;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		h = (h + f[i]) * 0xff51afd7ed558ccdull;
+	h ^= h >> 32;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
 	return h | 1;
 }
 

@@ -527,14 +527,12 @@ bool lk_writer_ready(void)
 	return W.state == W_OPEN;
 }
 
-void lk_writer_rss_maybe(uint64_t now_ns)
+static LK_COLD void rss_write(uint64_t now_ns)
 {
 	char buf[128];
 	uint8_t rec[LK_COUNTERS_MAX];
 	uint64_t losses = 0, rss = 0;
 
-	if (now_ns - W.last_rss_ns < lk_cfg.rss_interval_ns && W.last_rss_ns)
-		return;
 	W.last_rss_ns = now_ns;
 	int n = read_small("/proc/self/statm", buf, sizeof(buf) - 1);
 	if (n > 0) {
@@ -553,6 +551,12 @@ void lk_writer_rss_maybe(uint64_t now_ns)
 		W.losses_written = losses;
 		lk_writer_put(rec, lk_rec_counters(rec, LK_REC_LOSS, lk_writer_dt(now_ns), 0, lk_counters));
 	}
+}
+
+void lk_writer_rss_maybe(uint64_t now_ns)
+{
+	if (now_ns - W.last_rss_ns >= lk_cfg.rss_interval_ns || !W.last_rss_ns)
+		rss_write(now_ns); /* its buffers are not set up at every sample */
 }
 
 void lk_writer_close(void)

@@ -863,6 +863,16 @@ TEST(edge_exit_while_allocating)
 		edge_run(argv, 10);
 }
 
+/* A program that unmasked every floating-point exception and checks the x87 control and status
+ * words and MXCSR after each allocator call, in two threads. libunwind's getcontext used to mask
+ * every x87 exception at a walk (fnstenv), and the sampler's draw raises MXCSR's inexact flag. */
+TEST(edge_fp_environment)
+{
+	const char *argv[] = { "fpenv", NULL };
+
+	ASSERT_EQ(edge_run(argv, 15), 2);
+}
+
 /* Sampled allocations 12 calls deep on threads whose whole stack is PTHREAD_STACK_MIN (16 KiB,
  * of which glibc takes about 4.4 KiB for TLS and its descriptor), and in a handler on a
  * MINSIGSTKSZ * 2 sigaltstack, at both periods. libunwind's DWARF lookups and the dynamic
