@@ -571,7 +571,7 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	n = c.k;
 	switch (w) {
 	case WALK_DONE:
-	case WALK_LEARN:
+	case WALK_LEARN: /* never after the loop above */
 		break;
 	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
 	case WALK_MISS:
