@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "summary.h"
-#include "u64map.h"
+#include "blockset.h"
 #include "util.h"
 
 static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
@@ -19,21 +19,33 @@ static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
 		s->counters[s->ncounters++] = (struct lk_counter_value){ id, value };
 }
 
-static int add_live(struct lk_u64map *live, uint64_t block, uint64_t size)
+struct live_totals {
+	struct lk_summary *s;
+	uint64_t period;
+};
+
+static void count_live(uint64_t block, uint64_t size, void *ctx)
 {
-	return lk_u64map_put(live, block, size);
+	struct live_totals *t = ctx;
+	double w = lk_sample_weight(size, t->period);
+
+	(void)block;
+	t->s->live_blocks++;
+	t->s->live_bytes += size;
+	t->s->est_live_blocks += w;
+	t->s->est_live_bytes += w * (double)size;
 }
 
 int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 {
 	const struct lk_profile_header *h = lk_reader_header(r);
 	bool exact = h->h.flags & LK_HDR_EXACT;
-	struct lk_u64map live;
+	struct lk_blockset live;
 	struct lk_record rec;
 	int k;
 
 	memset(s, 0, sizeof(*s));
-	lk_u64map_init(&live, LK_SUMMARY_MAX_LIVE);
+	lk_blockset_init(&live, LK_SUMMARY_MAX_LIVE);
 	while ((k = lk_reader_next(r, &rec)) > 0) {
 		if (rec.tag <= LK_REC_MAX_KNOWN)
 			s->records[rec.tag]++;
@@ -43,14 +55,14 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 		switch (rec.tag) {
 		case LK_REC_ALLOC:
 			s->allocs++;
-			k = add_live(&live, rec.alloc.block, rec.alloc.size);
+			k = lk_blockset_add(&live, rec.alloc.block, rec.alloc.size);
 			break;
 		case LK_REC_INHERIT:
 			s->inherited++;
-			k = add_live(&live, rec.inherit.block, rec.inherit.size);
+			k = lk_blockset_add(&live, rec.inherit.block, rec.inherit.size);
 			break;
 		case LK_REC_FREE:
-			if (lk_u64map_remove(&live, rec.free.block, NULL))
+			if (lk_blockset_remove(&live, rec.free.block, NULL))
 				s->frees++;
 			else
 				s->unmatched_frees++;
@@ -72,17 +84,10 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 		if (k < 0)
 			break;
 	}
-	for (size_t i = 0; k >= 0 && i < live.size; i++) {
-		if (!live.e[i].used)
-			continue;
-		uint64_t size = live.e[i].value;
-		double w = lk_sample_weight(size, exact ? 1 : h->h.period);
-		s->live_blocks++;
-		s->live_bytes += size;
-		s->est_live_blocks += w;
-		s->est_live_bytes += w * (double)size;
-	}
-	lk_u64map_done(&live);
+	if (k >= 0)
+		lk_blockset_foreach(&live, count_live,
+				    &(struct live_totals){ s, exact ? 1 : h->h.period });
+	lk_blockset_done(&live);
 	s->trailer = lk_reader_has_trailer(r);
 	s->end_offset = lk_reader_end_offset(r);
 	return k < 0 ? k : 0;
