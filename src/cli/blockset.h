@@ -1,37 +1,18 @@
-/* blockset.h: the live blocks of a profile by block number, with a value each (the summary's
- * live set).
- *
- * Blocks are numbered 1, 2, 3, ... in file order (include/leek/format.h), and most are freed
- * soon after they are allocated. So the newest LK_BLOCKSET_WINDOW numbers live in pages indexed
- * by number, a bit and a value a block, where an ALLOC and the FREE that soon follows touch the
- * same cache lines; a page that leaves the window hands its survivors to a u64map, which holds
- * the older live blocks. Numbers may come in any order (an old number goes to the map); the
- * window only makes increasing ones cheap. At most max_count blocks are live at once (-E2BIG past
- * it), and memory is the window's pages plus the map: bounded by the live blocks, whatever the
- * numbers. Not thread-safe.
+/* blockset.h: a live set of blocks by number, with a value each (the summary's): the newest
+ * numbers in a window of pages (recent.h), the older live blocks in a u64map. At most max_count
+ * blocks are live at once (-E2BIG past it); memory is the window plus the map, bounded by the
+ * live blocks whatever the numbers. Not thread-safe.
  */
 #ifndef LEEK_BLOCKSET_H
 #define LEEK_BLOCKSET_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
+#include "recent.h"
 #include "u64map.h"
 
-#define LK_BLOCKSET_PAGE 512    /* blocks a page */
-#define LK_BLOCKSET_PAGES 128   /* pages in the window: the newest 65 536 numbers */
-
-struct lk_blockset_page {
-	uint64_t live[LK_BLOCKSET_PAGE / 64];
-	uint64_t value[LK_BLOCKSET_PAGE];
-};
-
 struct lk_blockset {
-	struct lk_blockset_page *ring[LK_BLOCKSET_PAGES]; /* page p at ring[p % PAGES], if in window */
-	uint64_t first;   /* the window's first page: pages [first, first + PAGES) */
-	size_t in_window; /* live blocks in the window's pages */
-	size_t max_count;
+	struct lk_recent recent;
 	struct lk_u64map old; /* live blocks numbered below the window */
+	size_t max_count;
 };
 
 void lk_blockset_init(struct lk_blockset *s, size_t max_count);
@@ -48,6 +29,6 @@ size_t lk_blockset_count(const struct lk_blockset *s);
 
 /* Calls fn for every live block, in no particular order. */
 void lk_blockset_foreach(const struct lk_blockset *s,
-			 void (*fn)(uint64_t block, uint64_t value, void *ctx), void *ctx);
+			 void (*fn)(void *ctx, uint64_t block, uint64_t value), void *ctx);
 
 #endif /* LEEK_BLOCKSET_H */

@@ -16,6 +16,7 @@
 #define LEEK_PROFILE_INTERNAL_H
 
 #include "profile.h"
+#include "recent.h"
 
 typedef __int128 lk_q128;      /* a fixed-point sum of bytes */
 #define LIVE_Q_ONE 65536.0     /* 2^-16 byte: s w <= T + s < 2^65, and sums fit in 127 bits */
@@ -50,8 +51,9 @@ struct live_weight {
 /* The live sampled blocks and their sum: H(t), the estimated live heap, with its variance; and the
  * blocks that were live at the mark (profile-live.c). */
 struct live_set {
-	struct live_entry *e;        /* block number -> slot: open addressing, linear probing */
-	size_t size;                 /* entries: 0 or a power of two, at most half of them used */
+	struct lk_recent recent;     /* the newest block numbers -> slot + 1 (recent.h) */
+	struct live_entry *e;        /* older block numbers -> slot: open addressing, linear probing */
+	size_t size, nold;           /* entries: 0 or a power of two, at most half of them used */
 	struct live_block *blocks;   /* by slot; freed slots are reused, last freed first */
 	uint32_t used, cap, free_head;
 	uint64_t count, max_count;
@@ -71,6 +73,9 @@ void live_set_done(struct live_set *ls);
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns);
 /* Removes block number `block` into *ret (if not NULL); false if it is not live. */
 bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret);
+/* Calls fn for every live block, in no particular order. */
+void live_set_foreach(const struct live_set *ls,
+		      void (*fn)(void *ctx, const struct live_block *b), void *ctx);
 /* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks with
  * seq <= mark, and those in gone. Forgets the previous mark. 0, or -ENOMEM (room in gone for
  * every block live now is made here, so that removing a block never fails). */

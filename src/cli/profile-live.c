@@ -4,7 +4,9 @@
  *
  * Pass 2 of profile.c looks a block up here for every ALLOC and FREE, tens of millions of them in
  * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
- * spot of the aggregation. Hence a table of its own rather than u64map: 8-byte entries (a slot,
+ * spot of the aggregation. The newest 65 536 block numbers are found in a window of pages by
+ * number (recent.h), where most blocks are freed; a block still live when its page leaves the
+ * window moves to a table of its own rather than u64map: 8-byte entries (a slot,
  * and 32 bits of the block number's hash, which are the entry's home and a filter, so that a
  * probe reads a block only when the hashes match), a load of at most 1/2, so that the probe runs
  * of the misses (every ALLOC is one) stay short, and deletion that shifts back the rest of the
@@ -25,10 +27,12 @@
 void live_set_init(struct live_set *ls, uint64_t period)
 {
 	*ls = (struct live_set){ .period = period };
+	lk_recent_init(&ls->recent);
 }
 
 void live_set_done(struct live_set *ls)
 {
+	lk_recent_done(&ls->recent);
 	free(ls->e);
 	free(ls->blocks);
 	free(ls->gone);
@@ -36,6 +40,7 @@ void live_set_done(struct live_set *ls)
 	ls->blocks = NULL;
 	ls->gone = NULL;
 	ls->size = 0;
+	ls->nold = 0;
 }
 
 /* w = 1/p and v1 = (1-p)/p^2, with 1 - p = exp(-s/T) taken directly rather than by
@@ -105,6 +110,55 @@ static int grow_blocks(struct live_set *ls)
 	return 0;
 }
 
+/* Block number `block`, in slot1 - 1, into the table. */
+static int table_put(struct live_set *ls, uint64_t block, uint32_t slot1)
+{
+	uint32_t h = live_hash(block);
+	int r;
+
+	if ((ls->nold + 1) * 2 > ls->size) {
+		r = grow_table(ls);
+		if (r < 0)
+			return r;
+	}
+	ls->e[find(ls, block, h)] = (struct live_entry){ .slot1 = slot1, .hash = h };
+	ls->nold++;
+	return 0;
+}
+
+/* A live block whose page leaves the recent window (lk_recent_evict_fn). */
+static int to_table(void *ctx, uint64_t block, uint64_t slot1)
+{
+	return table_put(ctx, block, (uint32_t)slot1);
+}
+
+/* Block number `block` out of the table: its slot + 1, or 0 if it is not there. */
+static uint32_t table_remove(struct live_set *ls, uint64_t block)
+{
+	size_t mask = ls->size - 1, i, j;
+	uint32_t slot1;
+
+	if (!ls->size)
+		return 0;
+	i = find(ls, block, live_hash(block));
+	slot1 = ls->e[i].slot1;
+	if (!slot1)
+		return 0;
+	/* Backward shift: pull later members of the probe run into the hole, so that no lookup
+	 * ever stops early at it (Knuth 6.4, algorithm R). */
+	for (j = (i + 1) & mask; ls->e[j].slot1; j = (j + 1) & mask) {
+		size_t h = ls->e[j].hash & mask;
+		/* Move j to i unless its home lies cyclically in (i, j]. */
+		if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
+			ls->e[i] = ls->e[j];
+			i = j;
+		}
+	}
+	ls->e[i].slot1 = 0;
+	ls->nold--;
+	return slot1;
+}
+
 /* A block leaves: its weights leave H(t), and if it was live at the mark, it is kept in gone. */
 static inline void unsum(struct live_set *ls, const struct live_block *b)
 {
@@ -122,10 +176,9 @@ static inline void unsum(struct live_set *ls, const struct live_block *b)
 
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns)
 {
-	uint32_t h = live_hash(block), slot;
 	struct live_weight w = live_weigh(ls, size);
 	struct live_block *b;
-	size_t i;
+	uint32_t slot;
 	int r;
 
 	if (ls->count >= LK_PROFILE_MAX_LIVE)
@@ -135,19 +188,16 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 		if (r < 0)
 			return r;
 	}
-	if ((ls->count + 1) * 2 > ls->size) {
-		r = grow_table(ls);
-		if (r < 0)
-			return r;
-	}
-	i = find(ls, block, h);
-	if (ls->free_head) {
-		slot = ls->free_head - 1;
+	slot = ls->free_head ? ls->free_head - 1 : ls->used;
+	r = lk_recent_add(&ls->recent, block, slot + 1, to_table, ls);
+	if (r == -ERANGE) /* behind the window: not from a reader, which numbers upwards */
+		r = table_put(ls, block, slot + 1);
+	if (r < 0)
+		return r;
+	if (ls->free_head)
 		ls->free_head = ls->blocks[slot].next;
-	} else {
-		slot = ls->used++;
-	}
-	ls->e[i] = (struct live_entry){ .slot1 = slot + 1, .hash = h };
+	else
+		ls->used++;
 	b = &ls->blocks[slot];
 	*b = (struct live_block){ .seq = block, .size = size, .t_ns = t_ns, .stack = stack };
 	ls->seq = block;
@@ -160,34 +210,44 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 
 bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret)
 {
-	size_t mask = ls->size - 1, i, j;
+	uint64_t slot1 = 0;
+	int k = lk_recent_remove(&ls->recent, block, &slot1);
 	struct live_block *b;
-	uint32_t slot;
 
-	if (!ls->size)
+	if (k == -ERANGE)
+		slot1 = table_remove(ls, block);
+	if (!slot1)
 		return false;
-	i = find(ls, block, live_hash(block));
-	if (!ls->e[i].slot1)
-		return false;
-	slot = ls->e[i].slot1 - 1;
-	b = &ls->blocks[slot];
+	b = &ls->blocks[slot1 - 1];
 	if (ret)
 		*ret = *b;
 	unsum(ls, b);
 	b->next = ls->free_head;
-	ls->free_head = slot + 1;
-	/* Backward shift: pull later members of the probe run into the hole, so that no lookup
-	 * ever stops early at it (Knuth 6.4, algorithm R). */
-	for (j = (i + 1) & mask; ls->e[j].slot1; j = (j + 1) & mask) {
-		size_t h = ls->e[j].hash & mask;
-		/* Move j to i unless its home lies cyclically in (i, j]. */
-		if (i <= j ? (h <= i || h > j) : (h <= i && h > j)) {
-			ls->e[i] = ls->e[j];
-			i = j;
-		}
-	}
-	ls->e[i].slot1 = 0;
+	ls->free_head = (uint32_t)slot1;
 	return true;
+}
+
+struct visit {
+	const struct live_set *ls;
+	void (*fn)(void *ctx, const struct live_block *b);
+	void *ctx;
+};
+
+static void visit_recent(void *ctx, uint64_t block, uint64_t slot1)
+{
+	struct visit *v = ctx;
+
+	(void)block;
+	v->fn(v->ctx, &v->ls->blocks[slot1 - 1]);
+}
+
+void live_set_foreach(const struct live_set *ls,
+		      void (*fn)(void *ctx, const struct live_block *b), void *ctx)
+{
+	lk_recent_foreach(&ls->recent, visit_recent, &(struct visit){ ls, fn, ctx });
+	for (size_t i = 0; i < ls->size; i++)
+		if (ls->e[i].slot1)
+			fn(ctx, &ls->blocks[ls->e[i].slot1 - 1]);
 }
 
 int live_set_mark(struct live_set *ls)

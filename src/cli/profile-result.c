@@ -47,6 +47,31 @@ static void target(struct lk_stack_stats *s, enum profile_snap which, struct lk_
 	}
 }
 
+struct snap {
+	struct lk_profile *p;
+	const struct live_set *ls;
+	enum profile_snap which;
+	uint64_t end_ns;
+};
+
+static void snap_block(void *ctx, const struct live_block *b)
+{
+	const struct snap *c = ctx;
+	struct lk_estimate *bytes, *objects;
+	struct live_weight wt;
+
+	/* Old: at least age_ns before the end (an INHERITed block may be from before the start).
+	 * Peak: live at the mark. */
+	if (c->which == PROFILE_SNAP_OLD &&
+	    (__int128)c->end_ns - b->t_ns < (__int128)c->p->opts.age_ns)
+		return;
+	if (c->which == PROFILE_SNAP_PEAK && b->seq > c->ls->mark)
+		return;
+	target(&c->p->stacks[b->stack], c->which, &bytes, &objects);
+	wt = live_weigh(c->ls, b->size);
+	profile_add_block(bytes, objects, b->size, &wt);
+}
+
 void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum profile_snap which,
 		      uint64_t end_ns)
 {
@@ -56,23 +81,7 @@ void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum prof
 		target(&p->stacks[i], which, &bytes, &objects);
 		*bytes = *objects = (struct lk_estimate){ 0 };
 	}
-	for (size_t i = 0; i < ls->size; i++) {
-		const struct live_block *b;
-		struct live_weight wt;
-		if (!ls->e[i].slot1)
-			continue;
-		b = &ls->blocks[ls->e[i].slot1 - 1];
-		/* Old: at least age_ns before the end (an INHERITed block may be from before the
-		 * start). Peak: live at the mark. */
-		if (which == PROFILE_SNAP_OLD &&
-		    (__int128)end_ns - b->t_ns < (__int128)p->opts.age_ns)
-			continue;
-		if (which == PROFILE_SNAP_PEAK && b->seq > ls->mark)
-			continue;
-		target(&p->stacks[b->stack], which, &bytes, &objects);
-		wt = live_weigh(ls, b->size);
-		profile_add_block(bytes, objects, b->size, &wt);
-	}
+	live_set_foreach(ls, snap_block, &(struct snap){ p, ls, which, end_ns });
 	for (size_t i = 0; which == PROFILE_SNAP_PEAK && i < ls->ngone; i++) { /* gone since */
 		const struct live_gone *g = &ls->gone[i];
 		struct live_weight wt = live_weigh(ls, g->size);
@@ -91,6 +100,24 @@ static int cmp_live(const void *x, const void *y)
 	return a->block < b->block ? -1 : a->block > b->block;
 }
 
+struct at_end {
+	struct lk_profile *p;
+	const struct live_set *ls;
+	size_t *n;
+};
+
+static void end_block(void *ctx, const struct live_block *b)
+{
+	const struct at_end *c = ctx;
+	struct live_weight wt = live_weigh(c->ls, b->size);
+
+	c->p->live_blocks[(*c->n)++] = (struct lk_live_block){
+		.block = b->seq, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
+		.weight = wt.w };
+	profile_add_block(&c->p->totals.live_bytes_end, &c->p->totals.live_objects_end, b->size,
+			  &wt);
+}
+
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns)
 {
 	struct lk_profile_totals *t = &p->totals;
@@ -103,18 +130,7 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 	p->live_blocks = malloc((ls->count ? ls->count : 1) * sizeof(*p->live_blocks));
 	if (!p->live_blocks)
 		return -ENOMEM;
-	for (size_t i = 0; i < ls->size; i++) {
-		const struct live_block *b;
-		struct live_weight wt;
-		if (!ls->e[i].slot1)
-			continue;
-		b = &ls->blocks[ls->e[i].slot1 - 1];
-		wt = live_weigh(ls, b->size);
-		p->live_blocks[n++] = (struct lk_live_block){
-			.block = b->seq, .size = b->size, .stack = b->stack, .t_ns = b->t_ns,
-			.weight = wt.w };
-		profile_add_block(&t->live_bytes_end, &t->live_objects_end, b->size, &wt);
-	}
+	live_set_foreach(ls, end_block, &(struct at_end){ p, ls, &n });
 	p->nlive_blocks = n;
 	qsort(p->live_blocks, n, sizeof(*p->live_blocks), cmp_live);
 	lk_estimate_finish(&t->live_bytes_end);

@@ -24,7 +24,7 @@ struct live_totals {
 	uint64_t period;
 };
 
-static void count_live(uint64_t block, uint64_t size, void *ctx)
+static void count_live(void *ctx, uint64_t block, uint64_t size)
 {
 	struct live_totals *t = ctx;
 	double w = lk_sample_weight(size, t->period);

@@ -39,7 +39,7 @@ static void check_block(struct lk_blockset *s, uint64_t b)
 
 static size_t seen;
 
-static void visit(uint64_t block, uint64_t value, void *ctx)
+static void visit(void *ctx, uint64_t block, uint64_t value)
 {
 	(void)ctx;
 	ASSERT_TRUE(block <= N);
@@ -58,7 +58,7 @@ TEST(random_against_reference)
 	while (next <= N) {
 		uint64_t b = next++;
 		if (b == 200000)
-			next += 3 * LK_BLOCKSET_PAGE * LK_BLOCKSET_PAGES / 2; /* a jump past the window */
+			next += 3 * LK_RECENT_BLOCKS / 2; /* a jump past the window */
 		uint64_t v = rnd(&x);
 		ASSERT_OK(lk_blockset_add(&s, b, v));
 		ref_count += !ref_live[b];
@@ -112,7 +112,7 @@ TEST(random_against_reference)
 TEST(cap)
 {
 	struct lk_blockset s;
-	uint64_t far = 10 * LK_BLOCKSET_PAGE * LK_BLOCKSET_PAGES;
+	uint64_t far = 10 * LK_RECENT_BLOCKS;
 
 	lk_blockset_init(&s, 3);
 	ASSERT_TRUE(!lk_blockset_remove(&s, 1, NULL));

@@ -1,0 +1,106 @@
+/* recent.c: see recent.h. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "recent.h"
+
+#define PAGE LK_RECENT_PAGE
+#define PAGES LK_RECENT_PAGES
+
+void lk_recent_init(struct lk_recent *r)
+{
+	*r = (struct lk_recent){ 0 };
+}
+
+void lk_recent_done(struct lk_recent *r)
+{
+	for (size_t i = 0; i < PAGES; i++)
+		free(r->ring[i]);
+	lk_recent_init(r);
+}
+
+/* Page p's live blocks go to evict, and its memory is left empty for page p + PAGES. */
+static int page_out(struct lk_recent *r, uint64_t p, lk_recent_evict_fn evict, void *ctx)
+{
+	struct lk_recent_page *pg = r->ring[p % PAGES];
+
+	for (unsigned w = 0; pg && w < PAGE / 64; w++) {
+		while (pg->live[w]) {
+			unsigned i = w * 64 + (unsigned)__builtin_ctzll(pg->live[w]);
+			int k = evict(ctx, p * PAGE + i, pg->value[i]);
+			if (k < 0)
+				return k;
+			pg->live[w] &= pg->live[w] - 1;
+			r->count--;
+		}
+	}
+	return 0;
+}
+
+uint64_t *lk_recent_get(struct lk_recent *r, uint64_t block)
+{
+	uint64_t p = block / PAGE;
+	unsigned i = (unsigned)(block % PAGE);
+	struct lk_recent_page *pg = p >= r->first && p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
+
+	return pg && pg->live[i / 64] >> (i % 64) & 1 ? &pg->value[i] : NULL;
+}
+
+int lk_recent_add(struct lk_recent *r, uint64_t block, uint64_t value, lk_recent_evict_fn evict,
+		  void *ctx)
+{
+	uint64_t p = block / PAGE;
+	unsigned i = (unsigned)(block % PAGE);
+
+	if (p < r->first)
+		return -ERANGE;
+	if (p - r->first >= PAGES) { /* ahead: the window moves to end at p */
+		uint64_t first = p - PAGES + 1;
+		for (uint64_t q = r->first; q < first && q < r->first + PAGES; q++) {
+			int k = page_out(r, q, evict, ctx);
+			if (k < 0)
+				return k;
+		}
+		r->first = first;
+	}
+	struct lk_recent_page **slot = &r->ring[p % PAGES];
+	if (!*slot && !(*slot = calloc(1, sizeof(**slot))))
+		return -ENOMEM;
+	struct lk_recent_page *pg = *slot;
+	uint64_t bit = 1ull << (i % 64);
+	r->count += !(pg->live[i / 64] & bit);
+	pg->live[i / 64] |= bit;
+	pg->value[i] = value;
+	return 0;
+}
+
+int lk_recent_remove(struct lk_recent *r, uint64_t block, uint64_t *value)
+{
+	uint64_t p = block / PAGE;
+	unsigned i = (unsigned)(block % PAGE);
+
+	if (p < r->first)
+		return -ERANGE;
+	struct lk_recent_page *pg = p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
+	uint64_t bit = 1ull << (i % 64);
+	if (!pg || !(pg->live[i / 64] & bit))
+		return 0;
+	pg->live[i / 64] &= ~bit;
+	r->count--;
+	if (value)
+		*value = pg->value[i];
+	return 1;
+}
+
+void lk_recent_foreach(const struct lk_recent *r, void (*fn)(void *ctx, uint64_t block,
+							     uint64_t value), void *ctx)
+{
+	for (uint64_t p = r->first; p < r->first + PAGES; p++) {
+		const struct lk_recent_page *pg = r->ring[p % PAGES];
+		for (unsigned w = 0; pg && w < PAGE / 64; w++)
+			for (uint64_t m = pg->live[w]; m; m &= m - 1) {
+				unsigned i = w * 64 + (unsigned)__builtin_ctzll(m);
+				fn(ctx, p * PAGE + i, pg->value[i]);
+			}
+	}
+}
