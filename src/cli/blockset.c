@@ -5,7 +5,7 @@
 
 void lk_blockset_init(struct lk_blockset *s, size_t max_count)
 {
-	lk_recent_init(&s->recent);
+	lk_recent_init(&s->recent, sizeof(uint64_t));
 	lk_u64map_init(&s->old, SIZE_MAX); /* the cap is on the whole set: lk_blockset_add */
 	s->max_count = max_count;
 }
@@ -21,9 +21,21 @@ size_t lk_blockset_count(const struct lk_blockset *s)
 	return s->recent.count + s->old.count;
 }
 
-static int to_old(void *ctx, uint64_t block, uint64_t value)
+static int to_old(void *ctx, uint64_t block, const void *value)
 {
-	return lk_u64map_put(&((struct lk_blockset *)ctx)->old, block, value);
+	return lk_u64map_put(&((struct lk_blockset *)ctx)->old, block, *(const uint64_t *)value);
+}
+
+struct visit {
+	void (*fn)(void *ctx, uint64_t block, uint64_t value);
+	void *ctx;
+};
+
+static void visit_recent(void *ctx, uint64_t block, const void *value)
+{
+	struct visit *v = ctx;
+
+	v->fn(v->ctx, block, *(const uint64_t *)value);
 }
 
 int lk_blockset_add(struct lk_blockset *s, uint64_t block, uint64_t value)
@@ -39,7 +51,7 @@ int lk_blockset_add(struct lk_blockset *s, uint64_t block, uint64_t value)
 		return -E2BIG;
 	if (lk_recent_behind(&s->recent, block))
 		return lk_u64map_put(&s->old, block, value);
-	return lk_recent_add(&s->recent, block, value, to_old, s);
+	return lk_recent_add(&s->recent, block, &value, to_old, s);
 }
 
 bool lk_blockset_remove(struct lk_blockset *s, uint64_t block, uint64_t *value)
@@ -52,7 +64,7 @@ bool lk_blockset_remove(struct lk_blockset *s, uint64_t block, uint64_t *value)
 void lk_blockset_foreach(const struct lk_blockset *s,
 			 void (*fn)(void *ctx, uint64_t block, uint64_t value), void *ctx)
 {
-	lk_recent_foreach(&s->recent, fn, ctx);
+	lk_recent_foreach(&s->recent, visit_recent, &(struct visit){ fn, ctx });
 	for (size_t i = 0; i < s->old.size; i++)
 		if (s->old.e[i].used)
 			fn(ctx, s->old.e[i].key, s->old.e[i].value);

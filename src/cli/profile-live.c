@@ -4,15 +4,15 @@
  *
  * Pass 2 of profile.c looks a block up here for every ALLOC and FREE, tens of millions of them in
  * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
- * spot of the aggregation. The newest 65 536 block numbers are found in a window of pages by
- * number (recent.h), where most blocks are freed; a block still live when its page leaves the
- * window moves to a table of its own rather than u64map: 8-byte entries (a slot,
- * and 32 bits of the block number's hash, which are the entry's home and a filter, so that a
- * probe reads a block only when the hashes match), a load of at most 1/2, so that the probe runs
- * of the misses (every ALLOC is one) stay short, and deletion that shifts back the rest of the
- * run (no tombstones). The blocks are in an array whose freed slots are reused last freed first, so the
- * block an ALLOC writes is usually in the cache already. Memory follows the most blocks live at
- * once, never the number of records, and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
+ * spot of the aggregation. The blocks numbered among the newest 65 536 are kept by number in a
+ * window of pages (recent.h): ALLOCs write one page after another, and most FREEs come while their
+ * block is still there. A block still live when its page leaves the window moves to an array of
+ * slots (freed slots reused last freed first) found through a table of its own rather than
+ * u64map: 8-byte entries (a slot, and 32 bits of the block number's hash, which are the entry's
+ * home and a filter, so that a probe reads a block only when the hashes match), a load of at
+ * most 1/2, and deletion that shifts back the rest of the run (no tombstones). Memory follows
+ * the most blocks live at once, plus the window (2 MiB at most), never the number of records,
+ * and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
  *
  * The mark remembers the set without copying it: blocks are added in the order of their numbers,
  * so the blocks live at the mark are the live ones numbered up to the mark, and those that have
@@ -27,7 +27,7 @@
 void live_set_init(struct live_set *ls, uint64_t period)
 {
 	*ls = (struct live_set){ .period = period };
-	lk_recent_init(&ls->recent);
+	lk_recent_init(&ls->recent, sizeof(struct live_block));
 }
 
 void live_set_done(struct live_set *ls)
@@ -126,10 +126,29 @@ static int table_put(struct live_set *ls, uint64_t block, uint32_t slot1)
 	return 0;
 }
 
-/* A live block whose page leaves the recent window (lk_recent_evict_fn). */
-static int to_table(void *ctx, uint64_t block, uint64_t slot1)
+/* A block into a slot of the array and the table: one that outlives the recent window
+ * (lk_recent_evict_fn), or one numbered behind it. */
+static int to_table(void *ctx, uint64_t block, const void *elem)
 {
-	return table_put(ctx, block, (uint32_t)slot1);
+	struct live_set *ls = ctx;
+	uint32_t slot;
+	int r;
+
+	if (!ls->free_head && ls->used == ls->cap) {
+		r = grow_blocks(ls);
+		if (r < 0)
+			return r;
+	}
+	slot = ls->free_head ? ls->free_head - 1 : ls->used;
+	r = table_put(ls, block, slot + 1);
+	if (r < 0)
+		return r;
+	if (ls->free_head)
+		ls->free_head = ls->blocks[slot].next;
+	else
+		ls->used++;
+	ls->blocks[slot] = *(const struct live_block *)elem;
+	return 0;
 }
 
 /* Block number `block` out of the table: its slot + 1, or 0 if it is not there. */
@@ -177,29 +196,16 @@ static inline void unsum(struct live_set *ls, const struct live_block *b)
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns)
 {
 	struct live_weight w = live_weigh(ls, size);
-	struct live_block *b;
-	uint32_t slot;
+	struct live_block b = { .seq = block, .size = size, .t_ns = t_ns, .stack = stack };
 	int r;
 
 	if (ls->count >= LK_PROFILE_MAX_LIVE)
 		return -E2BIG;
-	if (!ls->free_head && ls->used == ls->cap) {
-		r = grow_blocks(ls);
-		if (r < 0)
-			return r;
-	}
-	slot = ls->free_head ? ls->free_head - 1 : ls->used;
-	r = lk_recent_add(&ls->recent, block, slot + 1, to_table, ls);
+	r = lk_recent_add(&ls->recent, block, &b, to_table, ls);
 	if (r == -ERANGE) /* behind the window: not from a reader, which numbers upwards */
-		r = table_put(ls, block, slot + 1);
+		r = to_table(ls, block, &b);
 	if (r < 0)
 		return r;
-	if (ls->free_head)
-		ls->free_head = ls->blocks[slot].next;
-	else
-		ls->used++;
-	b = &ls->blocks[slot];
-	*b = (struct live_block){ .seq = block, .size = size, .t_ns = t_ns, .stack = stack };
 	ls->seq = block;
 	ls->heap_q += live_q(size, w.w);
 	ls->heap_var += (double)size * (double)size * w.v1;
@@ -210,20 +216,23 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 
 bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret)
 {
-	uint64_t slot1 = 0;
-	int k = lk_recent_remove(&ls->recent, block, &slot1);
-	struct live_block *b;
+	struct live_block b;
+	int k = lk_recent_remove(&ls->recent, block, &b);
+	uint32_t slot1 = 0;
 
-	if (k == -ERANGE)
+	if (k == -ERANGE) {
 		slot1 = table_remove(ls, block);
-	if (!slot1)
+		if (!slot1)
+			return false;
+		b = ls->blocks[slot1 - 1];
+		ls->blocks[slot1 - 1].next = ls->free_head;
+		ls->free_head = slot1;
+	} else if (k == 0) {
 		return false;
-	b = &ls->blocks[slot1 - 1];
+	}
 	if (ret)
-		*ret = *b;
-	unsum(ls, b);
-	b->next = ls->free_head;
-	ls->free_head = (uint32_t)slot1;
+		*ret = b;
+	unsum(ls, &b);
 	return true;
 }
 
@@ -233,12 +242,12 @@ struct visit {
 	void *ctx;
 };
 
-static void visit_recent(void *ctx, uint64_t block, uint64_t slot1)
+static void visit_recent(void *ctx, uint64_t block, const void *elem)
 {
 	struct visit *v = ctx;
 
 	(void)block;
-	v->fn(v->ctx, &v->ls->blocks[slot1 - 1]);
+	v->fn(v->ctx, elem);
 }
 
 void live_set_foreach(const struct live_set *ls,

@@ -1,22 +1,29 @@
 /* recent.c: see recent.h. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "recent.h"
 
 #define PAGE LK_RECENT_PAGE
 #define PAGES LK_RECENT_PAGES
 
-void lk_recent_init(struct lk_recent *r)
+void lk_recent_init(struct lk_recent *r, size_t elem)
 {
-	*r = (struct lk_recent){ 0 };
+	*r = (struct lk_recent){ .elem = elem };
 }
 
 void lk_recent_done(struct lk_recent *r)
 {
 	for (size_t i = 0; i < PAGES; i++)
 		free(r->ring[i]);
-	lk_recent_init(r);
+	lk_recent_init(r, r->elem);
+}
+
+static inline unsigned char *elem_at(const struct lk_recent *r, const struct lk_recent_page *pg,
+				     unsigned i)
+{
+	return (unsigned char *)pg->elem + (size_t)i * r->elem;
 }
 
 /* Page p's live blocks go to evict, and its memory is left empty for page p + PAGES. */
@@ -27,7 +34,7 @@ static int page_out(struct lk_recent *r, uint64_t p, lk_recent_evict_fn evict, v
 	for (unsigned w = 0; pg && w < PAGE / 64; w++) {
 		while (pg->live[w]) {
 			unsigned i = w * 64 + (unsigned)__builtin_ctzll(pg->live[w]);
-			int k = evict(ctx, p * PAGE + i, pg->value[i]);
+			int k = evict(ctx, p * PAGE + i, elem_at(r, pg, i));
 			if (k < 0)
 				return k;
 			pg->live[w] &= pg->live[w] - 1;
@@ -37,16 +44,16 @@ static int page_out(struct lk_recent *r, uint64_t p, lk_recent_evict_fn evict, v
 	return 0;
 }
 
-uint64_t *lk_recent_get(struct lk_recent *r, uint64_t block)
+void *lk_recent_get(struct lk_recent *r, uint64_t block)
 {
 	uint64_t p = block / PAGE;
 	unsigned i = (unsigned)(block % PAGE);
 	struct lk_recent_page *pg = p >= r->first && p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
 
-	return pg && pg->live[i / 64] >> (i % 64) & 1 ? &pg->value[i] : NULL;
+	return pg && pg->live[i / 64] >> (i % 64) & 1 ? elem_at(r, pg, i) : NULL;
 }
 
-int lk_recent_add(struct lk_recent *r, uint64_t block, uint64_t value, lk_recent_evict_fn evict,
+int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem, lk_recent_evict_fn evict,
 		  void *ctx)
 {
 	uint64_t p = block / PAGE;
@@ -64,17 +71,17 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, uint64_t value, lk_recent
 		r->first = first;
 	}
 	struct lk_recent_page **slot = &r->ring[p % PAGES];
-	if (!*slot && !(*slot = calloc(1, sizeof(**slot))))
+	if (!*slot && !(*slot = calloc(1, sizeof(**slot) + PAGE * r->elem)))
 		return -ENOMEM;
 	struct lk_recent_page *pg = *slot;
 	uint64_t bit = 1ull << (i % 64);
 	r->count += !(pg->live[i / 64] & bit);
 	pg->live[i / 64] |= bit;
-	pg->value[i] = value;
+	memcpy(elem_at(r, pg, i), elem, r->elem);
 	return 0;
 }
 
-int lk_recent_remove(struct lk_recent *r, uint64_t block, uint64_t *value)
+int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out)
 {
 	uint64_t p = block / PAGE;
 	unsigned i = (unsigned)(block % PAGE);
@@ -87,20 +94,20 @@ int lk_recent_remove(struct lk_recent *r, uint64_t block, uint64_t *value)
 		return 0;
 	pg->live[i / 64] &= ~bit;
 	r->count--;
-	if (value)
-		*value = pg->value[i];
+	if (out)
+		memcpy(out, elem_at(r, pg, i), r->elem);
 	return 1;
 }
 
-void lk_recent_foreach(const struct lk_recent *r, void (*fn)(void *ctx, uint64_t block,
-							     uint64_t value), void *ctx)
+void lk_recent_foreach(const struct lk_recent *r,
+		       void (*fn)(void *ctx, uint64_t block, const void *elem), void *ctx)
 {
 	for (uint64_t p = r->first; p < r->first + PAGES; p++) {
 		const struct lk_recent_page *pg = r->ring[p % PAGES];
 		for (unsigned w = 0; pg && w < PAGE / 64; w++)
 			for (uint64_t m = pg->live[w]; m; m &= m - 1) {
 				unsigned i = w * 64 + (unsigned)__builtin_ctzll(m);
-				fn(ctx, p * PAGE + i, pg->value[i]);
+				fn(ctx, p * PAGE + i, elem_at(r, pg, i));
 			}
 	}
 }

@@ -1,12 +1,14 @@
-/* recent.h: the newest block numbers of a profile, with a value each: the fast part of a live set.
+/* recent.h: the newest block numbers of a profile, with a fixed-size element each: the fast part
+ * of a live set.
  *
  * Blocks are numbered 1, 2, 3, ... in file order (include/leek/format.h), and most are freed
  * soon after they are allocated. The newest LK_RECENT_BLOCKS numbers live in pages indexed by
- * number, a bit and a value a block, where an ALLOC and the FREE that soon follows touch the same
- * cache lines; a page that leaves the window hands its live blocks to the caller (evict), which
- * keeps the older ones in a table of its own (summary.c: a u64map; profile-live.c: its live
- * set's). Numbers may come in any order: one behind the window is the caller's to keep. Memory:
- * the window's pages (about 0.5 MiB at most), whatever the numbers. Not thread-safe.
+ * number, a bit and an element a block, so that ALLOCs write one page after another and the FREE
+ * that soon follows an ALLOC finds its block where it was written. A page that leaves the window
+ * hands its live blocks to the caller (evict), which keeps the older ones in a table of its own
+ * (blockset.c: a u64map; profile-live.c: its live set's). Numbers may come in any order: one
+ * behind the window is the caller's to keep. Memory: the window's pages, LK_RECENT_BLOCKS
+ * elements at most, whatever the numbers. Not thread-safe.
  */
 #ifndef LEEK_RECENT_H
 #define LEEK_RECENT_H
@@ -21,19 +23,20 @@
 
 struct lk_recent_page {
 	uint64_t live[LK_RECENT_PAGE / 64];
-	uint64_t value[LK_RECENT_PAGE];
+	unsigned char elem[]; /* LK_RECENT_PAGE elements */
 };
 
 struct lk_recent {
 	struct lk_recent_page *ring[LK_RECENT_PAGES]; /* page p at ring[p % PAGES], if in window */
 	uint64_t first; /* the window's first page: pages [first, first + PAGES) */
 	size_t count;   /* live blocks in the window */
+	size_t elem;    /* bytes an element */
 };
 
 /* Takes a live block leaving the window; a negative return (-ENOMEM) stops the move. */
-typedef int (*lk_recent_evict_fn)(void *ctx, uint64_t block, uint64_t value);
+typedef int (*lk_recent_evict_fn)(void *ctx, uint64_t block, const void *elem);
 
-void lk_recent_init(struct lk_recent *r);
+void lk_recent_init(struct lk_recent *r, size_t elem);
 void lk_recent_done(struct lk_recent *r);
 
 /* Whether block is behind the window: never in it, the caller's to keep. */
@@ -42,22 +45,22 @@ static inline bool lk_recent_behind(const struct lk_recent *r, uint64_t block)
 	return block / LK_RECENT_PAGE < r->first;
 }
 
-/* The value of block if it is live in the window, else NULL. */
-uint64_t *lk_recent_get(struct lk_recent *r, uint64_t block);
+/* The element of block if it is live in the window, else NULL. */
+void *lk_recent_get(struct lk_recent *r, uint64_t block);
 
-/* Stores block (or replaces its value), moving the window up to it first if it lies ahead,
+/* Stores block's element (or replaces it), moving the window up to it first if it lies ahead,
  * evicting the live blocks of the pages that leave. 0; -ERANGE if block is behind the window
  * (nothing stored); -ENOMEM; or evict's error, after which the set may only be given to
  * lk_recent_done. */
-int lk_recent_add(struct lk_recent *r, uint64_t block, uint64_t value, lk_recent_evict_fn evict,
+int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem, lk_recent_evict_fn evict,
 		  void *ctx);
 
-/* 1 and its value in *value (if not NULL) if block was live in the window; 0 if not; -ERANGE if
- * block is behind the window (the caller's table may have it). */
-int lk_recent_remove(struct lk_recent *r, uint64_t block, uint64_t *value);
+/* 1 and its element copied to out (if not NULL) if block was live in the window; 0 if not;
+ * -ERANGE if block is behind the window (the caller's table may have it). */
+int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out);
 
 /* Calls fn for every live block of the window, in increasing order. */
-void lk_recent_foreach(const struct lk_recent *r, void (*fn)(void *ctx, uint64_t block,
-							     uint64_t value), void *ctx);
+void lk_recent_foreach(const struct lk_recent *r,
+		       void (*fn)(void *ctx, uint64_t block, const void *elem), void *ctx);
 
 #endif /* LEEK_RECENT_H */

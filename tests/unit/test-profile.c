@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "profile-sim.h"
+#include "recent.h"
 
 /* An exact estimate: the point, no interval, never "too few". */
 #define ASSERT_EXACT(e, v)                                                                         \
@@ -395,11 +396,14 @@ TEST(peak_set_after_the_fact)
  * for the map): a few addresses taken and freed at random (the builder numbers the blocks, as the
  * writer does), FREEs of blocks freed already, INHERITs, times with ties, and a heap that
  * rises to new peaks, falls and rises again, so that the mark moves many times and the blocks
- * live at it leave in every order. In exact mode every number must be equal; at a period,
+ * live at it leave in every order. Eight rare addresses, taken only in the first tenth of the
+ * records and the last quarter, hold blocks that outlive the window of recent numbers (recent.h),
+ * move to the live set's table, and are freed from there. In exact mode every number must be equal; at a period,
  * within rounding (sums in another order, q's fixed point). */
-#define REPLAY_ADDRS 48
+#define REPLAY_COMMON 48
+#define REPLAY_ADDRS (REPLAY_COMMON + 8)
 #define REPLAY_STACKS 5
-#define REPLAY_RECORDS 40000
+#define REPLAY_RECORDS 400000
 #define REPLAY_BUCKETS 16
 
 struct replay_op {
@@ -468,6 +472,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 	struct replay_block live[REPLAY_ADDRS] = { 0 };
 	bool used[REPLAY_ADDRS] = { 0 }, taken[REPLAY_ADDRS] = { 0 };
 	uint64_t ends[REPLAY_BUCKETS], peak_ns = 0, unknown = 0, count = 0, max_count = 0;
+	uint64_t number[REPLAY_ADDRS] = { 0 }, numbered = 0, outlived = 0;
 	double series[REPLAY_BUCKETS][REPLAY_STACKS + 1], heap[REPLAY_BUCKETS],
 		heap_max[REPLAY_BUCKETS], best = 0, level = 0, h = 0;
 	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .buckets = REPLAY_BUCKETS };
@@ -489,13 +494,17 @@ static void replay_check(uint64_t period, uint64_t seed)
 		uint64_t r = lk_rng_next(&rng);
 		/* Phases of 4000 records: mostly ALLOCs, then mostly FREEs. */
 		bool rising = (i / 4000) % 2 == 0;
+		/* The rare addresses are taken only in the first tenth and the last quarter. */
+		bool rare = i < REPLAY_RECORDS / 10 || i >= REPLAY_RECORDS / 4 * 3;
 		now_t += r % 3; /* ties */
 		op[i] = (struct replay_op){
 			.tag = (r >> 8) % 50 == 0 ? LK_REC_INHERIT
 			       : (r >> 16) % 100 < (rising ? 70u : 30u) ? LK_REC_ALLOC
 									  : LK_REC_FREE,
 			.t = now_t,
-			.addr = 0x10000 + 0x40 * ((r >> 24) % REPLAY_ADDRS),
+			.addr = 0x10000 + 0x40 * (rare && (r >> 24) % 2000 < 8
+							? REPLAY_COMMON + (r >> 24) % 2000
+							: (r >> 24) % REPLAY_COMMON),
 			.size = 1 + (r >> 32) % 5000,
 			.stack = 1 + (r >> 48) % REPLAY_STACKS,
 		};
@@ -538,6 +547,10 @@ static void replay_check(uint64_t period, uint64_t seed)
 		unsigned a = (unsigned)((op[i].addr - 0x10000) / 0x40);
 		if (op[i].tag == LK_REC_FREE && !live[a].live)
 			unknown++;
+		if (op[i].tag != LK_REC_FREE)
+			number[a] = ++numbered;
+		else if (live[a].live && numbered - number[a] > LK_RECENT_BLOCKS)
+			outlived++;
 		if (live[a].live) /* freed */
 			count--;
 		live[a].live = op[i].tag != LK_REC_FREE;
@@ -562,6 +575,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 	for (unsigned k = 0; k <= REPLAY_STACKS; k++)
 		series[b][k] = now[k].bytes;
 
+	ASSERT_TRUE(outlived > 0); /* the table behind the window was used */
 	t = lk_profile_totals(p);
 	ASSERT_EQ(t->records, REPLAY_RECORDS + REPLAY_STACKS + 1); /* and one THREAD */
 	ASSERT_EQ(t->frees_unknown, unknown);
