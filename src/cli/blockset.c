@@ -51,7 +51,8 @@ int lk_blockset_add(struct lk_blockset *s, uint64_t block, uint64_t value)
 		return -E2BIG;
 	if (lk_recent_behind(&s->recent, block))
 		return lk_u64map_put(&s->old, block, value);
-	return lk_recent_add(&s->recent, block, &value, to_old, s);
+	return lk_recent_add(&s->recent, block, &value,
+			     &(struct lk_recent_evict){ .put = to_old, .ctx = s });
 }
 
 bool lk_blockset_remove(struct lk_blockset *s, uint64_t block, uint64_t *value)

@@ -90,12 +90,15 @@ static inline uint32_t live_hash(uint64_t block)
 	return (uint32_t)block;
 }
 
-/* Asks the cache for the entry where a lookup of block starts: a hint, which changes nothing.
+/* Asks the cache for the element or entry where a lookup of block starts: a hint, which changes
+ * nothing.
  * always_inline: as a call, GCC finds it free of side effects and drops it, prefetch and all. */
 static inline __attribute__((always_inline)) void live_set_prefetch(const struct live_set *ls,
 								     uint64_t block)
 {
-	if (ls->size)
+	if (!lk_recent_behind(&ls->recent, block))
+		lk_recent_prefetch(&ls->recent, block);
+	else if (ls->size)
 		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
 }
 

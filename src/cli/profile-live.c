@@ -4,14 +4,14 @@
  *
  * Pass 2 of profile.c looks a block up here for every ALLOC and FREE, tens of millions of them in
  * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
- * spot of the aggregation. The blocks numbered among the newest 65 536 are kept by number in a
+ * spot of the aggregation. The blocks numbered among the newest 262 144 are kept by number in a
  * window of pages (recent.h): ALLOCs write one page after another, and most FREEs come while their
  * block is still there. A block still live when its page leaves the window moves to an array of
  * slots (freed slots reused last freed first) found through a table of its own rather than
  * u64map: 8-byte entries (a slot, and 32 bits of the block number's hash, which are the entry's
  * home and a filter, so that a probe reads a block only when the hashes match), a load of at
  * most 1/2, and deletion that shifts back the rest of the run (no tombstones). Memory follows
- * the most blocks live at once, plus the window (2 MiB at most), never the number of records,
+ * the most blocks live at once, plus the window (8 MiB at most), never the number of records,
  * and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
  *
  * The mark remembers the set without copying it: blocks are added in the order of their numbers,
@@ -126,8 +126,17 @@ static int table_put(struct live_set *ls, uint64_t block, uint32_t slot1)
 	return 0;
 }
 
+/* Where the table's lookup of block starts, asked of the cache ahead of to_table. */
+static void table_hint(void *ctx, uint64_t block)
+{
+	const struct live_set *ls = ctx;
+
+	if (ls->size)
+		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
+}
+
 /* A block into a slot of the array and the table: one that outlives the recent window
- * (lk_recent_evict_fn), or one numbered behind it. */
+ * (struct lk_recent_evict's put), or one numbered behind it. */
 static int to_table(void *ctx, uint64_t block, const void *elem)
 {
 	struct live_set *ls = ctx;
@@ -201,7 +210,8 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 
 	if (ls->count >= LK_PROFILE_MAX_LIVE)
 		return -E2BIG;
-	r = lk_recent_add(&ls->recent, block, &b, to_table, ls);
+	r = lk_recent_add(&ls->recent, block, &b,
+			  &(struct lk_recent_evict){ .hint = table_hint, .put = to_table, .ctx = ls });
 	if (r == -ERANGE) /* behind the window: not from a reader, which numbers upwards */
 		r = to_table(ls, block, &b);
 	if (r < 0)

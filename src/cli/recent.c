@@ -26,15 +26,31 @@ static inline unsigned char *elem_at(const struct lk_recent *r, const struct lk_
 	return (unsigned char *)pg->elem + (size_t)i * r->elem;
 }
 
+/* The sizes its two users keep (a size; struct live_block) are copied inline. */
+static inline void copy_elem(const struct lk_recent *r, void *d, const void *s)
+{
+	if (r->elem == 8)
+		memcpy(d, s, 8);
+	else if (r->elem == 32)
+		memcpy(d, s, 32);
+	else
+		memcpy(d, s, r->elem);
+}
+
 /* Page p's live blocks go to evict, and its memory is left empty for page p + PAGES. */
-static int page_out(struct lk_recent *r, uint64_t p, lk_recent_evict_fn evict, void *ctx)
+static int page_out(struct lk_recent *r, uint64_t p, const struct lk_recent_evict *evict)
 {
 	struct lk_recent_page *pg = r->ring[p % PAGES];
 
-	for (unsigned w = 0; pg && w < PAGE / 64; w++) {
+	if (!pg)
+		return 0;
+	for (unsigned w = 0; evict->hint && w < PAGE / 64; w++)
+		for (uint64_t m = pg->live[w]; m; m &= m - 1)
+			evict->hint(evict->ctx, p * PAGE + w * 64 + (unsigned)__builtin_ctzll(m));
+	for (unsigned w = 0; w < PAGE / 64; w++) {
 		while (pg->live[w]) {
 			unsigned i = w * 64 + (unsigned)__builtin_ctzll(pg->live[w]);
-			int k = evict(ctx, p * PAGE + i, elem_at(r, pg, i));
+			int k = evict->put(evict->ctx, p * PAGE + i, elem_at(r, pg, i));
 			if (k < 0)
 				return k;
 			pg->live[w] &= pg->live[w] - 1;
@@ -53,8 +69,8 @@ void *lk_recent_get(struct lk_recent *r, uint64_t block)
 	return pg && pg->live[i / 64] >> (i % 64) & 1 ? elem_at(r, pg, i) : NULL;
 }
 
-int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem, lk_recent_evict_fn evict,
-		  void *ctx)
+int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem,
+		  const struct lk_recent_evict *evict)
 {
 	uint64_t p = block / PAGE;
 	unsigned i = (unsigned)(block % PAGE);
@@ -64,7 +80,7 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem, lk_rece
 	if (p - r->first >= PAGES) { /* ahead: the window moves to end at p */
 		uint64_t first = p - PAGES + 1;
 		for (uint64_t q = r->first; q < first && q < r->first + PAGES; q++) {
-			int k = page_out(r, q, evict, ctx);
+			int k = page_out(r, q, evict);
 			if (k < 0)
 				return k;
 		}
@@ -77,7 +93,7 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem, lk_rece
 	uint64_t bit = 1ull << (i % 64);
 	r->count += !(pg->live[i / 64] & bit);
 	pg->live[i / 64] |= bit;
-	memcpy(elem_at(r, pg, i), elem, r->elem);
+	copy_elem(r, elem_at(r, pg, i), elem);
 	return 0;
 }
 
@@ -95,7 +111,7 @@ int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out)
 	pg->live[i / 64] &= ~bit;
 	r->count--;
 	if (out)
-		memcpy(out, elem_at(r, pg, i), r->elem);
+		copy_elem(r, out, elem_at(r, pg, i));
 	return 1;
 }
 

@@ -1,8 +1,8 @@
 /* test-blockset.c: the summary's live set (src/cli/blockset.c) against a plain array.
  *
  * Blocks come as a profile numbers them, 1, 2, 3, ..., and are freed after a random delay: most
- * soon (inside the window of pages), some after more than the window's 65 536 numbers (from the
- * map the window hands its survivors to), some never; some frees name blocks that are not live
+ * soon (inside the window of pages), some after more than the window's LK_RECENT_BLOCKS numbers
+ * (from the map the window hands its survivors to), some never; some frees name blocks that are not live
  * (freed twice, or never allocated). The numbering also jumps ahead by more than a window, and
  * numbers behind the window are added again. After every step the set must agree with the
  * reference on each block asked about, and on the count; at the end, on every live block.
@@ -13,7 +13,7 @@
 #include "blockset.h"
 #include "harness.h"
 
-#define N 600000 /* numbers: about nine windows */
+#define N (5 * LK_RECENT_BLOCKS) /* numbers: five windows */
 
 static uint64_t ref_value[N + 1];
 static bool ref_live[N + 1];
@@ -57,7 +57,7 @@ TEST(random_against_reference)
 	lk_blockset_init(&s, N);
 	while (next <= N) {
 		uint64_t b = next++;
-		if (b == 200000)
+		if (b == 2 * LK_RECENT_BLOCKS)
 			next += 3 * LK_RECENT_BLOCKS / 2; /* a jump past the window */
 		uint64_t v = rnd(&x);
 		ASSERT_OK(lk_blockset_add(&s, b, v));
@@ -69,7 +69,7 @@ TEST(random_against_reference)
 		if (r < 80)
 			at = b + 1 + rnd(&x) % 300;
 		else if (r < 95)
-			at = b + 70000 + rnd(&x) % 100000;
+			at = b + LK_RECENT_BLOCKS + rnd(&x) % 100000;
 		else
 			at = 0;
 		if (at && at <= N && !pending[at])

@@ -396,14 +396,15 @@ TEST(peak_set_after_the_fact)
  * for the map): a few addresses taken and freed at random (the builder numbers the blocks, as the
  * writer does), FREEs of blocks freed already, INHERITs, times with ties, and a heap that
  * rises to new peaks, falls and rises again, so that the mark moves many times and the blocks
- * live at it leave in every order. Eight rare addresses, taken only in the first tenth of the
- * records and the last quarter, hold blocks that outlive the window of recent numbers (recent.h),
- * move to the live set's table, and are freed from there. In exact mode every number must be equal; at a period,
+ * live at it leave in every order. In a longer run, eight rare addresses, taken only in the first
+ * twentieth of the records and the last tenth, hold blocks that outlive the window of recent
+ * numbers (recent.h), move to the live set's table, and are freed from there. In exact mode every number must be equal; at a period,
  * within rounding (sums in another order, q's fixed point). */
 #define REPLAY_COMMON 48
 #define REPLAY_ADDRS (REPLAY_COMMON + 8)
 #define REPLAY_STACKS 5
-#define REPLAY_RECORDS 400000
+#define REPLAY_RECORDS 40000
+#define REPLAY_LONG 1200000 /* records of the run whose rare blocks outlive the window */
 #define REPLAY_BUCKETS 16
 
 struct replay_op {
@@ -465,9 +466,9 @@ static void expect_sum(const struct lk_estimate *bytes, const struct lk_estimate
 /* Equal in exact mode; else within what q's fixed point (2^-16 a block) and rounding allow. */
 #define ASSERT_CLOSE(a, b, exact) ASSERT_NEAR((a), (b), (exact) ? 0 : 1e-9 * (fabs(b) + 1e6))
 
-static void replay_check(uint64_t period, uint64_t seed)
+static void replay_check(uint64_t period, uint64_t seed, size_t records)
 {
-	static struct replay_op op[REPLAY_RECORDS];
+	static struct replay_op op[REPLAY_LONG];
 	struct replay_sum peak[REPLAY_STACKS + 1], now[REPLAY_STACKS + 1];
 	struct replay_block live[REPLAY_ADDRS] = { 0 };
 	bool used[REPLAY_ADDRS] = { 0 }, taken[REPLAY_ADDRS] = { 0 };
@@ -490,12 +491,12 @@ static void replay_check(uint64_t period, uint64_t seed)
 	sim_start(&s, period, exact ? LK_HDR_EXACT : 0);
 	for (uint64_t k = 1; k <= REPLAY_STACKS; k++)
 		sim_site(&s, 0x401000 + 0x100 * k);
-	for (size_t i = 0, now_t = 0; i < REPLAY_RECORDS; i++) {
+	for (size_t i = 0, now_t = 0; i < records; i++) {
 		uint64_t r = lk_rng_next(&rng);
 		/* Phases of 4000 records: mostly ALLOCs, then mostly FREEs. */
 		bool rising = (i / 4000) % 2 == 0;
-		/* The rare addresses are taken only in the first tenth and the last quarter. */
-		bool rare = i < REPLAY_RECORDS / 10 || i >= REPLAY_RECORDS / 4 * 3;
+		/* The rare addresses are taken only in the first twentieth and the last tenth. */
+		bool rare = records == REPLAY_LONG && (i < records / 20 || i >= records / 10 * 9);
 		now_t += r % 3; /* ties */
 		op[i] = (struct replay_op){
 			.tag = (r >> 8) % 50 == 0 ? LK_REC_INHERIT
@@ -530,9 +531,9 @@ static void replay_check(uint64_t period, uint64_t seed)
 	 * An INHERIT has no time of its own: it carries the last one. */
 	for (unsigned k = 0; k < REPLAY_BUCKETS; k++)
 		ends[k] = s.now * (k + 1) / REPLAY_BUCKETS;
-	for (size_t i = 0, last_t = 0; i <= REPLAY_RECORDS; i++) {
-		uint64_t t_i = i < REPLAY_RECORDS && op[i].tag != LK_REC_INHERIT ? op[i].t : last_t;
-		while (b + 1 < REPLAY_BUCKETS && (i == REPLAY_RECORDS || t_i > ends[b])) {
+	for (size_t i = 0, last_t = 0; i <= records; i++) {
+		uint64_t t_i = i < records && op[i].tag != LK_REC_INHERIT ? op[i].t : last_t;
+		while (b + 1 < REPLAY_BUCKETS && (i == records || t_i > ends[b])) {
 			heap[b] = h;
 			heap_max[b] = level;
 			replay_sums(live, period, now);
@@ -541,7 +542,7 @@ static void replay_check(uint64_t period, uint64_t seed)
 			level = h;
 			b++;
 		}
-		if (i == REPLAY_RECORDS)
+		if (i == records)
 			break;
 		last_t = t_i;
 		unsigned a = (unsigned)((op[i].addr - 0x10000) / 0x40);
@@ -575,9 +576,9 @@ static void replay_check(uint64_t period, uint64_t seed)
 	for (unsigned k = 0; k <= REPLAY_STACKS; k++)
 		series[b][k] = now[k].bytes;
 
-	ASSERT_TRUE(outlived > 0); /* the table behind the window was used */
+	ASSERT_TRUE(outlived > 0 || records != REPLAY_LONG); /* the table behind the window */
 	t = lk_profile_totals(p);
-	ASSERT_EQ(t->records, REPLAY_RECORDS + REPLAY_STACKS + 1); /* and one THREAD */
+	ASSERT_EQ(t->records, records + REPLAY_STACKS + 1); /* and one THREAD */
 	ASSERT_EQ(t->frees_unknown, unknown);
 	ASSERT_EQ(t->max_live, max_count);
 	ASSERT_EQ(t->peak_ns, peak_ns);
@@ -602,9 +603,16 @@ static void replay_check(uint64_t period, uint64_t seed)
 TEST(live_set_against_replay)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++) {
-		replay_check(1, seed);
-		replay_check(4096, seed);
+		replay_check(1, seed, REPLAY_RECORDS);
+		replay_check(4096, seed, REPLAY_RECORDS);
 	}
+}
+
+/* Blocks that outlive the window of recent numbers (recent.h) and are freed from the table. */
+TEST(live_set_beyond_the_window)
+{
+	replay_check(1, 5, REPLAY_LONG);
+	replay_check(4096, 5, REPLAY_LONG);
 }
 
 TEST(pipe_is_read_twice)
