@@ -369,13 +369,41 @@ TEST(arena_full)
 	check_foreach();
 }
 
+/* A block that no retained run can hold gives back as many retained pages as it faults in
+ * (largest runs first, whole runs), and one that a retained run can hold gives back none. Eight
+ * freed runs of 15 pages, kept apart by live blocks, and a retained amount far above them. */
+TEST(arena_gives_back_what_it_cannot_use)
+{
+	struct lk_arena_stats st;
+
+	rng_state = 12;
+	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB));
+	for (unsigned k = 0; k < 8; k++) {
+		ASSERT_TRUE(do_alloc(60000, 16)); /* 15 pages with its header */
+		ASSERT_TRUE(do_alloc(5000, 16));  /* 2 pages: a live neighbour */
+	}
+	for (int k = 7; k >= 0; k--)
+		do_free((unsigned)k * 2); /* each free moves a live neighbour into the hole */
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15);
+	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: no retained run holds it */
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15 - 2 * 15); /* two whole runs went back */
+	ASSERT_TRUE(do_alloc(10 * 4096 - 64, 16)); /* 10 pages: taken from a retained run */
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15 - 2 * 15 - 10);
+	while (nlive)
+		do_free(nlive - 1);
+	ASSERT_TRUE(lk_arena_check());
+}
+
 /* Freeing much more than the retained amount keeps at most that much in dirty pages, and the
- * pages really go back to the kernel (mincore). Freed 3 MiB blocks raise it to twice their run
- * (glibc's rule), and no more: blocks of 40 MiB, above glibc's mmap threshold cap, do not. */
+ * pages really go back to the kernel (mincore). Freed 3 MiB blocks raise it to one and a half
+ * times their run, and no more: blocks of 40 MiB, above glibc's mmap threshold cap, do not. */
 TEST(arena_retain)
 {
 	static unsigned char vec[(1u << 30) / 4096];
-	const uint64_t retain = 2 * MIB, three = 2 * (3 * MIB / 4096 + 1) * 4096ull;
+	const uint64_t run = 3 * MIB / 4096 + 1, retain = 2 * MIB, three = (run + run / 2) * 4096;
 	struct lk_arena_stats st;
 
 	rng_state = 11;
@@ -390,7 +418,7 @@ TEST(arena_retain)
 			lk_arena_get_stats(&st);
 			ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 		}
-		ASSERT_EQ(st.retain, three); /* a 3 MiB block and its header: 769 pages, twice */
+		ASSERT_EQ(st.retain, three); /* a 3 MiB block and its header: 769 pages, and 384 */
 	}
 	ASSERT_TRUE(do_alloc(40 * MIB, 16));
 	do_free(0);
