@@ -200,7 +200,8 @@ void lk_stack_atfork_child(void)
 		__asm__ volatile("fldcw %0" : : "m"(cw_));                                         \
 	} while (0)
 
-enum walk { WALK_DONE, WALK_MISS, WALK_SLOW, WALK_NEW, WALK_LEARN };
+/* A walk's outcome. WALK_ON only between frames: one step taken, the walk goes on. */
+enum walk { WALK_DONE, WALK_MISS, WALK_SLOW, WALK_NEW, WALK_LEARN, WALK_ON };
 
 /* A frame-pointer frame's two words [a, a + 16) lie in [lo, hi), aligned. */
 static inline bool readable(uintptr_t a, uintptr_t lo, uintptr_t hi)
@@ -397,9 +398,10 @@ struct cursor {
 	int k;
 };
 
-/* Moves c to its caller by rule r: 1, or 0 where the stack ends (r is RULE_END), or the walk to
- * take instead. The walk reads only inside [sp, hi): hi is the thread's stack top. */
-static inline int step_by(uint64_t r, struct cursor *c, uintptr_t hi)
+/* Moves c to its caller by rule r (WALK_ON), or says why not: WALK_DONE where the stack ends (r
+ * is RULE_END), else the walk to take instead. The walk reads only inside [sp, hi): hi is the
+ * thread's stack top. */
+static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
 {
 	uintptr_t cfa, ra;
 
@@ -408,22 +410,22 @@ static inline int step_by(uint64_t r, struct cursor *c, uintptr_t hi)
 		 * words read lie in [sp, cfa): only the top needs a check. */
 		cfa = c->sp + RULE_OFF(r);
 		if (cfa > hi)
-			return -WALK_MISS;
+			return WALK_MISS;
 		ra = ((uintptr_t *)cfa)[-1];
 		if (RULE_RBP(r))
 			c->bp = *(uintptr_t *)(cfa - RULE_RBP(r));
 	} else if (RULE_KIND(r) == RULE_FP) {
 		cfa = c->bp + 16;
 		if (!readable(c->bp, c->sp, hi))
-			return -WALK_MISS;
+			return WALK_MISS;
 		ra = ((uintptr_t *)c->bp)[1];
 		c->bp = ((uintptr_t *)c->bp)[0];
 	} else {
-		return RULE_KIND(r) == RULE_END ? 0 : -WALK_SLOW;
+		return RULE_KIND(r) == RULE_END ? WALK_DONE : WALK_SLOW;
 	}
 	c->ip = ra;
 	c->sp = cfa;
-	return 1;
+	return WALK_ON;
 }
 
 /* The cached walk from c, up to max frames: WALK_DONE with c->k frames in buf, or what to do
@@ -444,15 +446,17 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 	for (; at.k < max; at.k++) {
 		uint64_t r = rule_find(words, mask2, at.ip);
 		buf[at.k] = at.ip;
-		int s = step_by(r, &at, hi); /* no rule (0) is RULE_SLOW's answer: below */
-		if (lk_unlikely(s <= 0)) {
+		w = step_by(r, &at, hi); /* no rule (0) gets WALK_SLOW: below */
+		if (lk_unlikely(w != WALK_ON)) {
 			if (!r)
-				w = fresh ? WALK_LEARN : WALK_NEW;
+				w = fresh ? WALK_LEARN : WALK_NEW; /* at this frame, which stays */
 			else
-				w = s == 0 ? (at.k++, WALK_DONE) : (at.k++, (enum walk) - s);
+				at.k++;
 			break;
 		}
 	}
+	if (w == WALK_ON) /* max frames */
+		w = WALK_DONE;
 	*c = at;
 	return w;
 }
@@ -564,14 +568,16 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 		}
 		struct unwind_job j = { .uc = &uc, .ip = c.ip, .sp = c.sp, .bp = c.bp };
 		run_unwinder(&j);
-		int s = step_by(j.rule, &c, stack_top);
+		w = step_by(j.rule, &c, stack_top);
 		c.k++;
-		w = s > 0 ? walk_cached(&c, buf, cap, true) : s == 0 ? WALK_DONE : (enum walk) - s;
+		if (w == WALK_ON)
+			w = walk_cached(&c, buf, cap, true);
 	}
 	n = c.k;
 	switch (w) {
 	case WALK_DONE:
-	case WALK_LEARN: /* never after the loop above */
+	case WALK_LEARN: /* never after the loop above, nor WALK_ON */
+	case WALK_ON:
 		break;
 	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
 	case WALK_MISS:
