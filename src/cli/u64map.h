@@ -14,7 +14,6 @@
 
 struct lk_u64map_entry {
 	uint64_t key, value;
-	uint32_t home; /* the key's own slot (internal: what removal compares, never rehashed) */
 	bool used;
 };
 
