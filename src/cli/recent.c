@@ -26,17 +26,6 @@ static inline unsigned char *elem_at(const struct lk_recent *r, const struct lk_
 	return (unsigned char *)pg->elem + (size_t)i * r->elem;
 }
 
-/* The sizes its two users keep (a size; struct live_block) are copied inline. */
-static inline void copy_elem(const struct lk_recent *r, void *d, const void *s)
-{
-	if (r->elem == 8)
-		memcpy(d, s, 8);
-	else if (r->elem == 32)
-		memcpy(d, s, 32);
-	else
-		memcpy(d, s, r->elem);
-}
-
 /* Page p's live blocks go to evict, and its memory is left empty for page p + PAGES. */
 static int page_out(struct lk_recent *r, uint64_t p, const struct lk_recent_evict *evict)
 {
@@ -93,7 +82,7 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem,
 	uint64_t bit = 1ull << (i % 64);
 	r->count += !(pg->live[i / 64] & bit);
 	pg->live[i / 64] |= bit;
-	copy_elem(r, elem_at(r, pg, i), elem);
+	memcpy(elem_at(r, pg, i), elem, r->elem);
 	return 0;
 }
 
@@ -111,7 +100,7 @@ int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out)
 	pg->live[i / 64] &= ~bit;
 	r->count--;
 	if (out)
-		copy_elem(r, out, elem_at(r, pg, i));
+		memcpy(out, elem_at(r, pg, i), r->elem);
 	return 1;
 }
 
