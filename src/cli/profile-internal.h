@@ -90,16 +90,24 @@ static inline uint32_t live_hash(uint64_t block)
 	return (uint32_t)block;
 }
 
-/* Asks the cache for the element or entry where a lookup of block starts: a hint, which changes
- * nothing.
- * always_inline: as a call, GCC finds it free of side effects and drops it, prefetch and all. */
+/* Asks the cache for the table entry where a lookup of block starts: a hint, which changes
+ * nothing. always_inline: as a call, GCC finds it free of side effects and drops it, prefetch
+ * and all. */
+static inline __attribute__((always_inline)) void live_table_prefetch(const struct live_set *ls,
+								       uint64_t block)
+{
+	if (ls->size)
+		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
+}
+
+/* The same for block's element in the recent window, or its table entry if it is behind it. */
 static inline __attribute__((always_inline)) void live_set_prefetch(const struct live_set *ls,
 								     uint64_t block)
 {
 	if (!lk_recent_behind(&ls->recent, block))
 		lk_recent_prefetch(&ls->recent, block);
-	else if (ls->size)
-		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
+	else
+		live_table_prefetch(ls, block);
 }
 
 struct live_weight live_weigh_sampled(uint64_t size, uint64_t period);

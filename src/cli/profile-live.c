@@ -129,10 +129,7 @@ static int table_put(struct live_set *ls, uint64_t block, uint32_t slot1)
 /* Where the table's lookup of block starts, asked of the cache ahead of to_table. */
 static void table_hint(void *ctx, uint64_t block)
 {
-	const struct live_set *ls = ctx;
-
-	if (ls->size)
-		__builtin_prefetch(&ls->e[live_hash(block) & (ls->size - 1)]);
+	live_table_prefetch(ctx, block);
 }
 
 /* A block into a slot of the array and the table: one that outlives the recent window
