@@ -40,8 +40,8 @@ static void visit_recent(void *ctx, uint64_t block, const void *value)
 
 int lk_blockset_add(struct lk_blockset *s, uint64_t block, uint64_t value)
 {
-	uint64_t *v = lk_recent_behind(&s->recent, block) ? lk_u64map_get(&s->old, block)
-							   : lk_recent_get(&s->recent, block);
+	bool behind = lk_recent_behind(&s->recent, block);
+	uint64_t *v = behind ? lk_u64map_get(&s->old, block) : lk_recent_get(&s->recent, block);
 
 	if (v) {
 		*v = value;
@@ -49,7 +49,7 @@ int lk_blockset_add(struct lk_blockset *s, uint64_t block, uint64_t value)
 	}
 	if (lk_blockset_count(s) >= s->max_count)
 		return -E2BIG;
-	if (lk_recent_behind(&s->recent, block))
+	if (behind)
 		return lk_u64map_put(&s->old, block, value);
 	return lk_recent_add(&s->recent, block, &value,
 			     &(struct lk_recent_evict){ .put = to_old, .ctx = s });

@@ -49,11 +49,18 @@ static int page_out(struct lk_recent *r, uint64_t p, const struct lk_recent_evic
 	return 0;
 }
 
-void *lk_recent_get(struct lk_recent *r, uint64_t block)
+/* The page that holds block if it lies in the window and its page was ever used, else NULL. */
+static inline struct lk_recent_page *page_of(const struct lk_recent *r, uint64_t block)
 {
 	uint64_t p = block / PAGE;
+
+	return p >= r->first && p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
+}
+
+void *lk_recent_get(struct lk_recent *r, uint64_t block)
+{
+	struct lk_recent_page *pg = page_of(r, block);
 	unsigned i = (unsigned)(block % PAGE);
-	struct lk_recent_page *pg = p >= r->first && p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
 
 	return pg && pg->live[i / 64] >> (i % 64) & 1 ? elem_at(r, pg, i) : NULL;
 }
@@ -88,12 +95,11 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem,
 
 int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out)
 {
-	uint64_t p = block / PAGE;
 	unsigned i = (unsigned)(block % PAGE);
 
-	if (p < r->first)
+	if (lk_recent_behind(r, block))
 		return -ERANGE;
-	struct lk_recent_page *pg = p - r->first < PAGES ? r->ring[p % PAGES] : NULL;
+	struct lk_recent_page *pg = page_of(r, block);
 	uint64_t bit = 1ull << (i % 64);
 	if (!pg || !(pg->live[i / 64] & bit))
 		return 0;
