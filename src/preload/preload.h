@@ -128,8 +128,10 @@ bool lk_arena_check(void);                                /* invariant checker, 
 /* No lock held; gen: lk_modules_gen()'s answer, taken after this allocation call began, and
  * whether it was a fresh look at the loader (else a capture that meets a return address it has
  * no rule for looks again before it goes on). */
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh);
-uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n); /* caller holds lk_lock */
+/* The stack's frames, and its hash for lk_stack_intern (computed outside lk_lock). */
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh,
+			  uint64_t *hash);
+uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
 /* unwind-io.c: libunwind's address checks go through no descriptor (before its first use). */

@@ -213,11 +213,12 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
 	uint32_t n = 0;
+	uint64_t hash = 0;
 	if (lk_loader_enter(false)) { /* no stack rather than a hang: loader.c */
 		/* Modules first: every frame on this stack was there before this call began. */
 		bool fresh;
 		unsigned long long gen = lk_modules_gen(&fresh);
-		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, gen, fresh);
+		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, gen, fresh, &hash);
 		lk_loader_exit();
 	}
 	size_t usable = lk_real_usable(size, align);
@@ -239,7 +240,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
 		b->magic = LK_BLOCK_LIVE; /* old may have been quiet */
-		b->stack = lk_stack_intern(frames, n);
+		b->stack = lk_stack_intern(frames, n, hash);
 		b->size = size;
 		b->time_ns = now;
 		uint32_t sid = lk_stack_file_id(b->stack); /* writes the stack first if new */

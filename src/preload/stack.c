@@ -182,12 +182,6 @@ static bool rules_current(unsigned long long gen)
 	return true;
 }
 
-void lk_stack_atfork_child(void)
-{
-	learning = 0; /* their holders did not come along */
-	alt_busy = 0;
-}
-
 /* unw_getcontext, keeping the x87 control word. libunwind's x86_64 getcontext saves the x87
  * environment with fnstenv, which then masks every x87 exception: a program that had unmasked
  * some (feenableexcept) lost that at a sample (tests/preload/fpenv.c). A macro, because a walk
@@ -398,10 +392,71 @@ struct cursor {
 	int k;
 };
 
+/* ---- the previous walk ----
+ *
+ * A walk is a chain of dependent loads: a frame's rule is found by its return address, which its
+ * callee's step has just read. Consecutive samples of a thread mostly share their outer frames (a
+ * request loop, an interpreter) and their innermost ones (the allocator's wrappers), so each
+ * thread's last walk is kept: for every frame its state (ip, %rsp, %rbp), its rule and where its
+ * step read the caller's %rbp. Two shortcuts follow from it:
+ *
+ * - A frame whose ip is the last walk's at the same depth takes that frame's rule, with no
+ *   lookup for the step to wait on.
+ * - A walk that reaches a frame of the last walk (same %rsp, same ip) goes on along it for as
+ *   long as the return address each step read (just below the caller's %rsp) is still there.
+ *   Those loads have addresses known in advance, so they do not wait on one another. %rbp may
+ *   differ (code without frame pointers keeps data in it); it matters only to a frame-pointer
+ *   step, which is taken by the rules when it does, and a step that reloads it reads it again.
+ *
+ * A walk's frames are a function of its first frame's state, the words it reads, the rules and
+ * the stack top. With the same rule table (a new one whenever rules are forgotten, rules_replace)
+ * and the same stack top, a step from the same state by the same rule reads the same addresses,
+ * and equal words there give the same caller: the shortcut cannot change a stack
+ * (tests/preload/unwind.c: twin callers, and two callers that put one frame-pointer frame at the
+ * same %rsp with a different %rbp). Every word it reads lies between the meeting frame's %rsp
+ * and the stack top, as the walk's own reads do.
+ *
+ * The last walks live in slots chosen by thread id and taken with a try-lock, so that a thread
+ * that exits leaves nothing behind and two threads sharing a slot cost a shortcut, never a wrong
+ * frame. Thread-local storage would come out of every thread's stack (glibc places static TLS
+ * there). */
+#define MEMO_FRAMES 64
+#define MEMO_SLOTS 64
+
+struct memo_frame {
+	uintptr_t ip, sp, bp; /* the frame's state */
+	uintptr_t rd;         /* where its step read the caller's %rbp; 0: the caller has this one's */
+	uint64_t rule;        /* ip's */
+};
+
+struct memo {
+	int busy;              /* try-lock */
+	uint32_t tid;          /* whose walk f[cur] is */
+	uintptr_t hi;          /* that thread's stack top then */
+	const struct rules *t; /* the rules it went by */
+	uint32_t cur, n;       /* f[cur][0, n): the walk's first frames */
+	bool whole;            /* ... all of them: its last frame is where the stack ends */
+	struct memo_frame f[2][MEMO_FRAMES];
+};
+
+static struct memo memos[MEMO_SLOTS] __attribute__((aligned(64)));
+
+/* A walk's use of its thread's memo: the last walk to follow (old, m frames), and where this
+ * walk's own frames go (rec). */
+struct memo_walk {
+	const struct memo_frame *old;
+	uint32_t m;
+	bool whole;
+	uintptr_t hi;
+	const struct rules *t;
+	struct memo_frame *rec;
+	bool ended; /* out: this walk ended where the stack ends */
+};
+
 /* Moves c to its caller by rule r (WALK_ON), or says why not: WALK_DONE where the stack ends (r
  * is RULE_END), else the walk to take instead. The walk reads only inside [sp, hi): hi is the
  * thread's stack top. */
-static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
+static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi, uintptr_t *rd)
 {
 	uintptr_t cfa, ra;
 
@@ -412,13 +467,15 @@ static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
 		if (cfa > hi)
 			return WALK_MISS;
 		ra = ((uintptr_t *)cfa)[-1];
-		if (RULE_RBP(r))
-			c->bp = *(uintptr_t *)(cfa - RULE_RBP(r));
+		*rd = RULE_RBP(r) ? cfa - RULE_RBP(r) : 0;
+		if (*rd)
+			c->bp = *(uintptr_t *)*rd;
 	} else if (RULE_KIND(r) == RULE_FP) {
 		cfa = c->bp + 16;
 		if (!readable(c->bp, c->sp, hi))
 			return WALK_MISS;
 		ra = ((uintptr_t *)c->bp)[1];
+		*rd = c->bp;
 		c->bp = ((uintptr_t *)c->bp)[0];
 	} else {
 		return RULE_KIND(r) == RULE_END ? WALK_DONE : WALK_SLOW;
@@ -432,33 +489,135 @@ static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
  * instead. At a frame without a rule it stops there: WALK_LEARN if the generation the rules were
  * checked against is a fresh one, so that the caller takes one libunwind step and goes on from
  * the cache; otherwise WALK_NEW, and the caller looks at the loader first (a return address never
- * seen may be in a library loaded since). */
-static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fresh)
+ * seen may be in a library loaded since). With mw, it follows the thread's last walk where it
+ * meets it, and records its own first MEMO_FRAMES frames. */
+static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fresh,
+			     struct memo_walk *mw)
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
 	struct cursor at = *c; /* locals, which buf's stores cannot alias */
-	uintptr_t hi = stack_top;
+	uintptr_t hi = stack_top, rd = 0;
 	enum walk w = WALK_DONE;
 
 	if (!t || (at.k == 0 && at.sp >= hi)) /* a thread not walked yet, or a stack elsewhere */
 		return WALK_MISS;
 	const uint64_t *words = (const uint64_t *)t->slot, mask2 = t->mask << 1;
+	const struct memo_frame *old = NULL;
+	struct memo_frame *rec = NULL;
+	uint32_t m = 0, j = 0;
+	int nrec = 0;
+	bool ended = false;
+	if (mw) {
+		old = mw->old;
+		m = mw->t == t && mw->hi == hi ? mw->m : 0; /* the same rules, the same stack */
+		rec = mw->rec;
+		nrec = MEMO_FRAMES;
+		mw->t = t;
+		mw->hi = hi;
+	}
 	for (; at.k < max; at.k++) {
-		uint64_t r = rule_find(words, mask2, at.ip);
-		buf[at.k] = at.ip;
-		w = step_by(r, &at, hi); /* no rule (0) gets WALK_SLOW: below */
-		if (lk_unlikely(w != WALK_ON)) {
-			if (!r)
-				w = fresh ? WALK_LEARN : WALK_NEW; /* at this frame, which stays */
-			else
+		while (j < m && old[j].sp < at.sp) /* the %rsp of a walk's frames only grows */
+			j++;
+		if (j < m && old[j].sp == at.sp && old[j].ip == at.ip) {
+			/* The last walk was at this frame: its callers are this walk's for as long
+			 * as the return addresses its steps read are still there. %rbp may differ
+			 * (code without frame pointers keeps data in it): it matters only to a
+			 * frame-pointer step, and a step that reloads it takes what is there now. */
+			bool done = false;
+			for (;; j++, at.k++) {
+				buf[at.k] = at.ip;
+				if (at.k < nrec) {
+					rec[at.k] = old[j];
+					rec[at.k].bp = at.bp;
+				}
+				if (j + 1 == m) { /* its last frame: the end, or step on from it */
+					done = ended = mw->whole;
+					break;
+				}
+				if (at.k + 1 == max) { /* its step from here went on: so would this */
+					done = true;
+					break;
+				}
+				if (at.bp != old[j].bp && RULE_KIND(old[j].rule) == RULE_FP)
+					break; /* this step goes by this walk's %rbp */
+				const struct memo_frame *nx = &old[j + 1];
+				if (((const uintptr_t *)nx->sp)[-1] != nx->ip)
+					break; /* a different caller from here: step by the rules */
+				if (old[j].rd)
+					at.bp = *(const uintptr_t *)old[j].rd;
+				at.ip = nx->ip;
+				at.sp = nx->sp;
+			}
+			if (done) {
 				at.k++;
+				break;
+			}
+		}
+		/* The same address as the last walk's frame at this depth (the allocator's own
+		 * wrappers, nearly always): its rule, without a lookup that the step must wait for. */
+		uint64_t r = (uint32_t)at.k < m && old[at.k].ip == at.ip
+				     ? old[at.k].rule
+				     : rule_find(words, mask2, at.ip);
+		buf[at.k] = at.ip;
+		if (at.k < nrec)
+			rec[at.k] = (struct memo_frame){ .ip = at.ip, .sp = at.sp, .bp = at.bp,
+							 .rule = r };
+		w = step_by(r, &at, hi, &rd); /* no rule (0) gets WALK_SLOW: below */
+		if (lk_unlikely(w != WALK_ON)) {
+			if (!r) {
+				w = fresh ? WALK_LEARN : WALK_NEW; /* at this frame, which stays */
+			} else {
+				ended = w == WALK_DONE;
+				at.k++;
+			}
 			break;
 		}
+		if (at.k < nrec)
+			rec[at.k].rd = rd;
 	}
 	if (w == WALK_ON) /* max frames */
 		w = WALK_DONE;
+	if (mw)
+		mw->ended = ended;
 	*c = at;
 	return w;
+}
+
+void lk_stack_atfork_child(void)
+{
+	learning = 0; /* their holders did not come along */
+	alt_busy = 0;
+	for (int i = 0; i < MEMO_SLOTS; i++)
+		memos[i].busy = 0;
+}
+
+/* This thread's memo slot, taken, with the walk's view of it in mw; NULL if another thread has
+ * it now (a walk without the shortcut). */
+static struct memo *memo_take(struct memo_walk *mw)
+{
+	uint32_t tid = lk_tls.tid;
+	struct memo *mo = &memos[tid & (MEMO_SLOTS - 1)];
+
+	if (__atomic_exchange_n(&mo->busy, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	*mw = (struct memo_walk){ .old = mo->f[mo->cur], .m = mo->tid == tid ? mo->n : 0,
+				  .whole = mo->whole, .hi = mo->hi, .t = mo->t,
+				  .rec = mo->f[mo->cur ^ 1] };
+	return mo;
+}
+
+/* Gives the slot back; with keep, the walk of n frames just recorded is the one to follow next. */
+static void memo_put(struct memo *mo, const struct memo_walk *mw, int n, bool keep)
+{
+	if (keep) {
+		mo->cur ^= 1;
+		mo->n = n < MEMO_FRAMES ? (uint32_t)n : MEMO_FRAMES;
+		mo->whole = mw->ended && n <= MEMO_FRAMES;
+		mo->tid = lk_tls.tid;
+		mo->hi = mw->hi;
+		mo->t = mw->t;
+	}
+	__atomic_store_n(&mo->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* The executable segment that holds the address at: [*lo, *hi). */
@@ -535,7 +694,33 @@ int lk_stack_init(void)
 	return 0;
 }
 
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh)
+/* A multiply and an add a frame, in four lanes so that the multiplies do not wait on one another,
+ * then the lanes and one mix for the table's low bits. The table compares whole stacks, so a
+ * collision costs a probe, never a wrong id. */
+static uint64_t hash_frames(const uint64_t *f, uint32_t n)
+{
+	const uint64_t K = 0xff51afd7ed558ccdull;
+	uint64_t a = 0x9e3779b97f4a7c15ull ^ n, b = 0x6a09e667f3bcc909ull,
+		 c = 0xbb67ae8584caa73bull, d = 0x3c6ef372fe94f82bull;
+	uint32_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		a = (a + f[i]) * K;
+		b = (b + f[i + 1]) * K;
+		c = (c + f[i + 2]) * K;
+		d = (d + f[i + 3]) * K;
+	}
+	for (; i < n; i++)
+		a = (a + f[i]) * K;
+	uint64_t h = ((a * K + b) * K + c) * K + d;
+	h ^= h >> 32;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return h | 1;
+}
+
+uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh,
+			  uint64_t *hash)
 {
 	uint64_t buf[LK_MAX_FRAMES + 8];
 	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
@@ -551,13 +736,21 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	uint32_t k = 0;
 	enum walk w;
 
-	w = rules_current(gen) ? walk_cached(&c, buf, cap, fresh) : WALK_SLOW;
+	if (rules_current(gen)) {
+		struct memo_walk mw;
+		struct memo *mo = memo_take(&mw);
+		w = walk_cached(&c, buf, cap, fresh, mo ? &mw : NULL);
+		if (mo)
+			memo_put(mo, &mw, c.k, w == WALK_DONE);
+	} else {
+		w = WALK_SLOW;
+	}
 	if (w != WALK_DONE && !fresh) {
 		/* New code on the stack, or libunwind's walk ahead, which may meet some: the
 		 * modules first, and rules for the loader as it is now. */
 		gen = lk_modules_refresh(false);
 		c = top;
-		w = rules_current(gen) ? walk_cached(&c, buf, cap, true) : WALK_SLOW;
+		w = rules_current(gen) ? walk_cached(&c, buf, cap, true, NULL) : WALK_SLOW;
 	}
 	while (w == WALK_LEARN) {
 		/* A frame without a rule: one libunwind step learns it, from a context that holds
@@ -568,10 +761,11 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 		}
 		struct unwind_job j = { .uc = &uc, .ip = c.ip, .sp = c.sp, .bp = c.bp };
 		run_unwinder(&j);
-		w = step_by(j.rule, &c, stack_top);
+		uintptr_t rd;
+		w = step_by(j.rule, &c, stack_top, &rd);
 		c.k++;
 		if (w == WALK_ON)
-			w = walk_cached(&c, buf, cap, true);
+			w = walk_cached(&c, buf, cap, true, NULL);
 	}
 	n = c.k;
 	switch (w) {
@@ -597,21 +791,14 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	i += (int)k;
 	if (i < n || n == cap)
 		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
+	/* The hash here, outside lk_lock, and its slot on its way into the cache: a slot in a table
+	 * that is being replaced is a prefetch of nothing, never a fault. */
+	*hash = hash_frames(frames, k);
+	uint32_t *slots = __atomic_load_n(&S.slots, __ATOMIC_RELAXED);
+	uint32_t scap = __atomic_load_n(&S.slots_cap, __ATOMIC_RELAXED);
+	if (slots)
+		__builtin_prefetch(&slots[*hash & (scap - 1)]);
 	return k;
-}
-
-/* A multiply and an add a frame, and one mix at the end for the table's low bits. The table
- * compares whole stacks, so a collision costs a probe, never a wrong id. */
-static uint64_t hash_frames(const uint64_t *f, uint32_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-
-	for (uint32_t i = 0; i < n; i++)
-		h = (h + f[i]) * 0xff51afd7ed558ccdull;
-	h ^= h >> 32;
-	h *= 0xc4ceb9fe1a85ec53ull;
-	h ^= h >> 29;
-	return h | 1;
 }
 
 /* Grows a mapping to at least `need` bytes (doubling); false when the kernel says no. */
@@ -650,7 +837,7 @@ static bool rehash(uint32_t cap)
 	return true;
 }
 
-uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n)
+uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 {
 	uint32_t id = 0;
 
@@ -658,7 +845,6 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n)
 		lk_counters[LK_CNT_UNWIND_FAILED]++;
 		return 0;
 	}
-	uint64_t h = hash_frames(frames, n);
 	if (S.slots_cap) {
 		for (uint32_t j = (uint32_t)h & (S.slots_cap - 1); S.slots[j]; j = (j + 1) & (S.slots_cap - 1)) {
 			struct entry *e = &S.ents[S.slots[j]];

@@ -13,10 +13,12 @@
  * a signal handler that allocates, on the thread's stack and on a sigaltstack; two callers with
  * the same frame size around one function, so that its frame sits at the same place with the
  * same registers while the return address above it changes (the unwinder's record of the previous
- * walk must notice).
+ * walk must notice); two callers that put a frame-pointer frame at the same %rsp with a different
+ * %rbp.
  */
 #include <alloca.h>
 #include <signal.h>
+#include <stdbool.h>
 
 #include "notes.h"
 
@@ -108,6 +110,57 @@ static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
 	return r;
 }
 
+/* Two callers of different depth reach fp_level, whose alloca makes up the difference: leaf's
+ * frame and fp_level's %rsp and return address are then the same for both, and only %rbp, from
+ * which fp_level's caller is found, differs. The deeper caller's return address stays behind in
+ * bytes that the other call's alloca takes and never writes, right where the deeper caller's
+ * %rbp had pointed: a record of the previous walk followed from %rsp alone would take the deeper
+ * caller's frames for the other's. */
+static uintptr_t fp_at; /* where fp_level's alloca'd bytes began, last call */
+
+static __attribute__((noinline, noclone)) unsigned long fp_level(size_t pad, bool alloc)
+{
+	volatile char *buf = alloca(pad);
+
+	buf[0] = 1;
+	fp_at = (uintptr_t)buf;
+	unsigned long r = (alloc ? leaf() : 0) + buf[0];
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long fp_near(size_t pad, bool alloc)
+{
+	unsigned long r = fp_level(pad, alloc) + 1;
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long fp_far(size_t pad, bool alloc)
+{
+	volatile char buf[512];
+
+	buf[0] = 2;
+	unsigned long r = fp_level(pad, alloc) + buf[0];
+	sink += r;
+	return r;
+}
+
+static void same_sp_other_rbp(void)
+{
+	size_t pad = 4096;
+
+	fp_near(pad, false);
+	uintptr_t near = fp_at;
+	fp_far(pad, false);
+	size_t far_pad = pad - (near - fp_at); /* the far caller's frame is below the near one's */
+	fp_far(far_pad, false);
+	CHECK(fp_at == near, "fp_level's alloca at %#lx and %#lx", (unsigned long)near,
+	      (unsigned long)fp_at);
+	for (int i = 0; i < 20; i++)
+		sink += i & 1 ? fp_near(pad, true) : fp_far(far_pad, true);
+}
+
 static void shapes(int rounds)
 {
 	for (int i = 0; i < rounds; i++)
@@ -133,6 +186,7 @@ int main(void)
 	shapes(40);
 	for (int i = 0; i < 20; i++)
 		sink += i & 1 ? twin_b(i) : twin_a(i);
+	same_sp_other_rbp();
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)30) == 0, "thread");
 	for (int i = 0; i < 2; i++)
