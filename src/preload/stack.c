@@ -520,35 +520,38 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 			j++;
 		if (j < m && old[j].sp == at.sp && old[j].ip == at.ip) {
 			/* The last walk was at this frame: its callers are this walk's for as long
-			 * as the return addresses its steps read are still there. %rbp may differ
-			 * (code without frame pointers keeps data in it): it matters only to a
-			 * frame-pointer step, and a step that reloads it takes what is there now. */
-			bool done = false;
-			for (;; j++, at.k++) {
-				buf[at.k] = at.ip;
-				if (at.k < nrec) {
-					rec[at.k] = old[j];
-					rec[at.k].bp = at.bp;
-				}
-				if (j + 1 == m) { /* its last frame: the end, or step on from it */
-					done = ended = mw->whole;
-					break;
-				}
-				if (at.k + 1 == max) { /* its step from here went on: so would this */
-					done = true;
-					break;
-				}
+			 * as the return addresses its steps read are still there, up to its last
+			 * frame or this walk's max. %rbp may differ (code without frame pointers
+			 * keeps data in it): it matters only to a frame-pointer step, which is
+			 * taken by the rules when it does, and a step that reloads it reads it. */
+			uint32_t j0 = j, last = m - 1;
+			int k0 = at.k;
+			if (last - j0 > (uint32_t)(max - 1 - k0))
+				last = j0 + (uint32_t)(max - 1 - k0);
+			for (; j < last; j++) {
+				const struct memo_frame *nx = &old[j + 1];
 				if (at.bp != old[j].bp && RULE_KIND(old[j].rule) == RULE_FP)
 					break; /* this step goes by this walk's %rbp */
-				const struct memo_frame *nx = &old[j + 1];
 				if (((const uintptr_t *)nx->sp)[-1] != nx->ip)
 					break; /* a different caller from here: step by the rules */
 				if (old[j].rd)
 					at.bp = *(const uintptr_t *)old[j].rd;
-				at.ip = nx->ip;
-				at.sp = nx->sp;
 			}
-			if (done) {
+			/* Frames j0..j are this walk's k0..: a record's %rbp is read only where its
+			 * rule is the frame pointer, and up to j it is the same there. */
+			for (uint32_t i = j0; i <= j; i++)
+				buf[k0 + (int)(i - j0)] = old[i].ip;
+			at.k = k0 + (int)(j - j0);
+			if (k0 < nrec) {
+				int e = at.k < nrec ? at.k + 1 : nrec;
+				memcpy(rec + k0, old + j0, (size_t)(e - k0) * sizeof(*rec));
+				if (at.k < nrec)
+					rec[at.k].bp = at.bp;
+			}
+			at.ip = old[j].ip;
+			at.sp = old[j].sp;
+			if (j == last && (j + 1 < m || mw->whole)) { /* max frames, or the end */
+				ended = j + 1 == m;
 				at.k++;
 				break;
 			}
