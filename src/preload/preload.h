@@ -128,9 +128,12 @@ bool lk_arena_check(void);                                /* invariant checker, 
 /* No lock held; gen: lk_modules_gen()'s answer, taken after this allocation call began, and
  * whether it was a fresh look at the loader (else a capture that meets a return address it has
  * no rule for looks again before it goes on). */
-/* The stack's frames, and its hash for lk_stack_intern (computed outside lk_lock). */
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh,
-			  uint64_t *hash);
+/* The stack: its frames (at most max, in *frames, which points into buf), and its hash for
+ * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES: the walk starts in
+ * libleek's own frames, which are left out. */
+#define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, bool fresh,
+			  uint64_t *hash, const uint64_t **frames);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);

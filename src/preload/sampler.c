@@ -206,7 +206,8 @@ static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
 				 void *old)
 {
-	uint64_t frames[LK_MAX_FRAMES];
+	uint64_t buf[LK_CAPTURE_FRAMES];
+	const uint64_t *frames = buf;
 	int saved = errno;
 	void *p = NULL;
 
@@ -218,7 +219,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 		/* Modules first: every frame on this stack was there before this call began. */
 		bool fresh;
 		unsigned long long gen = lk_modules_gen(&fresh);
-		n = lk_stack_capture(frames, (uint32_t)lk_cfg.max_frames, gen, fresh, &hash);
+		n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, gen, fresh, &hash, &frames);
 		lk_loader_exit();
 	}
 	size_t usable = lk_real_usable(size, align);

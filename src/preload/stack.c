@@ -676,11 +676,11 @@ LK_EXPORT int pipe2(int fds[2], int flags)
  * later. The rules it learns are dropped at the first capture (rules_gen). */
 static __attribute__((noinline)) void warm_up(void)
 {
-	uint64_t buf[LK_MAX_FRAMES + 8];
+	uint64_t buf[LK_CAPTURE_FRAMES];
 	unw_context_t uc;
 
 	get_context(&uc);
-	walk_learn(&uc, buf, LK_MAX_FRAMES + 8);
+	walk_learn(&uc, buf, LK_CAPTURE_FRAMES);
 }
 
 int lk_stack_init(void)
@@ -722,11 +722,10 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n)
 	return h | 1;
 }
 
-uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen, bool fresh,
-			  uint64_t *hash)
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, bool fresh,
+			  uint64_t *hash, const uint64_t **frames)
 {
-	uint64_t buf[LK_MAX_FRAMES + 8];
-	int cap = (int)(max + 8 < LK_MAX_FRAMES + 8 ? max + 8 : LK_MAX_FRAMES + 8), n = 0, i = 0;
+	int cap = (int)(max + 8 < LK_CAPTURE_FRAMES ? max + 8 : LK_CAPTURE_FRAMES), n = 0, i = 0;
 	/* The cached walk starts at this function's caller, from its frame pointer (libleek is
 	 * built with them, and __builtin_frame_address gives this function one in any case): no
 	 * register state to save, which cost a sample 6% of its time (docs/performance.md). */
@@ -790,13 +789,12 @@ uint32_t lk_stack_capture(uint64_t *frames, uint32_t max, unsigned long long gen
 	while (i < n && buf[i] - self_lo < self_hi - self_lo)
 		i++;
 	k = (uint32_t)(n - i) < max ? (uint32_t)(n - i) : max;
-	memcpy(frames, buf + i, k * sizeof(*frames));
-	i += (int)k;
-	if (i < n || n == cap)
+	*frames = buf + i; /* libleek's own frames left out */
+	if (i + (int)k < n || n == cap)
 		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 	/* The hash here, outside lk_lock, and its slot on its way into the cache: a slot in a table
 	 * that is being replaced is a prefetch of nothing, never a fault. */
-	*hash = hash_frames(frames, k);
+	*hash = hash_frames(*frames, k);
 	uint32_t *slots = __atomic_load_n(&S.slots, __ATOMIC_RELAXED);
 	uint32_t scap = __atomic_load_n(&S.slots_cap, __ATOMIC_RELAXED);
 	if (slots)
