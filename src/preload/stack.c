@@ -397,8 +397,8 @@ struct cursor {
  * A walk is a chain of dependent loads: a frame's rule is found by its return address, which its
  * callee's step has just read. Consecutive samples of a thread mostly share their outer frames (a
  * request loop, an interpreter) and their innermost ones (the allocator's wrappers), so each
- * thread's last walk is kept: for every frame its state (ip, %rsp, %rbp), its rule and where its
- * step read the caller's %rbp. Two shortcuts follow from it:
+ * thread's last walk is kept: for every frame its state (ip, %rsp, %rbp) and its rule. Two
+ * shortcuts follow from it:
  *
  * - A frame whose ip is the last walk's at the same depth takes that frame's rule, with no
  *   lookup for the step to wait on.
@@ -425,7 +425,6 @@ struct cursor {
 
 struct memo_frame {
 	uintptr_t ip, sp, bp; /* the frame's state */
-	uintptr_t rd;         /* where its step read the caller's %rbp; 0: the caller has this one's */
 	uint64_t rule;        /* ip's */
 };
 
@@ -436,8 +435,10 @@ struct memo {
 	const struct rules *t; /* the rules it went by */
 	uint32_t cur, n;       /* f[cur][0, n): the walk's first frames */
 	bool whole;            /* ... all of them: its last frame is where the stack ends */
-	struct memo_frame f[2][MEMO_FRAMES];
+	struct memo_frame f[2][MEMO_FRAMES + 1]; /* + the end: a frame with %rsp UINTPTR_MAX */
 };
+
+static const struct memo_frame memo_none = { .sp = UINTPTR_MAX }; /* a walk of no frames */
 
 static struct memo memos[MEMO_SLOTS] __attribute__((aligned(64)));
 
@@ -456,7 +457,7 @@ struct memo_walk {
 /* Moves c to its caller by rule r (WALK_ON), or says why not: WALK_DONE where the stack ends (r
  * is RULE_END), else the walk to take instead. The walk reads only inside [sp, hi): hi is the
  * thread's stack top. */
-static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi, uintptr_t *rd)
+static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
 {
 	uintptr_t cfa, ra;
 
@@ -467,15 +468,13 @@ static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi, uint
 		if (cfa > hi)
 			return WALK_MISS;
 		ra = ((uintptr_t *)cfa)[-1];
-		*rd = RULE_RBP(r) ? cfa - RULE_RBP(r) : 0;
-		if (*rd)
-			c->bp = *(uintptr_t *)*rd;
+		if (RULE_RBP(r))
+			c->bp = *(uintptr_t *)(cfa - RULE_RBP(r));
 	} else if (RULE_KIND(r) == RULE_FP) {
 		cfa = c->bp + 16;
 		if (!readable(c->bp, c->sp, hi))
 			return WALK_MISS;
 		ra = ((uintptr_t *)c->bp)[1];
-		*rd = c->bp;
 		c->bp = ((uintptr_t *)c->bp)[0];
 	} else {
 		return RULE_KIND(r) == RULE_END ? WALK_DONE : WALK_SLOW;
@@ -496,29 +495,29 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
 	struct cursor at = *c; /* locals, which buf's stores cannot alias */
-	uintptr_t hi = stack_top, rd = 0;
+	uintptr_t hi = stack_top;
 	enum walk w = WALK_DONE;
 
 	if (!t || (at.k == 0 && at.sp >= hi)) /* a thread not walked yet, or a stack elsewhere */
 		return WALK_MISS;
 	const uint64_t *words = (const uint64_t *)t->slot, mask2 = t->mask << 1;
-	const struct memo_frame *old = NULL;
+	const struct memo_frame *old = &memo_none;
 	struct memo_frame *rec = NULL;
 	uint32_t m = 0, j = 0;
 	int nrec = 0;
 	bool ended = false;
 	if (mw) {
-		old = mw->old;
 		m = mw->t == t && mw->hi == hi ? mw->m : 0; /* the same rules, the same stack */
+		old = m ? mw->old : &memo_none;
 		rec = mw->rec;
 		nrec = MEMO_FRAMES;
 		mw->t = t;
 		mw->hi = hi;
 	}
 	for (; at.k < max; at.k++) {
-		while (j < m && old[j].sp < at.sp) /* the %rsp of a walk's frames only grows */
+		while (old[j].sp < at.sp) /* the %rsp of a walk's frames only grows, to its end's */
 			j++;
-		if (j < m && old[j].sp == at.sp && old[j].ip == at.ip) {
+		if (old[j].sp == at.sp && old[j].ip == at.ip) {
 			/* The last walk was at this frame: its callers are this walk's for as long
 			 * as the return addresses its steps read are still there, up to its last
 			 * frame or this walk's max. %rbp may differ (code without frame pointers
@@ -530,17 +529,25 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 				last = j0 + (uint32_t)(max - 1 - k0);
 			for (; j < last; j++) {
 				const struct memo_frame *nx = &old[j + 1];
-				if (at.bp != old[j].bp && RULE_KIND(old[j].rule) == RULE_FP)
-					break; /* this step goes by this walk's %rbp */
+				uint64_t r = old[j].rule;
+				uintptr_t rd; /* where this step reads the caller's %rbp, if it does */
+				if (RULE_KIND(r) == RULE_FP) {
+					if (at.bp != old[j].bp)
+						break; /* this step goes by this walk's %rbp */
+					rd = at.bp;
+				} else {
+					rd = RULE_RBP(r) ? nx->sp - RULE_RBP(r) : 0;
+				}
 				if (((const uintptr_t *)nx->sp)[-1] != nx->ip)
 					break; /* a different caller from here: step by the rules */
-				if (old[j].rd)
-					at.bp = *(const uintptr_t *)old[j].rd;
+				if (rd)
+					at.bp = *(const uintptr_t *)rd;
 			}
 			/* Frames j0..j are this walk's k0..: a record's %rbp is read only where its
 			 * rule is the frame pointer, and up to j it is the same there. */
-			for (uint32_t i = j0; i <= j; i++)
-				buf[k0 + (int)(i - j0)] = old[i].ip;
+			uint64_t *to = buf + k0;
+			for (const struct memo_frame *f = old + j0; f <= old + j; f++)
+				*to++ = f->ip;
 			at.k = k0 + (int)(j - j0);
 			if (k0 < nrec) {
 				int e = at.k < nrec ? at.k + 1 : nrec;
@@ -565,7 +572,7 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 		if (at.k < nrec)
 			rec[at.k] = (struct memo_frame){ .ip = at.ip, .sp = at.sp, .bp = at.bp,
 							 .rule = r };
-		w = step_by(r, &at, hi, &rd); /* no rule (0) gets WALK_SLOW: below */
+		w = step_by(r, &at, hi); /* no rule (0) gets WALK_SLOW: below */
 		if (lk_unlikely(w != WALK_ON)) {
 			if (!r) {
 				w = fresh ? WALK_LEARN : WALK_NEW; /* at this frame, which stays */
@@ -575,8 +582,6 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 			}
 			break;
 		}
-		if (at.k < nrec)
-			rec[at.k].rd = rd;
 	}
 	if (w == WALK_ON) /* max frames */
 		w = WALK_DONE;
@@ -615,6 +620,7 @@ static void memo_put(struct memo *mo, const struct memo_walk *mw, int n, bool ke
 	if (keep) {
 		mo->cur ^= 1;
 		mo->n = n < MEMO_FRAMES ? (uint32_t)n : MEMO_FRAMES;
+		mo->f[mo->cur][mo->n].sp = UINTPTR_MAX;
 		mo->whole = mw->ended && n <= MEMO_FRAMES;
 		mo->tid = lk_tls.tid;
 		mo->hi = mw->hi;
@@ -763,8 +769,7 @@ uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, b
 		}
 		struct unwind_job j = { .uc = &uc, .ip = c.ip, .sp = c.sp, .bp = c.bp };
 		run_unwinder(&j);
-		uintptr_t rd;
-		w = step_by(j.rule, &c, stack_top, &rd);
+		w = step_by(j.rule, &c, stack_top);
 		c.k++;
 		if (w == WALK_ON)
 			w = walk_cached(&c, buf, cap, true, NULL);
