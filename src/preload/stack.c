@@ -442,17 +442,6 @@ static const struct memo_frame memo_none = { .sp = UINTPTR_MAX }; /* a walk of n
 
 static struct memo memos[MEMO_SLOTS] __attribute__((aligned(64)));
 
-/* A walk's use of its thread's memo: the last walk to follow (old, m frames), and where this
- * walk's own frames go (rec). */
-struct memo_walk {
-	const struct memo_frame *old;
-	uint32_t m;
-	bool whole;
-	uintptr_t hi;
-	const struct rules *t;
-	struct memo_frame *rec;
-	bool ended; /* out: this walk ended where the stack ends */
-};
 
 /* Moves c to its caller by rule r (WALK_ON), or says why not: WALK_DONE where the stack ends (r
  * is RULE_END), else the walk to take instead. The walk reads only inside [sp, hi): hi is the
@@ -488,10 +477,10 @@ static inline enum walk step_by(uint64_t r, struct cursor *c, uintptr_t hi)
  * instead. At a frame without a rule it stops there: WALK_LEARN if the generation the rules were
  * checked against is a fresh one, so that the caller takes one libunwind step and goes on from
  * the cache; otherwise WALK_NEW, and the caller looks at the loader first (a return address never
- * seen may be in a library loaded since). With mw, it follows the thread's last walk where it
- * meets it, and records its own first MEMO_FRAMES frames. */
+ * seen may be in a library loaded since). With mo (the thread's memo, taken), it follows the
+ * last walk where it meets it, and a walk that gets to its end is the one to follow next. */
 static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fresh,
-			     struct memo_walk *mw)
+			     struct memo *mo)
 {
 	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
 	struct cursor at = *c; /* locals, which buf's stores cannot alias */
@@ -506,13 +495,11 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 	uint32_t m = 0, j = 0;
 	int nrec = 0;
 	bool ended = false;
-	if (mw) {
-		m = mw->t == t && mw->hi == hi ? mw->m : 0; /* the same rules, the same stack */
-		old = m ? mw->old : &memo_none;
-		rec = mw->rec;
+	if (mo) { /* this thread's, with the same rules, on the same stack */
+		m = mo->tid == lk_tls.tid && mo->t == t && mo->hi == hi ? mo->n : 0;
+		old = m ? mo->f[mo->cur] : &memo_none;
+		rec = mo->f[mo->cur ^ 1];
 		nrec = MEMO_FRAMES;
-		mw->t = t;
-		mw->hi = hi;
 	}
 	for (; at.k < max; at.k++) {
 		while (old[j].sp < at.sp) /* the %rsp of a walk's frames only grows, to its end's */
@@ -545,19 +532,17 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 			}
 			/* Frames j0..j are this walk's k0..: a record's %rbp is read only where its
 			 * rule is the frame pointer, and up to j it is the same there. */
-			uint64_t *to = buf + k0;
-			for (const struct memo_frame *f = old + j0; f <= old + j; f++)
-				*to++ = f->ip;
-			at.k = k0 + (int)(j - j0);
-			if (k0 < nrec) {
-				int e = at.k < nrec ? at.k + 1 : nrec;
-				memcpy(rec + k0, old + j0, (size_t)(e - k0) * sizeof(*rec));
+			for (const struct memo_frame *f = old + j0; f <= old + j; f++, at.k++) {
+				buf[at.k] = f->ip;
 				if (at.k < nrec)
-					rec[at.k].bp = at.bp;
+					rec[at.k] = *f;
 			}
+			at.k--;
+			if (at.k < nrec)
+				rec[at.k].bp = at.bp;
 			at.ip = old[j].ip;
 			at.sp = old[j].sp;
-			if (j == last && (j + 1 < m || mw->whole)) { /* max frames, or the end */
+			if (j == last && (j + 1 < m || mo->whole)) { /* max frames, or the end */
 				ended = j + 1 == m;
 				at.k++;
 				break;
@@ -585,8 +570,15 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 	}
 	if (w == WALK_ON) /* max frames */
 		w = WALK_DONE;
-	if (mw)
-		mw->ended = ended;
+	if (mo && w == WALK_DONE) {
+		mo->cur ^= 1;
+		mo->n = at.k < MEMO_FRAMES ? (uint32_t)at.k : MEMO_FRAMES;
+		mo->f[mo->cur][mo->n].sp = UINTPTR_MAX;
+		mo->whole = ended && at.k <= MEMO_FRAMES;
+		mo->tid = lk_tls.tid;
+		mo->hi = hi;
+		mo->t = t;
+	}
 	*c = at;
 	return w;
 }
@@ -599,33 +591,17 @@ void lk_stack_atfork_child(void)
 		memos[i].busy = 0;
 }
 
-/* This thread's memo slot, taken, with the walk's view of it in mw; NULL if another thread has
- * it now (a walk without the shortcut). */
-static struct memo *memo_take(struct memo_walk *mw)
+/* This thread's memo slot, taken; NULL if another thread has it now (a walk without the
+ * shortcuts). */
+static struct memo *memo_take(void)
 {
-	uint32_t tid = lk_tls.tid;
-	struct memo *mo = &memos[tid & (MEMO_SLOTS - 1)];
+	struct memo *mo = &memos[lk_tls.tid & (MEMO_SLOTS - 1)];
 
-	if (__atomic_exchange_n(&mo->busy, 1, __ATOMIC_ACQUIRE))
-		return NULL;
-	*mw = (struct memo_walk){ .old = mo->f[mo->cur], .m = mo->tid == tid ? mo->n : 0,
-				  .whole = mo->whole, .hi = mo->hi, .t = mo->t,
-				  .rec = mo->f[mo->cur ^ 1] };
-	return mo;
+	return __atomic_exchange_n(&mo->busy, 1, __ATOMIC_ACQUIRE) ? NULL : mo;
 }
 
-/* Gives the slot back; with keep, the walk of n frames just recorded is the one to follow next. */
-static void memo_put(struct memo *mo, const struct memo_walk *mw, int n, bool keep)
+static void memo_put(struct memo *mo)
 {
-	if (keep) {
-		mo->cur ^= 1;
-		mo->n = n < MEMO_FRAMES ? (uint32_t)n : MEMO_FRAMES;
-		mo->f[mo->cur][mo->n].sp = UINTPTR_MAX;
-		mo->whole = mw->ended && n <= MEMO_FRAMES;
-		mo->tid = lk_tls.tid;
-		mo->hi = mw->hi;
-		mo->t = mw->t;
-	}
 	__atomic_store_n(&mo->busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -745,11 +721,10 @@ uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, b
 	enum walk w;
 
 	if (rules_current(gen)) {
-		struct memo_walk mw;
-		struct memo *mo = memo_take(&mw);
-		w = walk_cached(&c, buf, cap, fresh, mo ? &mw : NULL);
+		struct memo *mo = memo_take();
+		w = walk_cached(&c, buf, cap, fresh, mo);
 		if (mo)
-			memo_put(mo, &mw, c.k, w == WALK_DONE);
+			memo_put(mo);
 	} else {
 		w = WALK_SLOW;
 	}
