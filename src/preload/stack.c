@@ -510,38 +510,33 @@ static enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bool fres
 			 * frame or this walk's max. %rbp may differ (code without frame pointers
 			 * keeps data in it): it matters only to a frame-pointer step, which is
 			 * taken by the rules when it does, and a step that reloads it reads it. */
-			uint32_t j0 = j, last = m - 1;
-			int k0 = at.k;
-			if (last - j0 > (uint32_t)(max - 1 - k0))
-				last = j0 + (uint32_t)(max - 1 - k0);
-			for (; j < last; j++) {
-				const struct memo_frame *nx = &old[j + 1];
-				uint64_t r = old[j].rule;
-				uintptr_t rd; /* where this step reads the caller's %rbp, if it does */
-				if (RULE_KIND(r) == RULE_FP) {
-					if (at.bp != old[j].bp)
-						break; /* this step goes by this walk's %rbp */
-					rd = at.bp;
-				} else {
-					rd = RULE_RBP(r) ? nx->sp - RULE_RBP(r) : 0;
-				}
-				if (((const uintptr_t *)nx->sp)[-1] != nx->ip)
-					break; /* a different caller from here: step by the rules */
-				if (rd)
-					at.bp = *(const uintptr_t *)rd;
-			}
-			/* Frames j0..j are this walk's k0..: a record's %rbp is read only where its
-			 * rule is the frame pointer, and up to j it is the same there. */
-			for (const struct memo_frame *f = old + j0; f <= old + j; f++, at.k++) {
+			uint32_t last = m - 1;
+			if (last - j > (uint32_t)(max - 1 - at.k))
+				last = j + (uint32_t)(max - 1 - at.k);
+			const struct memo_frame *f = old + j;
+			for (;; f++, at.k++) {
 				buf[at.k] = f->ip;
-				if (at.k < nrec)
+				if (at.k < nrec) {
 					rec[at.k] = *f;
+					rec[at.k].bp = at.bp;
+				}
+				if (f == old + last)
+					break;
+				uint64_t r = f->rule;
+				uintptr_t csp = f[1].sp; /* the caller's %rsp, this step's CFA */
+				if (((const uintptr_t *)csp)[-1] != f[1].ip)
+					break; /* a different caller from here: step by the rules */
+				if (RULE_KIND(r) == RULE_FP) {
+					if (at.bp != f->bp)
+						break; /* this step goes by this walk's %rbp */
+					at.bp = *(const uintptr_t *)at.bp;
+				} else if (RULE_RBP(r)) {
+					at.bp = *(const uintptr_t *)(csp - RULE_RBP(r));
+				}
 			}
-			at.k--;
-			if (at.k < nrec)
-				rec[at.k].bp = at.bp;
-			at.ip = old[j].ip;
-			at.sp = old[j].sp;
+			j = (uint32_t)(f - old);
+			at.ip = f->ip;
+			at.sp = f->sp;
 			if (j == last && (j + 1 < m || mo->whole)) { /* max frames, or the end */
 				ended = j + 1 == m;
 				at.k++;
