@@ -582,8 +582,9 @@ void lk_stack_atfork_child(void)
 {
 	learning = 0; /* their holders did not come along */
 	alt_busy = 0;
-	for (int i = 0; i < MEMO_SLOTS; i++)
-		memos[i].busy = 0;
+	for (int i = 0; i < MEMO_SLOTS; i++) /* read first: a write would copy each slot's page */
+		if (memos[i].busy)
+			memos[i].busy = 0;
 }
 
 /* This thread's memo slot, taken; NULL if another thread has it now (a walk without the
