@@ -54,9 +54,27 @@ struct page {
 	uint64_t bits[2];    /* SLAB: slots in use */
 };
 
-static const uint16_t slot_size[] = { 48,  64,  80,  96,  112, 128, 160, 192, 224, 256,
-				      320, 384, 448, 512, 576, 672, 816, 1024, 1360, 2048 };
+#define SLOT_SIZES(X)                                                                              \
+	X(48) X(64) X(80) X(96) X(112) X(128) X(160) X(192) X(224) X(256) X(320) X(384) X(448)     \
+	X(512) X(576) X(672) X(816) X(1024) X(1360) X(2048)
+#define SIZE_OF(s) s,
+#define COUNT_OF(s) PAGE / (s),
+#define INVERSE_OF(s) (uint32_t)(((1ull << 32) + (s) - 1) / (s)),
+static const uint16_t slot_size[] = { SLOT_SIZES(SIZE_OF) };
+static const uint8_t slot_n[] = { SLOT_SIZES(COUNT_OF) };       /* slots in a slab */
+static const uint32_t slot_inverse[] = { SLOT_SIZES(INVERSE_OF) }; /* ceil(2^32 / size) */
 #define NCLASSES (sizeof(slot_size) / sizeof(slot_size[0]))
+_Static_assert(PAGE / 48 <= 128, "a slab's slots fit its two words of bits");
+
+/* The slot at byte off of a slab of class cls: off / size without a division. With
+ * m = ceil(2^32 / s) = (2^32 + e) / s, 0 <= e < s, off * m / 2^32 = off / s + off * e / (s * 2^32),
+ * and the second term is below 1 / s for off < 2^32 / s: the quotient's integer part is exact. */
+static inline unsigned slot_of(unsigned cls, uintptr_t off)
+{
+	return (unsigned)((off * slot_inverse[cls]) >> 32);
+}
+
+static uint8_t class_of16[SLAB_MAX / 16 + 1]; /* the class for a block of 16 * i bytes at most */
 
 uintptr_t lk_arena_base, lk_arena_span;
 
@@ -79,7 +97,7 @@ static inline uintptr_t page_addr(uint32_t i)
 
 static unsigned slot_count(unsigned cls)
 {
-	return PAGE / slot_size[cls];
+	return slot_n[cls];
 }
 
 static unsigned bin_of(uint32_t n)
@@ -296,6 +314,12 @@ int lk_arena_init(uint64_t size, uint64_t retain)
 	int saved = errno;
 	uint64_t npages = size >> PAGE_SHIFT;
 
+	for (unsigned i = 0, c = 0; i <= SLAB_MAX / 16; i++) {
+		while (slot_size[c] < i * 16)
+			c++;
+		class_of16[i] = (uint8_t)c;
+	}
+
 	if (npages < 2 * BOOT_PAGES)
 		npages = 2 * BOOT_PAGES;
 	if (npages > UINT32_MAX - 1)
@@ -366,9 +390,7 @@ void *lk_arena_alloc(size_t usable, size_t align)
 	if (align < 16)
 		align = 16;
 	if (align == 16 && usable <= SLAB_MAX - hdr) {
-		unsigned c = 0;
-		while (slot_size[c] < usable + hdr)
-			c++;
+		unsigned c = class_of16[(usable + hdr + 15) / 16];
 		uint32_t s = A.partial[c];
 		if (s == NIL) {
 			s = run_take(1);
@@ -498,8 +520,9 @@ struct lk_block *lk_arena_block(const void *p)
 			return NULL;
 	} else if (e->kind == K_SLAB) {
 		uintptr_t off = hdr - page_addr(i);
-		unsigned s = slot_size[e->cls], k = (unsigned)(off / s);
-		if (off % s || k >= slot_count(e->cls) || !(e->bits[k / 64] >> (k % 64) & 1))
+		unsigned k = slot_of(e->cls, off);
+		if (off != (uintptr_t)k * slot_size[e->cls] || k >= slot_count(e->cls) ||
+		    !(e->bits[k / 64] >> (k % 64) & 1))
 			return NULL;
 	} else if (e->kind != K_LARGE || (hdr & (PAGE - 1)) != (uintptr_t)e->nused << 4) {
 		return NULL;
@@ -535,7 +558,7 @@ void lk_arena_free(void *p)
 		run_release(i);
 		return;
 	}
-	unsigned c = e->cls, k = (unsigned)(((uintptr_t)b - page_addr(i)) / slot_size[c]);
+	unsigned c = e->cls, k = slot_of(c, (uintptr_t)b - page_addr(i));
 	if (e->nused == slot_count(c))
 		list_push(&A.partial[c], i);
 	e->bits[k / 64] &= ~(1ull << (k % 64));

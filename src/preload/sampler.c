@@ -240,11 +240,13 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
-		b->magic = LK_BLOCK_LIVE; /* old may have been quiet */
-		b->stack = lk_stack_intern(frames, n, hash);
-		b->size = size;
-		b->time_ns = now;
-		uint32_t sid = lk_stack_file_id(b->stack); /* writes the stack first if new */
+		uint32_t stack = lk_stack_intern(frames, n, hash);
+		/* The whole header in one store (the arena left usable as asked, and old may have
+		 * been quiet): bit fields stored one by one would each read the word first, and
+		 * wait for a header the cache does not hold yet. */
+		*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
+					.usable = usable, .magic = LK_BLOCK_LIVE };
+		uint32_t sid = lk_stack_file_id(stack); /* writes the stack first if new */
 		lk_writer_alloc(t->tid, now, b, sid);
 		lk_counters[LK_CNT_SAMPLES]++;
 		lk_writer_rss_maybe(now);
