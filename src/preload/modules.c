@@ -163,7 +163,7 @@ void lk_modules_moved(void)
 	__atomic_store_n(&moved, 1, __ATOMIC_RELEASE);
 }
 
-unsigned long long lk_modules_gen(bool *fresh)
+unsigned long long lk_modules_gen(bool *look)
 {
 	unsigned long long gen = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE);
 	/* Threads may count the same sample twice or not at all: a look comes roughly every
@@ -171,9 +171,9 @@ unsigned long long lk_modules_gen(bool *fresh)
 	unsigned k = __atomic_load_n(&samples_since, __ATOMIC_RELAXED) + 1;
 
 	__atomic_store_n(&samples_since, k, __ATOMIC_RELAXED);
-	*fresh = gen == ~0ull || __atomic_load_n(&moved, __ATOMIC_ACQUIRE) ||
-		 k >= LK_MODULES_LOOK_EVERY;
-	return *fresh ? lk_modules_refresh(false) : gen;
+	*look = gen == ~0ull || __atomic_load_n(&moved, __ATOMIC_ACQUIRE) ||
+		k >= LK_MODULES_LOOK_EVERY;
+	return gen;
 }
 
 unsigned long long lk_modules_refresh(bool force)

@@ -125,15 +125,13 @@ void lk_arena_get_stats(struct lk_arena_stats *s);
 bool lk_arena_check(void);                                /* invariant checker, for tests */
 
 /* ---- stack.c: unwinding and interning ---- */
-/* No lock held; gen: lk_modules_gen()'s answer, taken after this allocation call began, and
- * whether it was a fresh look at the loader (else a capture that meets a return address it has
- * no rule for looks again before it goes on). */
-/* The stack: its frames (at most max, in *frames, which points into buf), and its hash for
- * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES: the walk starts in
- * libleek's own frames, which are left out. */
+/* The caller's stack, no lock held: its frames (at most max, in *frames, which points into
+ * buf), and its hash for lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES:
+ * the walk starts in libleek's own frames, which are left out. It asks lk_modules_gen() first,
+ * and looks at the loader when that says so; a capture that meets a return address it has no
+ * rule for looks again before it goes on. */
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
-uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, bool fresh,
-			  uint64_t *hash, const uint64_t **frames);
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, uint64_t *hash, const uint64_t **frames);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
@@ -146,9 +144,10 @@ void lk_stack_atfork_child(void);
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
  * loaded plus those it has unloaded (dlpi_adds + dlpi_subs): it moves at every load and unload. */
 unsigned long long lk_modules_refresh(bool force);
-/* The generation without asking the loader, when that can wait: the last look's answer, unless
- * dlclose ran since or this is the LK_MODULES_LOOK_EVERY-th sample (then *fresh: a new look). */
-unsigned long long lk_modules_gen(bool *fresh);
+/* The generation without asking the loader: the last look's answer. *look: a new look is due
+ * (none yet, dlclose ran since, or this is the LK_MODULES_LOOK_EVERY-th sample); the caller then
+ * calls lk_modules_refresh(), counted in loader.c. */
+unsigned long long lk_modules_gen(bool *look);
 void lk_modules_moved(void); /* dlclose (loader.c): the next lk_modules_gen() looks */
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);

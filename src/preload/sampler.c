@@ -213,15 +213,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
-	uint32_t n = 0;
 	uint64_t hash = 0;
-	if (lk_loader_enter(false)) { /* no stack rather than a hang: loader.c */
-		/* Modules first: every frame on this stack was there before this call began. */
-		bool fresh;
-		unsigned long long gen = lk_modules_gen(&fresh);
-		n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, gen, fresh, &hash, &frames);
-		lk_loader_exit();
-	}
+	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, &hash, &frames);
 	size_t usable = lk_real_usable(size, align);
 	uint64_t now = lk_now_ns();
 

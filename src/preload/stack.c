@@ -700,8 +700,55 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n)
 	return h | 1;
 }
 
-uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, bool fresh,
-			  uint64_t *hash, const uint64_t **frames)
+/* What the cached walk could not do (w, from c; top is the capture's first frame): the loader
+ * looked at again if that was not just done (fresh), rules learned by libunwind's steps, or
+ * libunwind's whole walk. Returns the number of frames in buf. The caller counts itself in
+ * loader.c (lk_loader_enter): everything here may call dl_iterate_phdr. */
+static LK_COLD int capture_slow(struct cursor *c, const struct cursor *top, uint64_t *buf, int cap,
+				bool fresh, enum walk w)
+{
+	unw_context_t uc;
+	bool have_uc = false;
+
+	if (!fresh) {
+		/* New code on the stack, or libunwind's walk ahead, which may meet some: the
+		 * modules first, and rules for the loader as it is now. */
+		unsigned long long gen = lk_modules_refresh(false);
+		*c = *top;
+		w = rules_current(gen) ? walk_cached(c, buf, cap, true, NULL) : WALK_SLOW;
+	}
+	while (w == WALK_LEARN) {
+		/* A frame without a rule: one libunwind step learns it, from a context that holds
+		 * the frame's three registers (learn_frame), and the walk goes on from the cache. */
+		if (!have_uc) {
+			get_context(&uc);
+			have_uc = true;
+		}
+		struct unwind_job j = { .uc = &uc, .ip = c->ip, .sp = c->sp, .bp = c->bp };
+		run_unwinder(&j);
+		w = step_by(j.rule, c, stack_top);
+		c->k++;
+		if (w == WALK_ON)
+			w = walk_cached(c, buf, cap, true, NULL);
+	}
+	switch (w) {
+	case WALK_DONE:
+	case WALK_LEARN: /* never after the loop above, nor WALK_ON */
+	case WALK_ON:
+		return c->k;
+	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
+	case WALK_MISS:
+	case WALK_SLOW:
+		break;
+	}
+	if (!have_uc)
+		get_context(&uc);
+	struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
+	run_unwinder(&j);
+	return j.n;
+}
+
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, uint64_t *hash, const uint64_t **frames)
 {
 	int cap = (int)(max + 8 < LK_CAPTURE_FRAMES ? max + 8 : LK_CAPTURE_FRAMES), n = 0, i = 0;
 	/* The cached walk starts at this function's caller, from its frame pointer (libleek is
@@ -711,57 +758,33 @@ uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, unsigned long long gen, b
 	const struct cursor top = { .ip = (uintptr_t)__builtin_return_address(0),
 				    .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
 	struct cursor c = top;
-	unw_context_t uc;
-	bool have_uc = false;
+	enum walk w = WALK_SLOW;
 	uint32_t k = 0;
-	enum walk w;
+	bool fresh, entered = false;
 
+	/* The loader's generation before the walk: every frame on this stack was there before
+	 * this call began. A look at the loader, when one is due, and libunwind call
+	 * dl_iterate_phdr, and only they are counted in loader.c (when a fork is pending, this
+	 * sample goes without a stack rather than wait): the cached walk pays no atomic for it. */
+	unsigned long long gen = lk_modules_gen(&fresh);
+	if (fresh) {
+		if (!(entered = lk_loader_enter(false)))
+			goto out;
+		gen = lk_modules_refresh(false);
+	}
 	if (rules_current(gen)) {
 		struct memo *mo = memo_take();
 		w = walk_cached(&c, buf, cap, fresh, mo);
 		if (mo)
 			memo_put(mo);
-	} else {
-		w = WALK_SLOW;
 	}
-	if (w != WALK_DONE && !fresh) {
-		/* New code on the stack, or libunwind's walk ahead, which may meet some: the
-		 * modules first, and rules for the loader as it is now. */
-		gen = lk_modules_refresh(false);
-		c = top;
-		w = rules_current(gen) ? walk_cached(&c, buf, cap, true, NULL) : WALK_SLOW;
-	}
-	while (w == WALK_LEARN) {
-		/* A frame without a rule: one libunwind step learns it, from a context that holds
-		 * the frame's three registers (learn_frame), and the walk goes on from the cache. */
-		if (!have_uc) {
-			get_context(&uc);
-			have_uc = true;
-		}
-		struct unwind_job j = { .uc = &uc, .ip = c.ip, .sp = c.sp, .bp = c.bp };
-		run_unwinder(&j);
-		w = step_by(j.rule, &c, stack_top);
-		c.k++;
-		if (w == WALK_ON)
-			w = walk_cached(&c, buf, cap, true, NULL);
-	}
-	n = c.k;
-	switch (w) {
-	case WALK_DONE:
-	case WALK_LEARN: /* never after the loop above, nor WALK_ON */
-	case WALK_ON:
-		break;
-	case WALK_NEW: /* only from a walk that was not fresh, and walked again above */
-	case WALK_MISS:
-	case WALK_SLOW: {
-		if (!have_uc)
-			get_context(&uc);
-		struct unwind_job j = { .uc = &uc, .buf = buf, .max = cap, .walk = true };
-		run_unwinder(&j);
-		n = j.n;
-		break;
-	}
-	}
+	if (w == WALK_DONE)
+		n = c.k;
+	else if (entered || (entered = lk_loader_enter(false)))
+		n = capture_slow(&c, &top, buf, cap, fresh, w);
+out:
+	if (entered)
+		lk_loader_exit();
 	while (i < n && buf[i] - self_lo < self_hi - self_lo)
 		i++;
 	k = (uint32_t)(n - i) < max ? (uint32_t)(n - i) : max;
