@@ -30,14 +30,15 @@ static inline bool pow2(size_t a)
  * no stack frame of their own. */
 static LK_COLD void *malloc_slow(size_t size)
 {
-	void *p = lk_sample(&lk_tls, size, 0, false);
+	void *p = lk_sample(&lk_tls, size, 0, false, __builtin_frame_address(0));
 
 	return p ? p : lk_real.malloc(size);
 }
 
 static LK_COLD void *calloc_slow(size_t n, size_t m, size_t size)
 {
-	void *p = size == SIZE_MAX ? NULL : lk_sample(&lk_tls, size, 0, true);
+	void *p = size == SIZE_MAX ? NULL
+				   : lk_sample(&lk_tls, size, 0, true, __builtin_frame_address(0));
 
 	return p ? p : lk_real.calloc(n, m);
 }
@@ -117,7 +118,7 @@ static inline void *aligned_sample(size_t align, size_t size)
 		t->bytes_left = left - size;
 		return NULL;
 	}
-	return pow2(align) ? lk_sample(t, size, align, false) : NULL;
+	return pow2(align) ? lk_sample(t, size, align, false, __builtin_frame_address(0)) : NULL;
 }
 
 LK_EXPORT int posix_memalign(void **out, size_t align, size_t size)

@@ -78,7 +78,9 @@ struct lk_thread {
 enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
 extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
 
-void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero); /* NULL: forward */
+/* NULL: forward. frame: __builtin_frame_address(0) in the hook's slow half, whose caller's frame
+ * is where the stack's walk starts (libleek's own frames below it are not walked). */
+void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame);
 void *lk_realloc_slow(void *p, size_t size);
 void lk_free_sampled(void *p);
 size_t lk_usable_sampled(const void *p);
@@ -125,13 +127,15 @@ void lk_arena_get_stats(struct lk_arena_stats *s);
 bool lk_arena_check(void);                                /* invariant checker, for tests */
 
 /* ---- stack.c: unwinding and interning ---- */
-/* The caller's stack, no lock held: its frames (at most max, in *frames, which points into
- * buf), and its hash for lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES:
- * the walk starts in libleek's own frames, which are left out. It asks lk_modules_gen() first,
+/* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
+ * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
+ * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
+ * own that a walk from elsewhere (libunwind's) meets first are left out. It asks lk_modules_gen() first,
  * and looks at the loader when that says so; a capture that meets a return address it has no
  * rule for looks again before it goes on. */
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
-uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, uint64_t *hash, const uint64_t **frames);
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
+			  const uint64_t **frames);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);

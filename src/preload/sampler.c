@@ -204,7 +204,7 @@ static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 /* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
  * is old itself, and the caller copies nothing). */
 static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
-				 void *old)
+				 void *old, const void *frame)
 {
 	uint64_t buf[LK_CAPTURE_FRAMES];
 	const uint64_t *frames = buf;
@@ -214,7 +214,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
 	uint64_t hash = 0;
-	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, &hash, &frames);
+	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames);
 	size_t usable = lk_real_usable(size, align);
 	uint64_t now = lk_now_ns();
 
@@ -259,7 +259,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 /* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
  * forward to the real allocator. */
-static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, void *old)
+static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, void *old,
+		    const void *frame)
 {
 	if (lk_likely(size < t->bytes_left)) {
 		t->bytes_left -= size;
@@ -284,12 +285,12 @@ static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, v
 		t->bytes_left = UINT64_MAX;
 		return NULL;
 	}
-	return take_sample(t, size, align, zero, old);
+	return take_sample(t, size, align, zero, old, frame);
 }
 
-void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero)
+void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame)
 {
-	return sample(t, size, align, zero, NULL);
+	return sample(t, size, align, zero, NULL, frame);
 }
 
 static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
@@ -389,7 +390,7 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 	void *q;
 
 	if (!p) {
-		q = lk_sample(t, size, 0, false);
+		q = lk_sample(t, size, 0, false, __builtin_frame_address(0));
 		return q ? q : lk_real.realloc(NULL, size);
 	}
 	if (size == 0 && lk_real.realloc_zero_frees && !lk_arena_is_boot(p)) {
@@ -407,7 +408,7 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 				t->bytes_left = next_interval(t);
 			return lk_real.realloc(p, size);
 		}
-		q = lk_sample(t, size, 0, false);
+		q = lk_sample(t, size, 0, false, __builtin_frame_address(0));
 		if (!q)
 			return lk_real.realloc(p, size);
 		size_t old = lk_real.malloc_usable_size(p);
@@ -421,7 +422,7 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	q = sample(t, size, 0, false, p);
+	q = sample(t, size, 0, false, p, __builtin_frame_address(0));
 	if (q == p || (!q && keep_quiet(t, p, size)))
 		return p; /* resized in place */
 	if (!q) {
