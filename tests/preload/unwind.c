@@ -5,8 +5,9 @@
  * Every allocation has a size of its own, and right after it the same function asks glibc's
  * backtrace() (libgcc's unwinder: code independent of leek and libunwind) for its callers. The
  * program writes "size n frame..." lines to unwind.expect, beside its profile (the directory of
- * LEEK_OUTPUT); test-preload.c checks that the profile's
- * stack for that size has the same callers, frame for frame.
+ * LEEK_OUTPUT); test-preload.c checks that the profile's stack for that size has the same
+ * callers, frame for frame. The allocations go through malloc, calloc, realloc (of nothing, and
+ * of a smaller block), posix_memalign, aligned_alloc and memalign in turn.
  *
  * Each shape runs many times, so that the second and later captures come from the cache: deep
  * recursion through small, large (20 KiB) and alloca frames in three orders; two threads at once;
@@ -17,6 +18,7 @@
  * %rbp.
  */
 #include <alloca.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 
@@ -33,12 +35,37 @@ static __attribute__((noinline)) size_t take_size(void)
 	return s;
 }
 
+/* Every allocating entry point in turn: each hook hands its own frame to the walk, which starts
+ * at that frame's caller (src/preload/stack.c). Inlined, so that leaf makes the call. */
+static inline __attribute__((always_inline)) char *allocate(size_t size)
+{
+	void *p = NULL;
+
+	switch (size % 7) {
+	case 0:
+		return malloc(size);
+	case 1:
+		return calloc(1, size);
+	case 2:
+		return realloc(NULL, size);
+	case 3:
+		p = malloc(16);
+		return p ? realloc(p, size) : NULL;
+	case 4:
+		return posix_memalign(&p, 64, size) ? NULL : p;
+	case 5:
+		return aligned_alloc(64, size);
+	default:
+		return memalign(64, size);
+	}
+}
+
 static __attribute__((noinline, noclone)) unsigned long leaf(void)
 {
 	size_t size = take_size();
-	char *p = malloc(size);
+	char *p = allocate(size);
 
-	CHECK(p, "malloc(%zu)", size);
+	CHECK(p, "allocation %zu (%zu %% 7)", size, size % 7);
 	note(size);
 	p[0] = 1;
 	unsigned long r = (unsigned long)p[0] + size;
