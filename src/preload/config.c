@@ -133,7 +133,10 @@ void lk_config_load(void)
 	if (lk_cfg.max_frames > LK_MAX_FRAMES)
 		lk_cfg.max_frames = LK_MAX_FRAMES;
 	load("LEEK_ARENA_SIZE", defaults[LK_OPT_arena_size], &lk_cfg.arena_size, NULL);
-	load("LEEK_ARENA_RETAIN", defaults[LK_OPT_arena_retain], &lk_cfg.arena_retain, NULL);
+	bool retain_set = false;
+	load("LEEK_ARENA_RETAIN", defaults[LK_OPT_arena_retain], &lk_cfg.arena_retain, &retain_set);
+	if (!retain_set && lk_cfg.period <= 1) /* the whole heap is in the arena: options.h */
+		lk_cfg.arena_retain = LK_EXACT_ARENA_RETAIN;
 	load("LEEK_RSS_INTERVAL_MS", defaults[LK_OPT_rss_interval_ms], &v, NULL);
 	lk_cfg.rss_interval_ns = v * 1000000;
 	load("LEEK_SESSION", defaults[LK_OPT_session], &lk_cfg.session, NULL);
