@@ -2,8 +2,8 @@
  *
  * dl_iterate_phdr takes the loader's write lock. glibc (2.36) does not reset that lock in the child
  * of fork, so if any thread of the parent is inside dl_iterate_phdr at the moment of the fork, the
- * child can never call it again, and leek calls it at every sample (libunwind, the module
- * refresh): the child's first sample would hang where the program alone would not. So every
+ * child can never call it again, and leek calls it at samples (libunwind, its look at the
+ * loader): the child's first such sample would hang where the program alone would not. So every
  * dl_iterate_phdr in the process, leek's own and the program's (this file exports the name and
  * forwards it), is counted in `in_loader`, and fork's prepare handler raises `forking` and waits
  * until the count is down to the forking thread's own calls.
