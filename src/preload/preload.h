@@ -130,9 +130,9 @@ bool lk_arena_check(void);                                /* invariant checker, 
 /* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
  * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
  * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
- * own that a walk from elsewhere (libunwind's) meets first are left out. It asks lk_modules_gen() first,
- * and looks at the loader when that says so; a capture that meets a return address it has no
- * rule for looks again before it goes on. */
+ * own that a walk from elsewhere (libunwind's) meets first are left out. It asks
+ * lk_modules_gen() first, and looks at the loader when that says so; a capture that meets a
+ * return address it has no rule for looks again before it goes on. */
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 			  const uint64_t **frames);
