@@ -33,6 +33,7 @@ static const char *arg_output = NULL;
 static const char *arg_period = NULL, *arg_seed = NULL;
 static bool arg_no_children = false;
 static bool arg_compress = true;
+static bool arg_follow = true;
 
 /* One forwarded signal set, shared by the handler and the code that installs it. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -154,7 +155,8 @@ static int setup_env(const char *pattern, const char *period, uint64_t *ret_sess
 
 /* Runs argv and returns its exit status (128+N for signal N), or 126/127 and *exec_failed if it
  * could not be run. */
-static int spawn_and_wait(char *argv[], bool *exec_failed)
+static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
+			  struct lk_run_follower **follower, bool *exec_failed)
 {
 	sigset_t block, old;
 	siginfo_t info;
@@ -200,6 +202,8 @@ static int spawn_and_wait(char *argv[], bool *exec_failed)
 	while ((k = read(pipefd[0], &err, sizeof(err))) < 0 && errno == EINTR)
 		;
 	close(pipefd[0]);
+	if (k != (ssize_t)sizeof(err) && arg_follow) /* the program runs: read its profile as it grows */
+		*follower = lk_run_follow_start(pattern, session, pid, arg_compress);
 
 	/* Wait without reaping, stop forwarding, then reap: the handler can never signal a pid
 	 * that the kernel has recycled. */
@@ -207,6 +211,7 @@ static int spawn_and_wait(char *argv[], bool *exec_failed)
 		;
 	restore_signals();
 	child_pid = 0;
+	lk_run_follow_stop(*follower);
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			lk_error(-errno, "waitpid");
@@ -228,100 +233,11 @@ static int spawn_and_wait(char *argv[], bool *exec_failed)
 	return WEXITSTATUS(status);
 }
 
-struct found {
-	char *path;
-	uint64_t start_ns, pid;
-};
-
-static int cmp_found(const void *a, const void *b)
-{
-	const struct found *x = a, *y = b;
-
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* Turns the output pattern's file name into an fnmatch(3) pattern: %p, %e -> '*'. */
-static void name_pattern(const char *name, char *out, size_t size)
-{
-	size_t n = 0;
-
-	for (const char *s = name; *s && n + 3 < size; s++) {
-		if (*s == '%' && s[1] == '%')
-			out[n++] = *++s;
-		else if (*s == '%' && s[1]) {
-			out[n++] = '*';
-			s++;
-		} else {
-			if (strchr("*?[\\", *s))
-				out[n++] = '\\';
-			out[n++] = *s;
-		}
-	}
-	out[n] = 0;
-}
-
-/* Every profile in the output directory whose header carries our session, oldest first. */
-static size_t find_profiles(const char *pattern, uint64_t session, struct found **ret)
-{
-	char dir[4096], glob[4096], glob_n[4096 + 8];
-	const char *slash = strrchr(pattern, '/');
-	struct found *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
-	if (!*dir)
-		strcpy(dir, "/");
-	if (strchr(dir, '%')) {
-		lk_msg("not looking for the profiles: the output directory %s has a %% pattern",
-		       dir);
-		return 0;
-	}
-	name_pattern(slash + 1, glob, sizeof(glob));
-	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
-	d = opendir(dir);
-	if (!d) {
-		lk_error(-errno, "cannot list %s to find the profiles", dir);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		struct lk_file_header h;
-		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
-			continue;
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-		if (fd < 0)
-			continue;
-		ssize_t k = pread(fd, &h, sizeof(h), 0);
-		close(fd);
-		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
-		    le64toh(h.session) != session)
-			continue;
-		if (n == cap) {
-			struct found *l = realloc(list, (cap = cap ? 2 * cap : 8) * sizeof(*l));
-			if (!l)
-				break;
-			list = l;
-		}
-		if (asprintf(&list[n].path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-			     de->d_name) < 0)
-			break;
-		list[n].start_ns = le64toh(h.start_monotonic_ns);
-		list[n++].pid = le32toh(h.pid);
-	}
-	closedir(d);
-	if (n)
-		qsort(list, n, sizeof(*list), cmp_found);
-	*ret = list;
-	return n;
-}
-
 /* Compressing one profile of the run, on a thread of its own while the summary reads the raw file
  * (in exact mode both take seconds): the raw file stays until both are done. */
 struct compress_job {
 	const char *path;
+	struct lk_compress_stream *gz; /* the follower's start on it, or NULL */
 	int k;
 	struct lk_compressed c;
 	char *msg;
@@ -331,7 +247,9 @@ static void *compress_job_run(void *arg)
 {
 	struct compress_job *j = arg;
 
-	j->k = lk_compress_profile(j->path, LK_COMPRESS_LEVEL, LK_COMPRESS_KEEP_RAW, &j->c, &j->msg);
+	j->k = lk_compress_stream_finish(j->gz, j->path, LK_COMPRESS_LEVEL, LK_COMPRESS_KEEP_RAW,
+					 &j->c, &j->msg);
+	j->gz = NULL; /* finished or freed */
 	return NULL;
 }
 
@@ -374,15 +292,16 @@ static char *compress_result(struct compress_job *j, size_t left, bool *stop)
 /* The end-of-run summary of one profile: totals, the peak and when, the heap at exit and its
  * top sites (report.c, symbolized like `leek report`). The raw file is read while a thread
  * compresses it: the summary costs no inflating, and names the file that stays. */
-static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char *path, size_t top,
-			  size_t left, bool *stop)
+static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *follower,
+			  uint32_t index, const char *path, size_t top, size_t left, bool *stop)
 {
+	struct lk_profile_follow *f = lk_run_follow_take(follower, path);
 	static const struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top };
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 	_cleanup_(freep) char *err = NULL, *gz = NULL;
-	struct compress_job job = { .path = path };
+	struct compress_job job = { .path = path, .gz = lk_run_follow_take_gz(follower, path) };
 	bool compress = arg_compress && !*stop, threaded = false;
 	const char *shown;
 	pthread_t th;
@@ -390,11 +309,16 @@ static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char 
 
 	if (compress)
 		threaded = pthread_create(&th, NULL, compress_job_run, &job) == 0;
-	k = sym ? lk_profile_load(path, &po, &p, &err) : -ENOMEM;
+	/* What the follower has not read yet, or, if it read nothing or failed, the whole file. */
+	k = sym && f ? lk_profile_follow_finish(f, &p, NULL) : -ENOMEM;
+	lk_profile_follow_free(f);
+	if (sym && k < 0)
+		k = lk_profile_load(path, &po, &p, &err);
 	if (threaded)
 		pthread_join(th, NULL);
 	else if (compress)
 		compress_job_run(&job);
+	lk_compress_stream_free(job.gz); /* not compressed (a stop): its temporary file goes */
 	if (compress)
 		gz = compress_result(&job, left, stop);
 	shown = gz ? gz : path;
@@ -418,11 +342,11 @@ static void summarize_one(struct lk_symbolizer *sym, uint32_t index, const char 
 		lk_text_run_summary(stderr, r);
 }
 
-static void summarize(const char *pattern, uint64_t session)
+static void summarize(const char *pattern, uint64_t session, struct lk_run_follower *follower)
 {
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
-	struct found *list = NULL;
-	size_t n = find_profiles(pattern, session, &list);
+	struct lk_run_profile *list = NULL;
+	size_t n = lk_run_find_profiles(pattern, session, 0, false, &list);
 	const char *const *warnings;
 	size_t nwarnings;
 	bool stop = false;
@@ -435,7 +359,8 @@ static void summarize(const char *pattern, uint64_t session)
 	if (lk_symbolizer_new(&sym) < 0)
 		sym = NULL;
 	for (size_t i = 0; i < n; i++) {
-		summarize_one(sym, (uint32_t)i, list[i].path, n == 1 ? 5 : 3, n - i - 1, &stop);
+		summarize_one(sym, follower, (uint32_t)i, list[i].path, n == 1 ? 5 : 3, n - i - 1,
+			      &stop);
 		free(list[i].path);
 	}
 	nwarnings = sym ? lk_symbolizer_warnings(sym, &warnings) : 0;
@@ -452,16 +377,18 @@ static void summarize(const char *pattern, uint64_t session)
 
 int lk_cmd_run(int argc, char *argv[])
 {
-	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS };
+	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, ARG_SEED },
 		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
 		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
+		{ "no-follow", no_argument, NULL, ARG_NO_FOLLOW },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	struct lk_run_follower *follower = NULL;
 	char pattern[4096], period[32] = "";
 	bool exec_failed = false;
 	uint64_t session = 0;
@@ -485,6 +412,9 @@ int lk_cmd_run(int argc, char *argv[])
 		case ARG_NO_COMPRESS:
 			arg_compress = false;
 			break;
+		case ARG_NO_FOLLOW:
+			arg_follow = false;
+			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "run", LK_EXIT_OK);
 		default:
@@ -506,9 +436,9 @@ int lk_cmd_run(int argc, char *argv[])
 		return r;
 	if (setup_env(pattern, period, &session) < 0)
 		return LK_EXIT_FILE;
-	r = spawn_and_wait(argv + optind, &exec_failed);
-	if (exec_failed)
-		return r; /* nothing ran, nothing to summarize */
-	summarize(pattern, session);
+	r = spawn_and_wait(argv + optind, pattern, session, &follower, &exec_failed);
+	if (!exec_failed) /* else nothing ran, nothing to summarize */
+		summarize(pattern, session, follower);
+	lk_run_follow_free(follower);
 	return r;
 }

@@ -132,11 +132,13 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 }
 
 /* The level for a profile of `size` bytes: deflate is slow only on data in which it finds few
- * long matches, so LK_COMPRESS_PROBE bytes from the middle of the file (past the modules and
- * stacks at its start) are deflated at LK_COMPRESS_LEVEL_BEST, and a profile they show to shrink
- * less than LK_COMPRESS_GOOD_RATIO times gets LK_COMPRESS_LEVEL_FAST. One level for the whole
- * file (zlib compresses worse after a change of level in mid-stream), chosen from the bytes
- * alone, so a profile always compresses to the same file. */
+ * long matches, so LK_COMPRESS_PROBE bytes from the middle of the file, or from
+ * LK_COMPRESS_PROBE_AT in a larger one (past the modules and stacks at its start, either way),
+ * are deflated at LK_COMPRESS_LEVEL_BEST, and a profile they show to shrink less than
+ * LK_COMPRESS_GOOD_RATIO times gets LK_COMPRESS_LEVEL_FAST. One level for the whole file (zlib
+ * compresses worse after a change of level in mid-stream), chosen from the bytes alone, so a
+ * profile always compresses to the same file, and a large one can be compressed as it is written
+ * once its first 2 * LK_COMPRESS_PROBE_AT bytes are (lk_compress_stream_feed). */
 static int choose_level(int fd, uint64_t size)
 {
 	_cleanup_(freep) uint8_t *in = NULL, *out = NULL;
@@ -149,7 +151,8 @@ static int choose_level(int fd, uint64_t size)
 	out = malloc(LK_COMPRESS_PROBE);
 	if (!in || !out)
 		return LK_COMPRESS_LEVEL_FAST;
-	n = pread(fd, in, LK_COMPRESS_PROBE, (off_t)(size / 2));
+	n = pread(fd, in, LK_COMPRESS_PROBE,
+		  (off_t)(size / 2 < LK_COMPRESS_PROBE_AT ? size / 2 : LK_COMPRESS_PROBE_AT));
 	if (n <= 0 || deflateInit2(&zs, LK_COMPRESS_LEVEL_BEST, Z_DEFLATED, -MAX_WBITS, 8,
 				   Z_DEFAULT_STRATEGY) != Z_OK)
 		return LK_COMPRESS_LEVEL_FAST;
@@ -164,42 +167,57 @@ static int choose_level(int fd, uint64_t size)
 							       : LK_COMPRESS_LEVEL_FAST;
 }
 
-/* Deflates all of in_fd into out_fd as one gzip member; the raw bytes read in *raw. */
-static int deflate_fd(int in_fd, int out_fd, int level, uint64_t *raw)
+/* A compression in progress: the profile (read at offsets, never moved through), the temporary
+ * file that takes its gzip member, and how far it has got. */
+struct lk_compress_stream {
+	int in, out;
+	char *dir, *tmp;  /* tmp: the temporary file's name, NULL if it has none (O_TMPFILE) */
+	z_stream zs;
+	bool started;     /* zs set up, at the level chosen */
+	uint64_t done;    /* raw bytes deflated */
+	uint8_t *ibuf, *obuf;
+};
+
+/* Deflates the profile from s->done up to `end` (at most; the end of the file first if finish),
+ * into s->out as one gzip member; finish: then ends the member. */
+static int deflate_some(struct lk_compress_stream *s, uint64_t end, bool finish)
 {
-	_cleanup_(freep) uint8_t *in = malloc(IO_BUF), *out = malloc(IO_BUF);
-	z_stream zs = { 0 };
 	int flush, k = 0;
 
-	if (!in || !out)
-		return -ENOMEM;
-	/* 16 + 15: a gzip wrapper, the largest window; 8: zlib's default memory level. */
-	if (deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	*raw = 0;
 	do {
-		ssize_t n = read(in_fd, in, IO_BUF);
+		size_t want = IO_BUF;
+		if (end - s->done < want)
+			want = (size_t)(end - s->done);
+		ssize_t n = want ? pread(s->in, s->ibuf, want, (off_t)s->done) : 0;
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0) {
-			k = -errno;
-			break;
-		}
-		*raw += (uint64_t)n;
-		zs.next_in = in;
-		zs.avail_in = (uInt)n;
-		flush = n == 0 ? Z_FINISH : Z_NO_FLUSH;
+		if (n < 0)
+			return -errno;
+		s->done += (uint64_t)n;
+		s->zs.next_in = s->ibuf;
+		s->zs.avail_in = (uInt)n;
+		flush = n == 0 && finish ? Z_FINISH : Z_NO_FLUSH;
 		do {
-			zs.next_out = out;
-			zs.avail_out = IO_BUF;
-			if (deflate(&zs, flush) == Z_STREAM_ERROR)
+			s->zs.next_out = s->obuf;
+			s->zs.avail_out = IO_BUF;
+			if (deflate(&s->zs, flush) == Z_STREAM_ERROR)
 				k = -EINVAL;
 			else
-				k = write_all(out_fd, out, IO_BUF - zs.avail_out);
-		} while (k == 0 && zs.avail_out == 0);
-	} while (k == 0 && flush != Z_FINISH);
-	deflateEnd(&zs);
+				k = write_all(s->out, s->obuf, IO_BUF - s->zs.avail_out);
+		} while (k == 0 && s->zs.avail_out == 0);
+		if (n == 0)
+			break;
+	} while (k == 0);
 	return k;
+}
+
+static int stream_start(struct lk_compress_stream *s, int level)
+{
+	/* 16 + 15: a gzip wrapper, the largest window; 8: zlib's default memory level. */
+	if (deflateInit2(&s->zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	s->started = true;
+	return 0;
 }
 
 /* Gives the temporary file (fd, named tmp, or unnamed if tmp is NULL) the name `name` unless a
@@ -288,56 +306,138 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+struct lk_compress_stream *lk_compress_stream_free(struct lk_compress_stream *s)
+{
+	if (!s)
+		return NULL;
+	if (s->started)
+		deflateEnd(&s->zs);
+	if (s->tmp)
+		unlink(s->tmp);
+	if (s->in >= 0)
+		close(s->in);
+	if (s->out >= 0)
+		close(s->out);
+	free(s->dir);
+	free(s->tmp);
+	free(s->ibuf);
+	free(s->obuf);
+	free(s);
+	return NULL;
+}
+
+/* The profile at path opened, and its temporary file: 0, or a negative errno (and *msg). */
+static int stream_new(const char *path, struct stat *st, struct lk_compress_stream **ret,
+		      char **msg)
+{
+	struct lk_compress_stream *s = calloc(1, sizeof(*s));
+	int k;
+
+	if (!s)
+		return -ENOMEM;
+	s->in = s->out = -1;
+	s->in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (s->in < 0 || fstat(s->in, st) < 0) {
+		k = -errno;
+		lk_compress_stream_free(s);
+		return k;
+	}
+	if (!S_ISREG(st->st_mode))
+		k = fail(msg, -EINVAL, "not a regular file");
+	else if (!(s->dir = dir_of(path)) || !(s->ibuf = malloc(IO_BUF)) ||
+		 !(s->obuf = malloc(IO_BUF)))
+		k = -ENOMEM;
+	else
+		k = s->out = open_temp(s->dir, path, &s->tmp);
+	if (k < 0) {
+		lk_compress_stream_free(s);
+		return k;
+	}
+	*ret = s;
+	return 0;
+}
+
+int lk_compress_stream_new(const char *path, struct lk_compress_stream **ret)
+{
+	struct stat st;
+
+	return stream_new(path, &st, ret, NULL);
+}
+
+int lk_compress_stream_feed(struct lk_compress_stream *s, uint64_t limit)
+{
+	int k;
+
+	if (!s->started) {
+		/* The level is the one the whole file will get (choose_level): known as soon as
+		 * the file is longer than twice the probe's offset. */
+		if (limit < 2 * (uint64_t)LK_COMPRESS_PROBE_AT)
+			return 0;
+		k = stream_start(s, choose_level(s->in, limit));
+		if (k < 0)
+			return k;
+	}
+	return limit > s->done ? deflate_some(s, limit, false) : 0;
+}
+
 int lk_compress_profile(const char *path, int level, unsigned flags, struct lk_compressed *ret,
 			char **msg)
 {
-	_cleanup_(closep) int fd = -1, out = -1;
-	_cleanup_(freep) char *dir = NULL, *tmp = NULL, *name = NULL;
+	return lk_compress_stream_finish(NULL, path, level, flags, ret, msg);
+}
+
+int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, int level,
+			      unsigned flags, struct lk_compressed *ret, char **msg)
+{
+	_cleanup_(freep) char *name = NULL;
 	struct stat st, st2, ost;
-	uint64_t raw = 0;
 	int k;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return fail(msg, -EINVAL, "not a regular file");
-	k = check_profile(fd, &st, msg);
-	if (k < 0)
-		return k;
-
-	dir = dir_of(path);
-	if (!dir)
-		return -ENOMEM;
-	out = open_temp(dir, path, &tmp);
-	if (out < 0)
-		return out;
-	if (level == LK_COMPRESS_LEVEL)
-		level = choose_level(fd, (uint64_t)st.st_size);
-	k = deflate_fd(fd, out, level, &raw);
+	if (s) {
+		if (fstat(s->in, &st) < 0) {
+			k = -errno;
+			goto out;
+		}
+		if (s->started && level != LK_COMPRESS_LEVEL) {
+			k = -EINVAL; /* a stream is only ever started at the level chosen */
+			goto out;
+		}
+	} else {
+		k = stream_new(path, &st, &s, msg);
+		if (k < 0)
+			return k;
+	}
+	k = check_profile(s->in, &st, msg);
+	if (k == 0 && !s->started)
+		k = stream_start(s, level == LK_COMPRESS_LEVEL ? choose_level(s->in, (uint64_t)st.st_size)
+							    : level);
+	if (k == 0)
+		k = deflate_some(s, UINT64_MAX, true);
 	/* The profile's permissions and times: its mtime is when its process stopped writing. */
-	if (k == 0 && (fchmod(out, st.st_mode & 0777) < 0 ||
-		       futimens(out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0 ||
-		       fsync(out) < 0 || fstat(out, &ost) < 0 || fstat(fd, &st2) < 0))
+	if (k == 0 && (fchmod(s->out, st.st_mode & 0777) < 0 ||
+		       futimens(s->out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0 ||
+		       fsync(s->out) < 0 || fstat(s->out, &ost) < 0 || fstat(s->in, &st2) < 0))
 		k = -errno;
-	if (k == 0 && (raw != (uint64_t)st.st_size || !same_file_state(&st, &st2)))
+	if (k == 0 && (s->done != (uint64_t)st.st_size || !same_file_state(&st, &st2)))
 		k = fail(msg, -ESTALE, "it changed while it was being compressed (is a process "
 			 "still writing it?)");
 	if (k == 0)
-		k = name_free(out, tmp, path, &name);
-	if (k < 0) {
-		if (tmp)
-			unlink(tmp);
-		return k;
-	}
-	sync_dir(dir);
+		k = name_free(s->out, s->tmp, path, &name);
+	if (k < 0)
+		goto out;
+	free(s->tmp); /* named now: not to be removed */
+	s->tmp = NULL;
+	sync_dir(s->dir);
 	if (!(flags & LK_COMPRESS_KEEP_RAW) && unlink(path) < 0) {
 		k = -errno;
-		return fail(msg, k, "compressed into %s, but cannot remove the raw file: %s", name,
-			    strerror(-k));
+		fail(msg, k, "compressed into %s, but cannot remove the raw file: %s", name,
+		     strerror(-k));
+		goto out;
 	}
-	*ret = (struct lk_compressed){ .path = name, .raw_bytes = raw,
+	*ret = (struct lk_compressed){ .path = name, .raw_bytes = s->done,
 				       .gz_bytes = (uint64_t)ost.st_size };
 	name = NULL;
-	return 0;
+out:
+	lk_compress_stream_free(s);
+	return k;
 }

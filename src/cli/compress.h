@@ -17,7 +17,8 @@
 #define LK_COMPRESS_LEVEL 0
 #define LK_COMPRESS_LEVEL_BEST 6
 #define LK_COMPRESS_LEVEL_FAST 1
-#define LK_COMPRESS_PROBE (1u << 20) /* bytes from the middle of the file that decide */
+#define LK_COMPRESS_PROBE (1u << 20) /* bytes from the middle of the file that decide, */
+#define LK_COMPRESS_PROBE_AT (8u << 20) /* or from here, in a file of twice this or more */
 #define LK_COMPRESS_GOOD_RATIO 8     /* level 6 shrinks the probe at least this much: level 6 */
 
 struct lk_compressed {
@@ -45,5 +46,18 @@ struct lk_compressed {
 enum { LK_COMPRESS_KEEP_RAW = 1 << 0 }; /* the caller removes the raw file (it is reading it) */
 int lk_compress_profile(const char *path, int level, unsigned flags, struct lk_compressed *ret,
 			char **msg);
+
+/* A compression that starts while the profile is written (`leek run`, run-follow.c): new opens
+ * the profile and a temporary file, feed deflates the bytes before `limit` (written for good:
+ * docs/format.md, "Reading a profile being written") once the level can be chosen, and finish
+ * deflates the rest and does all lk_compress_profile() does, with its checks and results, the
+ * level LK_COMPRESS_LEVEL. Each takes a negative errno on failure; finish and free always free s,
+ * and leave no temporary file unless it was named. */
+struct lk_compress_stream;
+int lk_compress_stream_new(const char *path, struct lk_compress_stream **ret);
+int lk_compress_stream_feed(struct lk_compress_stream *s, uint64_t limit);
+int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, int level,
+			      unsigned flags, struct lk_compressed *ret, char **msg);
+struct lk_compress_stream *lk_compress_stream_free(struct lk_compress_stream *s);
 
 #endif /* LEEK_COMPRESS_H */

@@ -23,8 +23,10 @@
  * its old value when its blocks are freed. Never prints; errors are "offset N: ...".
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "profile-internal.h"
@@ -44,6 +46,7 @@ struct second_pass {
 	bool at_done;                       /* live_* taken */
 	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
 	uint64_t peak_ns;                   /* the time of the record that first reached it */
+	uint64_t last_ns;                   /* the time of the last record applied */
 };
 
 /* Pass 2 reads records ahead of the one it applies, and asks the cache for the live-set entry of
@@ -252,21 +255,14 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	}
 }
 
-static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
-		       struct second_pass *sp, char **msg)
+/* Applies records until the reader has no more (0) or fails (< 0, *msg set): the body of pass 2,
+ * and of each step of a followed profile. */
+static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah, char **msg)
 {
 	const struct lk_record *rec;
-	struct lk_reader *rd;
-	struct ahead ah;
 	int r;
 
-	r = profile_open_reader(fd, &rd, msg);
-	if (r < 0)
-		return r;
-	for (unsigned b = 0; b < p->nbuckets; b++)
-		sp->ends[b] = (uint64_t)((unsigned __int128)a->duration_ns * (b + 1) / p->nbuckets);
-	ahead_init(&ah, rd, a->records);
-	while ((r = ahead_next(&ah, &sp->ls, &rec)) > 0) {
+	while ((r = ahead_next(ah, &sp->ls, &rec)) > 0) {
 		const char *what = NULL;
 
 		if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
@@ -283,17 +279,21 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 		}
 		if (r < 0) {
 			profile_fail_record(msg, rec, r, what);
-			break;
+			return r;
 		}
 		p->totals.records++;
+		sp->last_ns = rec->time_ns;
 		if (sp->ls.heap_q > sp->bucket_max) /* converted once, at the bucket's end */
 			sp->bucket_max = sp->ls.heap_q;
 	}
 	if (r < 0)
-		profile_fail_reader(msg, rd, r);
-	lk_reader_free(rd);
-	if (r < 0)
-		return r;
+		profile_fail_reader(msg, ah->rd, r);
+	return r;
+}
+
+/* After the last record: the peak's and the end's snapshots, and the buckets closed. */
+static void end_replay(struct lk_profile *p, struct second_pass *sp)
+{
 	p->totals.peak_ns = sp->peak_ns;
 	profile_snapshot(p, &sp->ls, PROFILE_SNAP_PEAK, 0);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */
@@ -301,7 +301,62 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	close_bucket(p, sp);
 	if (!sp->at_done)
 		profile_snapshot(p, &sp->ls, PROFILE_SNAP_LIVE, 0);
+}
+
+static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
+		       struct second_pass *sp, char **msg)
+{
+	struct lk_reader *rd;
+	struct ahead ah;
+	int r;
+
+	r = profile_open_reader(fd, &rd, msg);
+	if (r < 0)
+		return r;
+	for (unsigned b = 0; b < p->nbuckets; b++)
+		sp->ends[b] = (uint64_t)((unsigned __int128)a->duration_ns * (b + 1) / p->nbuckets);
+	ahead_init(&ah, rd, a->records);
+	r = replay(p, sp, &ah, msg);
+	lk_reader_free(rd);
+	if (r < 0)
+		return r;
+	end_replay(p, sp);
 	return 0;
+}
+
+static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char **msg)
+{
+	struct lk_profile *p = calloc(1, sizeof(*p));
+
+	if (!p) {
+		profile_fail(msg, -ENOMEM, "out of memory");
+		return NULL;
+	}
+	p->opts = opts ? *opts : (struct lk_profile_opts){ .at_ns = UINT64_MAX };
+	p->nbuckets = p->opts.buckets && p->opts.buckets < LK_TIMELINE_BUCKETS
+			      ? p->opts.buckets
+			      : LK_TIMELINE_BUCKETS;
+	p->nstacks = 1; /* stack 0, "no stack" */
+	p->stacks = calloc(1, sizeof(*p->stacks));
+	p->runs = calloc(1, sizeof(*p->runs));
+	p->stacks_cap = p->runs_cap = 1;
+	if (!p->stacks || !p->runs) {
+		profile_fail(msg, -ENOMEM, "out of memory");
+		return lk_profile_free(p);
+	}
+	return p;
+}
+
+/* Hands the message to *err (or frees it) and the profile back, on failure. */
+static int give_error(int r, char *msg, char **err)
+{
+	if (r == -ENOMEM)
+		profile_fail(&msg, r, "out of memory");
+	if (err)
+		*err = msg;
+	else
+		free(msg);
+	return r;
 }
 
 int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct lk_profile **ret,
@@ -313,21 +368,10 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 	char *msg = NULL;
 	int fd = -1, r;
 
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		if (err)
-			*err = strdup("out of memory");
-		return -ENOMEM;
-	}
-	p->opts = opts ? *opts : (struct lk_profile_opts){ .at_ns = UINT64_MAX };
-	p->nbuckets = p->opts.buckets && p->opts.buckets < LK_TIMELINE_BUCKETS
-			      ? p->opts.buckets
-			      : LK_TIMELINE_BUCKETS;
-	p->nstacks = 1; /* stack 0, "no stack" */
-	p->stacks = calloc(1, sizeof(*p->stacks));
-	p->runs = calloc(1, sizeof(*p->runs));
-	p->stacks_cap = p->runs_cap = 1;
-	r = p->stacks && p->runs ? profile_open_input(path, &fd, &msg) : -ENOMEM;
+	p = profile_new(opts, &msg);
+	if (!p)
+		return give_error(-ENOMEM, msg, err);
+	r = profile_open_input(path, &fd, &msg);
 	if (r >= 0)
 		r = first_pass(p, fd, &a, &msg);
 	if (r >= 0) {
@@ -340,15 +384,134 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 	if (fd >= 0)
 		close(fd);
 	if (r < 0) {
-		if (r == -ENOMEM)
-			profile_fail(&msg, r, "out of memory");
-		if (err)
-			*err = msg;
-		else
-			free(msg);
 		lk_profile_free(p);
-		return r;
+		return give_error(r, msg, err);
 	}
 	*ret = p;
+	return 0;
+}
+
+/* ---- a profile followed while it is written ----
+ *
+ * One pass, as its records become safe to read (lk_profile_follow_step's limit), and the rest
+ * after its writer has stopped. With no first pass there is no duration to cut the timeline by,
+ * so a followed profile has one bucket: everything but the timeline and the growth verdicts is
+ * what lk_profile_load() gives (tests/unit/test-profile.c). */
+struct lk_profile_follow {
+	struct lk_profile *p;
+	int fd;
+	struct lk_reader *rd;
+	struct second_pass sp;
+	struct ahead ah;
+	char *msg; /* the first failure; every later call returns it */
+	int err;
+	bool live;  /* sp.ls to be given back */
+};
+
+struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f)
+{
+	if (!f)
+		return NULL;
+	lk_reader_free(f->rd);
+	if (f->fd >= 0)
+		close(f->fd);
+	if (f->live)
+		live_set_done(&f->sp.ls);
+	lk_profile_free(f->p);
+	free(f->msg);
+	free(f);
+	return NULL;
+}
+
+static int follow_fail(struct lk_profile_follow *f, int r, char **err)
+{
+	if (r == -ENOMEM && !f->msg)
+		profile_fail(&f->msg, r, "out of memory");
+	f->err = r;
+	if (err)
+		*err = f->msg ? strdup(f->msg) : NULL;
+	return r;
+}
+
+int lk_profile_follow_open(const char *path, uint64_t limit, struct lk_profile_follow **ret,
+			   char **err)
+{
+	static const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1 };
+	struct lk_profile_follow *f = calloc(1, sizeof(*f));
+	struct stat st;
+	char *msg = NULL;
+	int r;
+
+	if (!f)
+		return give_error(-ENOMEM, msg, err);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
+		r = -errno;
+		profile_fail(&msg, r, "%s", strerror(errno));
+	} else if (!S_ISREG(st.st_mode)) {
+		r = profile_fail(&msg, -EINVAL, "not a regular file, so it cannot be followed");
+	} else if (!(f->p = profile_new(&one, &msg))) {
+		r = -ENOMEM;
+	} else if (!(f->rd = lk_reader_new())) {
+		r = profile_fail(&msg, -ENOMEM, "out of memory");
+	} else {
+		r = lk_reader_follow(f->rd, limit);
+		if (r >= 0)
+			r = lk_reader_open_fd(f->rd, f->fd);
+		if (r >= 0)
+			r = copy_header(f->p, f->rd);
+		if (r < 0 && !msg)
+			profile_fail_reader(&msg, f->rd, r);
+		if (r >= 0) {
+			live_set_init(&f->sp.ls, f->p->totals.period);
+			f->live = true;
+		}
+	}
+	if (r < 0) {
+		lk_profile_follow_free(f);
+		return give_error(r, msg, err);
+	}
+	f->sp.ends[0] = UINT64_MAX;            /* the one bucket ends with the last record */
+	ahead_init(&f->ah, f->rd, UINT64_MAX);
+	*ret = f;
+	return 0;
+}
+
+uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f)
+{
+	return lk_reader_end_offset(f->rd);
+}
+
+int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **err)
+{
+	int r;
+
+	if (f->err)
+		return follow_fail(f, f->err, err);
+	r = lk_reader_follow(f->rd, limit);
+	if (r >= 0) {
+		f->ah.r = 1; /* the reader stopped for now, not for good */
+		r = replay(f->p, &f->sp, &f->ah, &f->msg);
+	}
+	return r < 0 ? follow_fail(f, r, err) : 0;
+}
+
+int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err)
+{
+	int r = lk_profile_follow_step(f, UINT64_MAX, err);
+
+	if (r < 0)
+		return r;
+	f->p->totals.trailer = lk_reader_has_trailer(f->rd);
+	f->sp.ends[0] = f->sp.last_ns;
+	end_replay(f->p, &f->sp);
+	r = profile_finish(f->p, &f->sp.ls, f->sp.last_ns);
+	if (r < 0)
+		return follow_fail(f, r, err);
+	*ret = f->p;
+	live_set_done(&f->sp.ls);
+	f->live = false;
+	f->p = NULL;
+	f->err = -EALREADY;
 	return 0;
 }

@@ -121,6 +121,27 @@ struct lk_profile;
 int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct lk_profile **ret,
 		    char **err);
 struct lk_profile *lk_profile_free(struct lk_profile *p); /* NULL-safe, returns NULL */
+
+/* A raw profile read while its program still writes it, in one pass (`leek run`'s summary):
+ *
+ *   lk_profile_follow_open(path, limit, &f, &err);   the header, below limit
+ *   lk_profile_follow_step(f, limit, &err);          the records that end well before limit
+ *   ...                                              (limit only grows)
+ *   lk_profile_follow_finish(f, &p, &err);           the rest, once the writer has stopped
+ *   lk_profile_follow_free(f);
+ *
+ * `limit` is a file offset before which every byte is written for good (docs/format.md, "Reading
+ * a profile being written"). The profile has one timeline bucket, so no growth verdicts; all else
+ * is what lk_profile_load() gives for the finished file. Errors as lk_profile_load()'s; after one,
+ * every call returns it again. */
+struct lk_profile_follow;
+int lk_profile_follow_open(const char *path, uint64_t limit, struct lk_profile_follow **ret,
+			   char **err);
+int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **err);
+int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err);
+/* The file offset after the last record read so far. */
+uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f);
+struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /* NULL-safe */
 static inline void lk_profile_freep(struct lk_profile **p)
 {
 	lk_profile_free(*p);

@@ -20,6 +20,7 @@ struct lk_reader {
 	const uint8_t *p, *end;  /* unread bytes in the window */
 	uint64_t offset;         /* file offset of p */
 	bool eof;                /* nothing beyond end */
+	uint64_t limit;          /* lk_reader_follow(): read nothing from here on; else UINT64_MAX */
 	int err;
 	char error[256];
 
@@ -54,6 +55,13 @@ int lk_reader_fill(struct lk_reader *r, size_t want);
  * the reader in ST_END, where lk_reader_next() returns 0. */
 int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* Following a profile still written, and short of a whole record before the limit: the caller
+ * stops here, for now (lk_reader_follow()). */
+static inline bool lk_reader_waits(const struct lk_reader *r)
+{
+	return r->limit != UINT64_MAX && (size_t)(r->end - r->p) < LK_READ_RECORD_MAX;
+}
 
 static inline size_t lk_reader_avail(const struct lk_reader *r)
 {

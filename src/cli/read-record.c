@@ -323,6 +323,8 @@ static int check_tail(struct lk_reader *r)
 		if (k < 0)
 			return k;
 		size_t n = lk_reader_avail(r);
+		if (n == 0 && !r->eof)
+			return 0; /* followed: the limit */
 		if (n == 0) {
 			r->state = ST_END;
 			return 0;
@@ -499,6 +501,11 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	k = lk_reader_fill(r, LK_READ_RECORD_MAX);
 	if (k < 0)
 		return k;
+	/* Followed: no more now, where the record may not be whole, or not written yet, or is an
+	 * extension, which may be longer than the window. */
+	if (lk_reader_waits(r) || (r->limit != UINT64_MAX && (r->p[0] == LK_REC_END ||
+							       r->p[0] >= LK_REC_EXT_FIRST)))
+		return 0;
 	/* The end of the file, or a zero tag: the writer stopped here. */
 	if (lk_reader_avail(r) == 0 || r->p[0] == LK_REC_END) {
 		r->end_offset = r->offset;

@@ -71,6 +71,7 @@ struct lk_reader *lk_reader_new(void)
 	if (!r)
 		return NULL;
 	r->fd = r->own_fd = -1;
+	r->limit = UINT64_MAX;
 	r->next_stack = 1;
 	lk_u64map_init(&r->loaded, LK_READ_MAX_LOADED);
 	return r;
@@ -129,8 +130,15 @@ int lk_reader_fill(struct lk_reader *r, size_t want)
 	r->p = r->buf;
 	r->end = r->buf + n;
 	while (n < want) {
-		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, LK_READ_BUF - n)
-				  : read(r->fd, r->buf + n, LK_READ_BUF - n);
+		size_t room = LK_READ_BUF - n;
+		if (r->limit != UINT64_MAX) { /* followed: nothing at or past the limit */
+			uint64_t at = r->offset + n;
+			if (at >= r->limit)
+				break;
+			if (r->limit - at < room)
+				room = (size_t)(r->limit - at);
+		}
+		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, room) : read(r->fd, r->buf + n, room);
 		if (k < 0 && r->gz)
 			return fail_gz(r, (int)k, n);
 		if (k < 0) {
@@ -303,6 +311,8 @@ int lk_reader_open_fd(struct lk_reader *r, int fd)
 	if (k < 0)
 		return k;
 	if (is_gzip(r->p, lk_reader_avail(r))) {
+		if (r->limit != UINT64_MAX)
+			return lk_reader_fail(r, -EINVAL, "a compressed profile cannot be followed");
 		r->gz = lk_gz_new(fd, r->p, lk_reader_avail(r));
 		if (!r->gz)
 			return lk_reader_fail(r, -ENOMEM, "out of memory");
@@ -362,6 +372,16 @@ int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size)
 const struct lk_profile_header *lk_reader_header(const struct lk_reader *r)
 {
 	return r->hdr.exe ? &r->hdr : NULL; /* set once the whole header is read */
+}
+
+int lk_reader_follow(struct lk_reader *r, uint64_t limit)
+{
+	if (r->gz || (r->state != ST_NEW && r->fd < 0) || r->state == ST_FAILED)
+		return -EINVAL;
+	if (limit < r->limit && r->limit != UINT64_MAX)
+		limit = r->limit; /* bytes below the old limit may be in the window already */
+	r->limit = limit;
+	return 0;
 }
 
 const char *lk_reader_error(const struct lk_reader *r)

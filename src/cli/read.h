@@ -16,6 +16,12 @@
  *   r == 0: the end. lk_reader_has_trailer(rd) false means the writer stopped early (crash,
  *   kill, exec) and lk_reader_end_offset(rd) says where its last complete record ends.
  *
+ * A raw profile that a program is still writing can be followed (lk_reader_follow()): the reader
+ * then reads nothing at or past a limit that its caller moves on, and stops, as if at the end,
+ * at the first record that the bytes before the limit may not hold whole. The caller knows which
+ * bytes are written for good (docs/format.md, "Reading a profile being written"); the reader
+ * cannot tell a record whose tag is stored from one whose other bytes are.
+ *
  * Errors: -EMEDIUMTYPE not a leek profile, -EPROTONOSUPPORT another format version, -EBADMSG
  * corrupt or truncated, -ENOMEM, or the errno of open/read.
  */
@@ -123,6 +129,14 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
  * profile): the same records, checked as much, with the same results, but only the time of the
  * record is given, in *time_ns. */
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
+
+/* Follows a raw profile that is still being written: nothing at or past file offset `limit` is
+ * read, and lk_reader_next() returns 0 ("nothing more for now") at the first record that does not
+ * end LK_READ_RECORD_MAX bytes or more before the limit, at a zero tag, and at an extension
+ * record. Called again with a higher limit, it goes on from there; with UINT64_MAX it reads the
+ * rest as a whole file is read, to its end. Before opening (so that the header, too, is read
+ * only below the limit) or between records; a gzip profile is never followed (-EINVAL). */
+int lk_reader_follow(struct lk_reader *r, uint64_t limit);
 
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
 bool lk_reader_has_trailer(const struct lk_reader *r);

@@ -1,10 +1,18 @@
-/* run.h: what `leek run` must know before it starts a program (run-target.c).
+/* run.h: what `leek run` must know before it starts a program (run-target.c), and how it finds
+ * and follows the profiles of its run (run-follow.c).
  *
  * Refusing early is the point: LD_PRELOAD silently does nothing for a static, setuid or foreign
  * program, and a run that writes no profile without saying why is worse than no run.
  */
 #ifndef LEEK_RUN_H
 #define LEEK_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h"
 
 /* Finds the file that execvp() would run for cmd and checks that libleek.so can be preloaded
  * into it. 0 if so (or if leek cannot tell, and exec will decide); otherwise, after printing
@@ -15,5 +23,31 @@ int lk_run_check_target(const char *cmd);
  * (found relative to this binary, so a moved prefix works, then at the configured path).
  * 0 and a malloc'd path, or -ENOENT after printing where it looked. */
 int lk_run_find_library(char **ret);
+
+/* A profile of the run: the file, and its header's start time and pid. */
+struct lk_run_profile {
+	char *path;
+	uint64_t start_ns, pid;
+};
+
+/* Every profile that matches the output pattern (%p, %e: anything) and whose header carries the
+ * session (and the pid, unless 0), oldest first, in a malloc'd *ret of malloc'd paths. quiet: no
+ * message about a directory that cannot be listed. */
+size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
+			    struct lk_run_profile **ret);
+
+/* The follower: a thread that reads the profile of pid while the program runs, and compresses
+ * it too if asked (run-follow.c). start: NULL if no thread could be made (the summary then reads
+ * everything after the exit). stop: once the program has ended; the thread is joined. take: the
+ * followed profile if it is the file at path, for lk_profile_follow_finish(), else NULL; take_gz:
+ * its compression, for lk_compress_stream_finish(), else NULL. All accept NULL. */
+struct lk_run_follower;
+struct lk_compress_stream;
+struct lk_run_follower *lk_run_follow_start(const char *pattern, uint64_t session, pid_t pid,
+					    bool compress);
+void lk_run_follow_stop(struct lk_run_follower *w);
+struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const char *path);
+struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, const char *path);
+void lk_run_follow_free(struct lk_run_follower *w);
 
 #endif /* LEEK_RUN_H */

@@ -1,0 +1,345 @@
+/* run-follow.c: `leek run` finds the profiles of its run, and reads the program's own profile
+ * while the program writes it, so that the summary after the exit has only the last part left.
+ *
+ * The follower is a thread of `leek run` at SCHED_IDLE: it runs only on a CPU that nothing else
+ * wants, so a busy program never waits for it. Every LK_FOLLOW_POLL_MS it looks at the size of the
+ * program's profile. libleek grows the file only once every record that ends a record's length
+ * (LK_READ_RECORD_MAX) before its old end is stored (docs/format.md, "Reading a profile being
+ * written"), so when the size has grown since the last look, every byte below the size seen at
+ * that last look, less LK_READ_RECORD_MAX, is written for good: that is the follower's limit
+ * (lk_profile_follow_step). A program that stops growing its file leaves the rest to the summary.
+ *
+ * It follows the newest profile of the program's pid: the one of the program that exec ran, not
+ * that of a shell that exec'd it. Anything that goes wrong only ends the following: the summary
+ * then reads the file from the start, as it would without it, and reports what it finds.
+ *
+ * Never: write to the profile, print, or hold up the program's exit.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "compress.h"
+#include "run.h"
+#include "util.h"
+
+#define LK_FOLLOW_POLL_MS 10    /* how often the size is looked at: 1 MiB steps of a fast writer */
+#define LK_FOLLOW_RESCAN 50     /* looks between two searches for a newer profile of the pid */
+#define LK_FOLLOW_STEP (4 << 20) /* bytes read between two checks for the program's exit */
+
+static int cmp_found(const void *a, const void *b)
+{
+	const struct lk_run_profile *x = a, *y = b;
+
+	if (x->start_ns != y->start_ns)
+		return x->start_ns < y->start_ns ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/* Turns the output pattern's file name into an fnmatch(3) pattern: %p, %e -> '*'. */
+static void name_pattern(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+
+	for (const char *s = name; *s && n + 3 < size; s++) {
+		if (*s == '%' && s[1] == '%')
+			out[n++] = *++s;
+		else if (*s == '%' && s[1]) {
+			out[n++] = '*';
+			s++;
+		} else {
+			if (strchr("*?[\\", *s))
+				out[n++] = '\\';
+			out[n++] = *s;
+		}
+	}
+	out[n] = 0;
+}
+
+size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
+			    struct lk_run_profile **ret)
+{
+	char dir[4096], glob[4096], glob_n[4096 + 8];
+	const char *slash = strrchr(pattern, '/');
+	struct lk_run_profile *list = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+
+	*ret = NULL;
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
+	if (!*dir)
+		strcpy(dir, "/");
+	if (strchr(dir, '%')) {
+		if (!quiet)
+			lk_msg("not looking for the profiles: the output directory %s has a %% "
+			       "pattern", dir);
+		return 0;
+	}
+	name_pattern(slash + 1, glob, sizeof(glob));
+	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
+	d = opendir(dir);
+	if (!d) {
+		if (!quiet)
+			lk_error(-errno, "cannot list %s to find the profiles", dir);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		struct lk_file_header h;
+		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
+			continue;
+		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0)
+			continue;
+		ssize_t k = pread(fd, &h, sizeof(h), 0);
+		close(fd);
+		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
+		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
+			continue;
+		if (n == cap) {
+			struct lk_run_profile *l = realloc(list, (cap = cap ? 2 * cap : 8) * sizeof(*l));
+			if (!l)
+				break;
+			list = l;
+		}
+		if (asprintf(&list[n].path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
+			     de->d_name) < 0)
+			break;
+		list[n].start_ns = le64toh(h.start_monotonic_ns);
+		list[n++].pid = le32toh(h.pid);
+	}
+	closedir(d);
+	if (n)
+		qsort(list, n, sizeof(*list), cmp_found);
+	*ret = list;
+	return n;
+}
+
+struct lk_run_follower {
+	const char *pattern;
+	uint64_t session, pid;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;                 /* under mu: the program has ended */
+
+	/* The thread's until it is joined, then the summary's. */
+	char *path;                /* the profile followed, or NULL */
+	struct stat st;            /* its identity */
+	int fd;                    /* for its size */
+	uint64_t seen, limit;      /* its size at the last look; what is safe to read */
+	struct lk_profile_follow *f; /* NULL until its header is below the limit, or after a failure */
+	bool failed;               /* give up on this file */
+	bool compress;             /* and compress it as well */
+	struct lk_compress_stream *gz; /* NULL until the profile is found, or after a failure */
+};
+
+static void drop(struct lk_run_follower *w)
+{
+	w->f = lk_profile_follow_free(w->f);
+	w->gz = lk_compress_stream_free(w->gz);
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	free(w->path);
+	w->path = NULL;
+	w->seen = w->limit = 0;
+	w->failed = false;
+}
+
+static bool newer(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec != b->tv_sec ? a->tv_sec > b->tv_sec : a->tv_nsec > b->tv_nsec;
+}
+
+/* The profile of the pid that changed last, if it is not the one followed already: a program
+ * that exec'd another left its profile unchanged since (both have the pid and the start time). */
+static void look_for_profile(struct lk_run_follower *w)
+{
+	struct lk_run_profile *list;
+	size_t n = lk_run_find_profiles(w->pattern, w->session, w->pid, true, &list), best = n;
+	struct stat st, best_st = { 0 };
+	int fd;
+
+	for (size_t i = 0; i < n; i++)
+		if (stat(list[i].path, &st) == 0 && S_ISREG(st.st_mode) &&
+		    (best == n || newer(&st.st_mtim, &best_st.st_mtim))) {
+			best = i;
+			best_st = st;
+		}
+	if (best < n && !(w->path && !strcmp(w->path, list[best].path)) &&
+	    (fd = open(list[best].path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			drop(w);
+			w->path = list[best].path;
+			list[best].path = NULL;
+			w->st = st;
+			w->fd = fd;
+			if (w->compress && lk_compress_stream_new(w->path, &w->gz) < 0)
+				w->gz = NULL; /* compressed after the exit, as without the follower */
+		} else {
+			close(fd);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(list[i].path);
+	free(list);
+}
+
+/* One look at the file's size, and the reading it allows, in steps of LK_FOLLOW_STEP while the
+ * program runs. */
+static void follow_some(struct lk_run_follower *w)
+{
+	struct stat st;
+
+	if (fstat(w->fd, &st) < 0 || st.st_ino != w->st.st_ino || st.st_dev != w->st.st_dev)
+		return;
+	if ((uint64_t)st.st_size > w->seen) {
+		if (w->seen > LK_READ_RECORD_MAX)
+			w->limit = w->seen - LK_READ_RECORD_MAX; /* grown since: written for good */
+		w->seen = (uint64_t)st.st_size;
+	}
+	if (!w->f) {
+		struct lk_file_header h;
+		if (w->limit < LK_HEADER_FIXED_SIZE ||
+		    pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+		    le32toh(h.header_size) > w->limit - LK_HEADER_FIXED_SIZE)
+			return; /* its header is not all below the limit yet */
+		if (lk_profile_follow_open(w->path, w->limit, &w->f, NULL) < 0) {
+			w->failed = true;
+			return;
+		}
+	}
+	for (;;) {
+		uint64_t from = lk_profile_follow_offset(w->f), at = from + LK_FOLLOW_STEP;
+		if (at > w->limit)
+			at = w->limit;
+		if (lk_profile_follow_step(w->f, at, NULL) < 0) {
+			w->f = lk_profile_follow_free(w->f);
+			w->failed = true;
+			return;
+		}
+		if (w->gz && lk_compress_stream_feed(w->gz, at) < 0)
+			w->gz = lk_compress_stream_free(w->gz);
+		pthread_mutex_lock(&w->mu);
+		bool stop = w->stop;
+		pthread_mutex_unlock(&w->mu);
+		/* The program has ended, all below the limit is read, or a record stops it. */
+		if (stop || at == w->limit || lk_profile_follow_offset(w->f) == from)
+			break;
+	}
+}
+
+static void *follower_run(void *arg)
+{
+	struct lk_run_follower *w = arg;
+	const struct sched_param idle = { 0 };
+	unsigned looks = 0;
+
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle); /* best effort */
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += LK_FOLLOW_POLL_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &until);
+		if (w->stop)
+			break;
+		pthread_mutex_unlock(&w->mu);
+		if (!w->path || looks++ % LK_FOLLOW_RESCAN == 0)
+			look_for_profile(w);
+		if (w->path && !w->failed)
+			follow_some(w);
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+struct lk_run_follower *lk_run_follow_start(const char *pattern, uint64_t session, pid_t pid,
+					    bool compress)
+{
+	struct lk_run_follower *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+
+	if (!w)
+		return NULL;
+	*w = (struct lk_run_follower){ .pattern = pattern, .session = session,
+				       .pid = (uint64_t)pid, .fd = -1, .compress = compress };
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&w->th, NULL, follower_run, w) != 0) {
+		pthread_cond_destroy(&w->cv);
+		pthread_mutex_destroy(&w->mu);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void lk_run_follow_stop(struct lk_run_follower *w)
+{
+	if (!w)
+		return;
+	/* Back to the normal policy first: on a busy machine an idle thread might wait long for a
+	 * CPU, and `leek run` waits for it. */
+	pthread_setschedparam(w->th, SCHED_OTHER, &(const struct sched_param){ 0 });
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+}
+
+struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const char *path)
+{
+	struct lk_profile_follow *f = NULL;
+	struct stat st;
+
+	/* The same file, by name and by identity: the name may have been reused since. */
+	if (w && w->f && !w->failed && !strcmp(w->path, path) && stat(path, &st) == 0 &&
+	    st.st_ino == w->st.st_ino && st.st_dev == w->st.st_dev) {
+		f = w->f;
+		w->f = NULL;
+	}
+	return f;
+}
+
+struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, const char *path)
+{
+	struct lk_compress_stream *gz = NULL;
+	struct stat st;
+
+	if (w && w->gz && !strcmp(w->path, path) && stat(path, &st) == 0 &&
+	    st.st_ino == w->st.st_ino && st.st_dev == w->st.st_dev) {
+		gz = w->gz;
+		w->gz = NULL;
+	}
+	return gz;
+}
+
+void lk_run_follow_free(struct lk_run_follower *w)
+{
+	if (!w)
+		return;
+	drop(w);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
+}
