@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "build-profile.h"
+#include "compress.h"
 #include "harness.h"
 #include "gz-build.h"
 #include "proc.h"
@@ -252,56 +253,143 @@ static uint64_t file_size(const char *path)
 	return (uint64_t)st.st_size;
 }
 
-/* The level suits the data (compress.c, choose_level): 10 MiB that compress well, 10 MiB that do
- * not (the middle, which decides: level 1), then well again; the bytes must come back exactly.
- * A file of the first part alone must get level 6: less than half of what level 1 gives. */
+/* size bytes of records after a header: a loop (the same block, size and site), which deflate
+ * shrinks well, or, if !good, sizes and freed blocks all over the place, which it does not. */
+static void add_part(struct pbuf *b, size_t size, bool good, uint64_t *x)
+{
+	const uint64_t addr = 0x7f0000000000;
+	size_t end = b->len + size;
+
+	while (b->len < end) {
+		if (!good) {
+			*x = *x * 6364136223846793005ull + 1442695040888963407ull;
+			pb_alloc(b, *x >> 60, 7, addr + (*x >> 20 & 0xffffff0), *x >> 40 & 0xffff, 0);
+			PB_REC(b, lk_rec_free(rec, *x >> 61, &b->prev_free, 1 + (*x >> 20) % b->blocks));
+		} else {
+			pb_alloc(b, 0, 7, addr, 128, 0);
+			pb_free(b, 0, 7, addr);
+		}
+	}
+}
+
+/* The file at path is exactly data gzipped at zlib level `level` as compress.c does it. */
+static void expect_level(const char *path, const struct pbuf *data, int level)
+{
+	struct pbuf want = { 0 }, back;
+
+	gunzip_file(path, &back);
+	ASSERT_EQ(back.len, data->len);
+	ASSERT_TRUE(memcmp(back.p, data->p, data->len) == 0);
+	pb_gzip(&want, data->p, data->len, level);
+	if (file_size(path) != want.len)
+		FAIL("%s: %llu bytes, level %d makes %zu", path, (unsigned long long)file_size(path),
+		     level, want.len);
+	free(want.p);
+	free(back.p);
+}
+
+/* The level suits the data (compress.c, choose_level). 30 MiB: 6 MiB that compress well, 4 MiB
+ * that do not (8 MiB in: the probe of a file of 16 MiB or more, so level 1), then 24 MiB that do
+ * well again (the middle, which does not decide here). A 6 MiB file of the first part alone is
+ * probed in its middle: level 6. */
 TEST(compress_adaptive_level)
 {
 	char dir[256], path[300], gz[310];
-	struct pbuf b = { 0 }, back, lone;
-	uint64_t x = 12345, addr = 0x7f0000000000;
+	struct pbuf b = { 0 };
+	uint64_t x = 12345;
 
 	tmp_dir(dir);
 	pb_simple_header(&b);
-	for (int part = 0; part < 3; part++) {
-		size_t end = b.len + (10u << 20);
-		while (b.len < end) {
-			if (part == 1) { /* sizes and freed blocks all over the place */
-				x = x * 6364136223846793005ull + 1442695040888963407ull;
-				pb_alloc(&b, x >> 60, 7, addr + (x >> 20 & 0xffffff0), x >> 40 & 0xffff,
-					 0);
-				PB_REC(&b, lk_rec_free(rec, x >> 61, &b.prev_free,
-						       1 + (x >> 20) % b.blocks));
-			} else { /* a loop: the same block, size and site */
-				pb_alloc(&b, 0, 7, addr, 128, 0);
-				pb_free(&b, 0, 7, addr);
-			}
-		}
-	}
+	add_part(&b, (6u << 20) - b.len, true, &x);
+	add_part(&b, 4u << 20, false, &x);
+	add_part(&b, 20u << 20, true, &x);
 	snprintf(path, sizeof(path), "%s/big.lk", dir);
 	snprintf(gz, sizeof(gz), "%s.gz", path);
 	write_file(path, b.p, b.len);
 	LEEK(dir, "compress", path);
 	if (res.status != 0)
 		FAIL("leek compress: exit %d: %s", res.status, res.err);
-	gunzip_file(gz, &back);
-	ASSERT_EQ(back.len, b.len);
-	ASSERT_TRUE(memcmp(back.p, b.p, b.len) == 0);
+	expect_level(gz, &b, LK_COMPRESS_LEVEL_FAST);
 
-	/* The first part alone, against zlib's level 1. */
-	struct pbuf head = { .p = b.p, .len = 10u << 20 };
+	struct pbuf head = { .p = b.p, .len = 6u << 20 };
 	snprintf(path, sizeof(path), "%s/head.lk", dir);
 	snprintf(gz, sizeof(gz), "%s.gz", path);
 	write_file(path, head.p, head.len);
 	LEEK(dir, "compress", path);
 	ASSERT_EQ(res.status, 0);
-	lone = (struct pbuf){ 0 };
-	gz_member(&lone, head.p, 0, head.len);
-	if (file_size(gz) * 2 > lone.len)
-		FAIL("10 MiB of a loop: %llu bytes compressed, level 1 gives %zu",
-		     (unsigned long long)file_size(gz), lone.len);
+	expect_level(gz, &head, LK_COMPRESS_LEVEL_BEST);
+	free(b.p);
+	tmp_dir_remove(dir);
+}
+
+/* A compression fed while the profile is written (lk_compress_stream_feed, as `leek run`'s
+ * follower does) makes the file that compressing the finished profile makes, and reads nothing at
+ * or past the limit it is given: the bytes there are garbage until the limit passes them. A stream
+ * dropped before its end leaves nothing behind. */
+TEST(compress_stream_as_written)
+{
+	char dir[256], path[300], gz[310], whole[300], whole_gz[310];
+	struct lk_compress_stream *s;
+	struct lk_compressed c;
+	struct pbuf b = { 0 };
+	uint64_t x = 99;
+	char *msg = NULL;
+	FILE *f;
+
+	tmp_dir(dir);
+	pb_simple_header(&b);
+	for (int part = 0; part < 6; part++) /* 24 MiB; the 8 MiB probe is in a good part */
+		add_part(&b, 4u << 20, part % 3 != 2, &x);
+	snprintf(path, sizeof(path), "%s/grow.lk", dir);
+	snprintf(gz, sizeof(gz), "%s.gz", path);
+	snprintf(whole, sizeof(whole), "%s/whole.lk", dir);
+	snprintf(whole_gz, sizeof(whole_gz), "%s.gz", whole);
+	write_file(whole, b.p, b.len);
+	ASSERT_OK(lk_compress_profile(whole, LK_COMPRESS_LEVEL, 0, &c, &msg));
+	ASSERT_STREQ(c.path, whole_gz);
+	free(c.path);
+
+	uint8_t *junk = malloc(b.len);
+	ASSERT_TRUE(junk != NULL);
+	memset(junk, LK_REC_MAX_KNOWN + 1, b.len); /* a reserved tag, everywhere */
+	write_file(path, junk, b.len);
+	f = fopen(path, "r+");
+	ASSERT_TRUE(f != NULL);
+	ASSERT_OK(lk_compress_stream_new(path, &s));
+	for (size_t limit = 0, step = 3333331; limit < b.len;) {
+		size_t next = limit + step < b.len ? limit + step : b.len;
+		ASSERT_EQ(fseek(f, (long)limit, SEEK_SET), 0);
+		ASSERT_EQ(fwrite(b.p + limit, 1, next - limit, f), next - limit);
+		ASSERT_EQ(fflush(f), 0);
+		limit = next;
+		ASSERT_OK(lk_compress_stream_feed(s, limit));
+	}
+	fclose(f);
+	ASSERT_OK(lk_compress_stream_finish(s, path, LK_COMPRESS_LEVEL, 0, &c, &msg));
+	ASSERT_STREQ(c.path, gz);
+	ASSERT_EQ(c.raw_bytes, b.len);
+	ASSERT_TRUE(!exists(path));
+	struct pbuf back;
+	gunzip_file(gz, &back);
+	ASSERT_EQ(back.len, b.len);
+	ASSERT_TRUE(memcmp(back.p, b.p, b.len) == 0);
+	size_t n1, n2;
+	char *one = read_file(gz, &n1), *two = read_file(whole_gz, &n2);
+	ASSERT_EQ(n1, n2);
+	ASSERT_TRUE(memcmp(one, two, n1) == 0);
+	free(one);
+	free(two);
 	free(back.p);
-	free(lone.p);
+	free(c.path);
+
+	/* Dropped half way: only the files that were there. */
+	write_file(path, b.p, b.len);
+	ASSERT_OK(lk_compress_stream_new(path, &s));
+	ASSERT_OK(lk_compress_stream_feed(s, b.len / 2 + 3));
+	lk_compress_stream_free(s);
+	ASSERT_EQ(count_files(dir, "", ""), 5); /* ., .., whole.lk.gz, grow.lk.gz, grow.lk */
+	ASSERT_EQ(count_files(dir, "grow", ""), 2);
+	free(junk);
 	free(b.p);
 	tmp_dir_remove(dir);
 }
@@ -565,6 +653,61 @@ TEST(run_leaves_gz)
 
 	LEEK(dir, "help", "run");
 	ASSERT_CONTAINS(res.out, "--no-compress");
+	tmp_dir_remove(dir);
+}
+
+/* The summary's lines below its first (which names the file, the pid and the duration), without
+ * the time of the peak (malloc'ed). */
+static char *summary_body(const char *err)
+{
+	const char *nl = strchr(err, '\n');
+	char *s = strdup(nl ? nl + 1 : ""), *at, *end;
+
+	if (!s)
+		FAIL("out of memory");
+	while ((at = strstr(s, "; at ")) && (end = strchr(at, '\n')))
+		memmove(at, end, strlen(end) + 1);
+	return s;
+}
+
+/* `leek run` reads and compresses the program's profile while it runs (run-follow.c). fx-follow
+ * waits until leek holds the compression's temporary file with bytes in it, so its status 0 says
+ * that the compression went on during the run (the reading goes first, at every step). The
+ * summary must be the one a run without the follower prints, and the .gz the whole profile. */
+TEST(run_follows_the_profile)
+{
+	char dir[256], out[300], want[400];
+	char *path, *followed, *plain;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	/* 3000 rounds: about 24 MiB of profile, past the compression's 16 MiB start. */
+	LEEK(dir, "run", "--period", "1", "-o", out, "--", FX("fx-follow"), "3000", "wait");
+	if (res.status != 0)
+		FAIL("leek run fx-follow 3000 wait: exit %d (3: no compression under way while it "
+		     "ran): %s", res.status, res.err);
+	path = only_file(dir, "x.", "");
+	ASSERT_TRUE(strlen(path) > 6 && !strcmp(path + strlen(path) - 6, ".lk.gz"));
+	snprintf(want, sizeof(want), "leek: %s: fx-follow, pid", path);
+	ASSERT_CONTAINS(res.err, want);
+	ASSERT_CONTAINS(res.err, "3000000 samples");
+	followed = summary_body(res.err);
+	LEEK(dir, "dump", "--summary", path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "trailer:     yes");
+	ASSERT_CONTAINS(res.out, "alloc=3000000 free=2997000");
+	unlink(path);
+	free(path);
+
+	LEEK(dir, "run", "--no-follow", "--period", "1", "-o", out, "--", FX("fx-follow"), "3000");
+	ASSERT_EQ(res.status, 0);
+	plain = summary_body(res.err);
+	ASSERT_CONTAINS(plain, "fixture_follow_large");
+	ASSERT_STREQ(followed, plain);
+	free(followed);
+	free(plain);
+	LEEK(dir, "help", "run");
+	ASSERT_CONTAINS(res.out, "--no-follow");
 	tmp_dir_remove(dir);
 }
 

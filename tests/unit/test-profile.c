@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "profile-sim.h"
+#include "gz-build.h"
 #include "recent.h"
 
 /* An exact estimate: the point, no interval, never "too few". */
@@ -734,5 +735,185 @@ TEST(header_only)
 	ASSERT_EQ(tl[0].t_ns, 0);
 	ASSERT_EQ(tl[LK_TIMELINE_BUCKETS - 1].heap_max, 0);
 	lk_profile_free(p);
+	free(s.b.p);
+}
+
+/* ---- a profile followed while it is written (lk_profile_follow_*) ---- */
+
+static void expect_same_estimate(const struct lk_estimate *a, const struct lk_estimate *b)
+{
+	ASSERT_EQ(a->value, b->value);
+	ASSERT_EQ(a->var, b->var);
+	ASSERT_EQ(a->lo, b->lo);
+	ASSERT_EQ(a->hi, b->hi);
+	ASSERT_EQ(a->samples, b->samples);
+}
+
+/* What a followed profile gives is what lk_profile_load() gives with one bucket. */
+static void expect_same_profile(const struct lk_profile *a, const struct lk_profile *b)
+{
+	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
+	const struct lk_stack_stats *sa, *sb;
+	const struct lk_live_block *la, *lb;
+	size_t n = lk_profile_stacks(a, &sa);
+
+	ASSERT_EQ(x->duration_ns, y->duration_ns);
+	ASSERT_EQ(x->records, y->records);
+	ASSERT_EQ(x->samples, y->samples);
+	ASSERT_EQ(x->frees, y->frees);
+	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
+	ASSERT_EQ(x->inherited, y->inherited);
+	ASSERT_EQ(x->max_live, y->max_live);
+	ASSERT_EQ(x->max_rss, y->max_rss);
+	ASSERT_EQ(x->peak_ns, y->peak_ns);
+	ASSERT_EQ(x->trailer, y->trailer);
+	ASSERT_TRUE(memcmp(x->losses, y->losses, sizeof(x->losses)) == 0);
+	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
+	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
+	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
+	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
+	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ(sa[i].id, sb[i].id);
+		ASSERT_EQ(sa[i].nframes, sb[i].nframes);
+		ASSERT_TRUE(memcmp(sa[i].frames, sb[i].frames, 8 * sa[i].nframes) == 0);
+		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
+		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
+		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
+		expect_same_estimate(&sa[i].old_objects, &sb[i].old_objects);
+		ASSERT_EQ(sa[i].series[0], sb[i].series[0]);
+	}
+	n = lk_profile_live_blocks(a, &la);
+	ASSERT_EQ(n, lk_profile_live_blocks(b, &lb));
+	ASSERT_TRUE(n == 0 || memcmp(la, lb, n * sizeof(*la)) == 0);
+}
+
+/* A random run of records, INHERITs and a crash (no trailer) or a clean end among them. */
+static void build_random(struct sim *s, uint64_t period, uint64_t seed, size_t records,
+			 bool trailer)
+{
+	static const uint64_t counters[LK_CNT_MAX + 1] = { [LK_CNT_SAMPLES] = 1 };
+	bool live[512] = { 0 };
+	struct lk_rng rng;
+	uint64_t t = 0;
+
+	lk_rng_seed(&rng, seed, 0);
+	sim_start(s, period, period == 1 ? LK_HDR_EXACT : 0);
+	for (uint64_t k = 1; k <= 7; k++)
+		sim_site(s, 0x401000 + 0x100 * k);
+	for (size_t i = 0; i < records; i++) {
+		uint64_t r = lk_rng_next(&rng), a = (r >> 8) % 512;
+		t += r % 5;
+		if (r % 997 == 0) {
+			sim_rss(s, t, r >> 40);
+			continue;
+		}
+		if (live[a])
+			sim_free(s, t, 0x10000 + 0x40 * a);
+		else if (r % 61 == 0)
+			pb_inherit(&s->b, 0x10000 + 0x40 * a, 1 + (r >> 20) % 9000, 1 + (r >> 50) % 7,
+				   SIM_START_MONO);
+		else
+			sim_alloc(s, t, 0x10000 + 0x40 * a, 1 + (r >> 20) % 9000, 1 + (r >> 50) % 7);
+		live[a] = !live[a];
+	}
+	if (trailer)
+		sim_trailer(s, t + 3, counters);
+}
+
+/* The file as a writer leaves it at `limit`: the profile's bytes below it, garbage (a reserved
+ * tag, everywhere) from there on, which a reader that looked past the limit would fail on. */
+static void write_upto(int fd, const struct pbuf *b, size_t limit, size_t file_len)
+{
+	static uint8_t junk[65536];
+
+	memset(junk, LK_REC_MAX_KNOWN + 1, sizeof(junk));
+	ASSERT_EQ(ftruncate(fd, 0), 0);
+	ASSERT_EQ(pwrite(fd, b->p, limit, 0), (ssize_t)limit);
+	for (size_t at = limit; at < file_len; at += sizeof(junk)) {
+		size_t n = file_len - at < sizeof(junk) ? file_len - at : sizeof(junk);
+		ASSERT_EQ(pwrite(fd, junk, n, (off_t)at), (ssize_t)n);
+	}
+}
+
+static void follow_check(uint64_t period, uint64_t seed, bool trailer)
+{
+	const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1 };
+	struct lk_profile *whole = NULL, *followed = NULL;
+	struct lk_profile_follow *f = NULL;
+	char *err = NULL, path[64];
+	size_t limit, header;
+	struct lk_rng rng;
+	struct sim s;
+	int fd;
+
+	build_random(&s, period, seed, 60000, trailer);
+	ASSERT_OK(sim_load(&s, &one, &whole, &err));
+	fd = memfd_create("followed", MFD_CLOEXEC);
+	ASSERT_TRUE(fd >= 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	memcpy(&header, s.b.p + 12, 4); /* header_size, little-endian */
+	header &= 0xffffffff;
+
+	/* The header must be below the limit to open. */
+	write_upto(fd, &s.b, header - 1, s.b.len + 4096);
+	ASSERT_TRUE(lk_profile_follow_open(path, header - 1, &f, &err) < 0);
+	ASSERT_TRUE(err && *err);
+	free(err);
+	err = NULL;
+
+	lk_rng_seed(&rng, seed, 1);
+	limit = header;
+	write_upto(fd, &s.b, limit, s.b.len + 4096);
+	ASSERT_OK(lk_profile_follow_open(path, limit, &f, &err));
+	while (limit < s.b.len) {
+		/* Steps from one byte to 64 KiB: records cut by the limit everywhere. */
+		size_t step = 1 + lk_rng_next(&rng) % (lk_rng_next(&rng) % 2 ? 64 : 65536);
+		limit = limit + step < s.b.len ? limit + step : s.b.len;
+		write_upto(fd, &s.b, limit, s.b.len + 4096);
+		ASSERT_OK(lk_profile_follow_step(f, limit, &err));
+		/* Everything that ends a whole record's room before the limit is read. */
+		ASSERT_TRUE(lk_profile_follow_offset(f) + LK_READ_RECORD_MAX + 64 >= limit ||
+			    limit < header + LK_READ_RECORD_MAX);
+		ASSERT_TRUE(lk_profile_follow_offset(f) <= limit);
+	}
+	ASSERT_EQ(ftruncate(fd, (off_t)s.b.len), 0); /* the writer's end: no garbage after it */
+	ASSERT_OK(lk_profile_follow_finish(f, &followed, &err));
+	lk_profile_follow_free(f);
+	expect_same_profile(followed, whole);
+	ASSERT_EQ(lk_profile_totals(followed)->trailer, trailer);
+	lk_profile_free(followed);
+	lk_profile_free(whole);
+	close(fd);
+	free(s.b.p);
+}
+
+TEST(followed_as_loaded)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		follow_check(1, seed, true);
+		follow_check(4096, seed, seed != 2); /* seed 2: a crash, no trailer */
+	}
+}
+
+/* A gzip profile is read only once it is whole. */
+TEST(follow_refuses_gzip)
+{
+	struct lk_profile_follow *f = NULL;
+	char *err = NULL, path[64];
+	struct pbuf gz = { 0 };
+	struct sim s;
+	int fd;
+
+	build_exact(&s);
+	pb_gzip(&gz, s.b.p, s.b.len, 6);
+	fd = memfd_create("gz", MFD_CLOEXEC);
+	ASSERT_EQ(write(fd, gz.p, gz.len), (ssize_t)gz.len);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ASSERT_EQ(lk_profile_follow_open(path, gz.len, &f, &err), -EINVAL);
+	ASSERT_CONTAINS(err, "cannot be followed");
+	free(err);
+	close(fd);
+	free(gz.p);
 	free(s.b.p);
 }
