@@ -297,7 +297,7 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 {
 	struct lk_profile_follow *f = lk_run_follow_take(follower, path);
 	static const struct lk_profile_opts po = { .at_ns = UINT64_MAX };
-	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top };
+	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top, .shown_only = true };
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 	_cleanup_(freep) char *err = NULL, *gz = NULL;

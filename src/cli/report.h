@@ -45,6 +45,9 @@ struct lk_report_opts {
 	size_t top;       /* sites kept after ranking; 0 = all */
 	double min_share; /* sites below this fraction of the view's total are dropped */
 	bool merge, stacks, ascii;
+	bool shown_only;  /* only stacks with something in the view: a site's other figures then
+			   * leave out its stacks without any (`leek run`'s summary, which prints
+			   * the view's figure alone, and need not symbolize every stack) */
 	const struct lk_site_filter *filter;
 };
 

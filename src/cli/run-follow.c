@@ -34,7 +34,7 @@
 
 #define LK_FOLLOW_POLL_MS 10    /* how often the size is looked at: 1 MiB steps of a fast writer */
 #define LK_FOLLOW_RESCAN 50     /* looks between two searches for a newer profile of the pid */
-#define LK_FOLLOW_STEP (4 << 20) /* bytes read between two checks for the program's exit */
+#define LK_FOLLOW_STEP (1 << 20) /* bytes read between two checks for the program's exit */
 
 static int cmp_found(const void *a, const void *b)
 {

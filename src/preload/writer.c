@@ -16,6 +16,10 @@
  * only once a record is stored, so a dropped record never leaves the next one coded against it,
  * and a block whose ALLOC was dropped has no number and gets no FREE.
  *
+ * The file grows only when a record does not fit before its end, after every record before it is
+ * stored: `leek run` reads the profile as it grows on that promise (docs/format.md, "Reading a
+ * profile being written"), so no record may ever be stored below the file's end after a grow.
+ *
  * The file is opened by its path for each grow and window move and closed again, so the program
  * never sees a descriptor of leek's (CPython's test_subprocess lists a child's descriptors;
  * daemons close or dup2 over every descriptor): about six system calls a MiB of profile.

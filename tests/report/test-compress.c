@@ -673,7 +673,8 @@ static char *summary_body(const char *err)
 /* `leek run` reads and compresses the program's profile while it runs (run-follow.c). fx-follow
  * waits until leek holds the compression's temporary file with bytes in it, so its status 0 says
  * that the compression went on during the run (the reading goes first, at every step). The
- * summary must be the one a run without the follower prints, and the .gz the whole profile. */
+ * summary must be the one a run without the follower prints, and the .gz the whole profile. The
+ * follower runs only on a CPU that nothing else wants: meson runs this test alone. */
 TEST(run_follows_the_profile)
 {
 	char dir[256], out[300], want[400];

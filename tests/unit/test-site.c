@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "profile-sim.h"
 #include "report.h"
 #include "site.h"
 
@@ -330,4 +331,61 @@ TEST(symbolize_without_modules)
 	ASSERT_STREQ(first->function, "0x401234"); /* still valid */
 	lk_site_stack_done(&st);
 	lk_symbolizer_free(sym);
+}
+
+/* `leek run`'s summary ranks only the stacks with something in the view (shown_only), and must
+ * rank the same sites, with the same figures and shares, as `leek report` does with every stack:
+ * here 30 stacks on 15 sites, each site with a stack that still holds blocks at the end and
+ * one whose blocks are all freed, and 5 sites with nothing live at all. */
+TEST(shown_only_ranks_the_same)
+{
+	struct lk_report *all = NULL, *shown = NULL;
+	struct lk_symbolizer *sym = NULL;
+	struct lk_profile *p = NULL;
+	uint64_t stack[30], t = 0;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	for (int i = 0; i < 30; i++) {
+		uint64_t frames[2] = { 0x401000 + 0x40 * (uint64_t)(i % 15), 0x402000 + (uint64_t)i };
+		stack[i] = sim_stack(&s, frames, 2);
+	}
+	for (uint64_t k = 0; k < 3000; k++) {
+		int i = (int)(k * 7 % 30);
+		uint64_t addr = 0x100000 + 0x100 * k;
+		sim_alloc(&s, ++t, addr, 1 + k % 997, stack[i]);
+		if (i >= 10 || (k / 30) % 2) /* kept: half the blocks of sites 0-9's first stacks */
+			sim_free(&s, ++t, addr);
+	}
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	ASSERT_OK(lk_symbolizer_new(&sym));
+	for (int pass = 0; pass < 2; pass++) {
+		const struct lk_report_opts o = { .view = LK_VIEW_LEAKS, .shown_only = pass == 1 };
+		struct lk_report **r = pass ? &shown : &all;
+		ASSERT_OK(lk_report_new(&o, r));
+		ASSERT_OK(lk_report_add(*r, sym, 0, "x.lk", p));
+		ASSERT_OK(lk_report_finish(*r));
+	}
+	ASSERT_EQ(all->nsites, 10);
+	ASSERT_EQ(shown->nsites, all->nsites);
+	ASSERT_EQ(shown->sites_total, all->sites_total);
+	ASSERT_EQ(shown->view_bytes.value, all->view_bytes.value);
+	ASSERT_EQ(shown->totals.live_bytes_end.value, all->totals.live_bytes_end.value);
+	for (size_t i = 0; i < all->nsites; i++) {
+		const struct lk_report_site *a = &all->sites[i], *b = &shown->sites[i];
+		ASSERT_STREQ(a->stack[a->site_frame]->function, b->stack[b->site_frame]->function);
+		ASSERT_STREQ(a->stack[1]->function, b->stack[1]->function); /* the heaviest stack */
+		ASSERT_EQ(a->live_bytes.value, b->live_bytes.value);
+		ASSERT_EQ(a->live_bytes.lo, b->live_bytes.lo);
+		ASSERT_EQ(a->live_objects.value, b->live_objects.value);
+		ASSERT_EQ(a->share, b->share);
+		ASSERT_EQ(a->nstacks, 2);
+		ASSERT_EQ(b->nstacks, 1); /* the other one held nothing at the end */
+	}
+	lk_report_free(all);
+	lk_report_free(shown);
+	lk_symbolizer_free(sym);
+	lk_profile_free(p);
+	free(s.b.p);
 }
