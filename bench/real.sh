@@ -6,6 +6,7 @@
 #
 #   bench/real.sh [BUILD_DIR]              (default: build)
 #   ROUNDS=7 bench/real.sh /tmp/build-bench
+#   ONLY=exact bench/real.sh               exact mode and heaptrack alone (and the plain runs)
 #
 # The workloads:
 #   sqlite3   bench/workloads/sqlite-gen.awk: 200 000 single-row INSERTs in transactions of
@@ -111,12 +112,16 @@ pair() {
   fi
 }
 # Exact mode and heaptrack, one run each, each through its own front end, as a user would run
-# it: `leek run` prints its summary and compresses the profile after the program exits, heaptrack
-# prints its summary and has compressed its recording (zstd) as it went.
+# it: `leek run` reads and compresses the profile as the program writes it (run-follow.c) and
+# prints its summary after the exit, heaptrack interprets and compresses its recording (zstd) in
+# processes of its own as it goes and prints its summary.
+# "nofollow" is `leek run --no-follow`, which does all of that after the exit.
 exact() {
   local name=$1; shift
   run "$name.exact" "$leek" run --period 1 -o "$tmp/out/$name-x.%p.lk" -- "$@"
   check "$name.exact" "$tmp/out/$name-x".*
+  run "$name.nofollow" "$leek" run --no-follow --period 1 -o "$tmp/out/$name-x.%p.lk" -- "$@"
+  check "$name.nofollow" "$tmp/out/$name-x".*
   run "$name.heaptrack" heaptrack -o "$tmp/ht/$name" "$@"
   grep -E '^\s*allocations:' "$tmp/err" | awk '{ print $2 }' >"$tmp/allocs.$name"
   stat -c %s "$tmp/ht/$name".* >>"$tmp/f.$name.heaptrack"
@@ -179,18 +184,24 @@ redis_pair() {
 }
 
 start=$EPOCHREALTIME
+only=${ONLY:-}
+[ -z "$only" ] || [ "$only" = exact ] || { echo "ONLY: exact, or unset" >&2; exit 1; }
 for r in $(seq "$rounds"); do
   flip=$(((r + 1) % 2))
-  pair sqlite sqlite3 :memory: ".read $tmp/w.sql"
+  if [ "$only" = exact ]; then run sqlite.plain sqlite3 :memory: ".read $tmp/w.sql"
+  else pair sqlite sqlite3 :memory: ".read $tmp/w.sql"; fi
   exact sqlite sqlite3 :memory: ".read $tmp/w.sql"
   # Exported rather than given to env(1): a wrapper that execs would be what leek and heaptrack see.
-  export PYTHONMALLOC=pymalloc
-  pair pymalloc "$py" bench/workloads/alloc.py
+  if [ -z "$only" ]; then
+    export PYTHONMALLOC=pymalloc
+    pair pymalloc "$py" bench/workloads/alloc.py
+  fi
   export PYTHONMALLOC=malloc
-  pair pymm "$py" bench/workloads/alloc.py
+  if [ "$only" = exact ]; then run pymm.plain "$py" bench/workloads/alloc.py
+  else pair pymm "$py" bench/workloads/alloc.py; fi
   exact pymm "$py" bench/workloads/alloc.py
   unset PYTHONMALLOC
-  redis_pair
+  [ -n "$only" ] || redis_pair
   echo "round $r of $rounds done, $(printf %.0f "$(echo "$EPOCHREALTIME - $start" | bc -l)") s" >&2
 done
 
@@ -232,7 +243,7 @@ table() {
     rr=$(ratios 2 "$tmp/t.$p.$v" "$tmp/t.$p.plain")
     f=-; [ -f "$tmp/f.$p.$v" ] && f=$(median <"$tmp/f.$p.$v")
     per=-
-    case $v in exact | heaptrack) per=$(fmt "$(echo "$f / $allocs" | bc -l)" 1) ;; esac
+    case $v in exact | nofollow | heaptrack) per=$(fmt "$(echo "$f / $allocs" | bc -l)" 1) ;; esac
     printf '  %-10s %8.3f %13s %7s %13s %8s %7s %11s %7s\n' "$v" "$m" \
       "$(col 1 "$tmp/t.$p.$v" | spread)" "$(fmt "$(median <<<"$rt")")" "$(spread <<<"$rt")" \
       "$(mib "$(col 2 "$tmp/t.$p.$v" | median)")" "$(fmt "$(median <<<"$rr")")" "$f" "$per"
@@ -242,11 +253,17 @@ table() {
   f=$(echo "$(median <"$tmp/f.$p.exact") / $(median <"$tmp/f.$p.heaptrack")" | bc -l)
   echo "  exact / heaptrack: time $(fmt "$(median <<<"$rt")")x ($(spread <<<"$rt")), file" \
     "$(fmt "$f" 1)x; heaptrack counted $allocs allocations"
+  rt=$(ratios 1 "$tmp/t.$p.nofollow" "$tmp/t.$p.heaptrack")
+  echo "  nofollow / heaptrack: time $(fmt "$(median <<<"$rt")")x ($(spread <<<"$rt"))"
 }
+lv=leek; [ -z "$only" ] || lv=
 table "sqlite3 :memory: '.read w.sql' ($(wc -l <"$tmp/w.sql") statements, $(($(wc -c \
-  <"$tmp/w.sql") / 1000000)) MB from bench/workloads/sqlite-gen.awk)" sqlite plain leek exact heaptrack
-table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=pymalloc" pymalloc plain leek
-table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=malloc" pymm plain leek exact heaptrack
+  <"$tmp/w.sql") / 1000000)) MB from bench/workloads/sqlite-gen.awk)" sqlite plain $lv exact \
+  nofollow heaptrack
+[ -n "$only" ] || table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=pymalloc" pymalloc plain leek
+table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=malloc" pymm plain $lv exact nofollow \
+  heaptrack
+[ -z "$only" ] || { cat "$problems"; exit 0; }
 
 echo
 echo "redis-server, only the server under leek${cpu0[*]:+ (server on CPU 0, benchmark on CPU 1)}:" \
