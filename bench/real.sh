@@ -260,7 +260,8 @@ lv=leek; [ -z "$only" ] || lv=
 table "sqlite3 :memory: '.read w.sql' ($(wc -l <"$tmp/w.sql") statements, $(($(wc -c \
   <"$tmp/w.sql") / 1000000)) MB from bench/workloads/sqlite-gen.awk)" sqlite plain $lv exact \
   nofollow heaptrack
-[ -n "$only" ] || table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=pymalloc" pymalloc plain leek
+[ -n "$only" ] ||
+  table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=pymalloc" pymalloc plain leek
 table "python3.11 bench/workloads/alloc.py, PYTHONMALLOC=malloc" pymm plain $lv exact nofollow \
   heaptrack
 [ -z "$only" ] || { cat "$problems"; exit 0; }

@@ -202,7 +202,8 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 	while ((k = read(pipefd[0], &err, sizeof(err))) < 0 && errno == EINTR)
 		;
 	close(pipefd[0]);
-	if (k != (ssize_t)sizeof(err) && arg_follow) /* the program runs: read its profile as it grows */
+	/* The program runs: its profile is read as it grows. */
+	if (k != (ssize_t)sizeof(err) && arg_follow)
 		*follower = lk_run_follow_start(pattern, session, pid, arg_compress);
 
 	/* Wait without reaping, stop forwarding, then reap: the handler can never signal a pid

@@ -409,8 +409,9 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 	}
 	k = check_profile(s->in, &st, msg);
 	if (k == 0 && !s->started)
-		k = stream_start(s, level == LK_COMPRESS_LEVEL ? choose_level(s->in, (uint64_t)st.st_size)
-							    : level);
+		k = stream_start(s, level != LK_COMPRESS_LEVEL
+					    ? level
+					    : choose_level(s->in, (uint64_t)st.st_size));
 	if (k == 0)
 		k = deflate_some(s, UINT64_MAX, true);
 	/* The profile's permissions and times: its mtime is when its process stopped writing. */

@@ -20,7 +20,7 @@ struct lk_reader {
 	const uint8_t *p, *end;  /* unread bytes in the window */
 	uint64_t offset;         /* file offset of p */
 	bool eof;                /* nothing beyond end */
-	uint64_t limit;          /* lk_reader_follow(): read nothing from here on; else UINT64_MAX */
+	uint64_t limit;          /* lk_reader_follow(): nothing read from here on; or UINT64_MAX */
 	int err;
 	char error[256];
 

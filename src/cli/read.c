@@ -138,7 +138,8 @@ int lk_reader_fill(struct lk_reader *r, size_t want)
 			if (r->limit - at < room)
 				room = (size_t)(r->limit - at);
 		}
-		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, room) : read(r->fd, r->buf + n, room);
+		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, room)
+				  : read(r->fd, r->buf + n, room);
 		if (k < 0 && r->gz)
 			return fail_gz(r, (int)k, n);
 		if (k < 0) {
@@ -312,7 +313,8 @@ int lk_reader_open_fd(struct lk_reader *r, int fd)
 		return k;
 	if (is_gzip(r->p, lk_reader_avail(r))) {
 		if (r->limit != UINT64_MAX)
-			return lk_reader_fail(r, -EINVAL, "a compressed profile cannot be followed");
+			return lk_reader_fail(r, -EINVAL,
+					      "a compressed profile cannot be followed");
 		r->gz = lk_gz_new(fd, r->p, lk_reader_avail(r));
 		if (!r->gz)
 			return lk_reader_fail(r, -ENOMEM, "out of memory");

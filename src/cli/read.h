@@ -131,11 +131,12 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
 
 /* Follows a raw profile that is still being written: nothing at or past file offset `limit` is
- * read, and lk_reader_next() returns 0 ("nothing more for now") at the first record that does not
- * end LK_READ_RECORD_MAX bytes or more before the limit, at a zero tag, and at an extension
- * record. Called again with a higher limit, it goes on from there; with UINT64_MAX it reads the
- * rest as a whole file is read, to its end. Before opening (so that the header, too, is read
- * only below the limit) or between records; a gzip profile is never followed (-EINVAL). */
+ * read, and lk_reader_next() returns 0 ("nothing more for now") at the first record that starts
+ * less than LK_READ_RECORD_MAX bytes before the limit (it may not be whole there), at a zero tag,
+ * and at an extension record. Called again with a higher limit, it goes on from there; with
+ * UINT64_MAX it reads the rest as a whole file is read, to its end. Before opening (so that the
+ * header, too, is read only below the limit) or between records; a gzip profile is never
+ * followed (-EINVAL). */
 int lk_reader_follow(struct lk_reader *r, uint64_t limit);
 
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */

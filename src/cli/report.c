@@ -315,7 +315,7 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		size_t n, at;
 
 		if (r->opts.shown_only && !(stack_figure(&st[i], r->opts.view)->value > 0))
-			continue; /* adds nothing to the view's figures, and no site has it to show */
+			continue; /* adds nothing to the view's figures: no site shows it */
 		lk_estimate_add(&r->view_bytes, stack_figure(&st[i], r->opts.view));
 		lk_estimate_add(&r->view_objects, stack_figure_objects(&st[i], r->opts.view));
 		k = lk_site_symbolize(&r->index->st, sym, profile, st[i].frames, st[i].modules,

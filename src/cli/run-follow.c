@@ -106,7 +106,8 @@ size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid,
 		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
 			continue;
 		if (n == cap) {
-			struct lk_run_profile *l = realloc(list, (cap = cap ? 2 * cap : 8) * sizeof(*l));
+			cap = cap ? 2 * cap : 8;
+			struct lk_run_profile *l = realloc(list, cap * sizeof(*l));
 			if (!l)
 				break;
 			list = l;
@@ -137,7 +138,7 @@ struct lk_run_follower {
 	struct stat st;            /* its identity */
 	int fd;                    /* for its size */
 	uint64_t seen, limit;      /* its size at the last look; what is safe to read */
-	struct lk_profile_follow *f; /* NULL until its header is below the limit, or after a failure */
+	struct lk_profile_follow *f; /* NULL until its header is below the limit; after a failure */
 	bool failed;               /* give up on this file */
 	bool compress;             /* and compress it as well */
 	struct lk_compress_stream *gz; /* NULL until the profile is found, or after a failure */
@@ -185,7 +186,7 @@ static void look_for_profile(struct lk_run_follower *w)
 			w->st = st;
 			w->fd = fd;
 			if (w->compress && lk_compress_stream_new(w->path, &w->gz) < 0)
-				w->gz = NULL; /* compressed after the exit, as without the follower */
+				w->gz = NULL; /* compressed after the exit, as without one */
 		} else {
 			close(fd);
 		}

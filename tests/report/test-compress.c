@@ -263,8 +263,10 @@ static void add_part(struct pbuf *b, size_t size, bool good, uint64_t *x)
 	while (b->len < end) {
 		if (!good) {
 			*x = *x * 6364136223846793005ull + 1442695040888963407ull;
-			pb_alloc(b, *x >> 60, 7, addr + (*x >> 20 & 0xffffff0), *x >> 40 & 0xffff, 0);
-			PB_REC(b, lk_rec_free(rec, *x >> 61, &b->prev_free, 1 + (*x >> 20) % b->blocks));
+			uint64_t r = *x;
+			pb_alloc(b, r >> 60, 7, addr + (r >> 20 & 0xffffff0), r >> 40 & 0xffff, 0);
+			uint64_t block = 1 + (r >> 20) % b->blocks;
+			PB_REC(b, lk_rec_free(rec, r >> 61, &b->prev_free, block));
 		} else {
 			pb_alloc(b, 0, 7, addr, 128, 0);
 			pb_free(b, 0, 7, addr);
@@ -282,8 +284,8 @@ static void expect_level(const char *path, const struct pbuf *data, int level)
 	ASSERT_TRUE(memcmp(back.p, data->p, data->len) == 0);
 	pb_gzip(&want, data->p, data->len, level);
 	if (file_size(path) != want.len)
-		FAIL("%s: %llu bytes, level %d makes %zu", path, (unsigned long long)file_size(path),
-		     level, want.len);
+		FAIL("%s: %llu bytes, level %d makes %zu", path,
+		     (unsigned long long)file_size(path), level, want.len);
 	free(want.p);
 	free(back.p);
 }

@@ -802,19 +802,19 @@ static void build_random(struct sim *s, uint64_t period, uint64_t seed, size_t r
 	for (uint64_t k = 1; k <= 7; k++)
 		sim_site(s, 0x401000 + 0x100 * k);
 	for (size_t i = 0; i < records; i++) {
-		uint64_t r = lk_rng_next(&rng), a = (r >> 8) % 512;
+		uint64_t r = lk_rng_next(&rng), a = (r >> 8) % 512, addr = 0x10000 + 0x40 * a;
+		uint64_t size = 1 + (r >> 20) % 9000, stack = 1 + (r >> 50) % 7;
 		t += r % 5;
 		if (r % 997 == 0) {
 			sim_rss(s, t, r >> 40);
 			continue;
 		}
 		if (live[a])
-			sim_free(s, t, 0x10000 + 0x40 * a);
+			sim_free(s, t, addr);
 		else if (r % 61 == 0)
-			pb_inherit(&s->b, 0x10000 + 0x40 * a, 1 + (r >> 20) % 9000, 1 + (r >> 50) % 7,
-				   SIM_START_MONO);
+			pb_inherit(&s->b, addr, size, stack, SIM_START_MONO);
 		else
-			sim_alloc(s, t, 0x10000 + 0x40 * a, 1 + (r >> 20) % 9000, 1 + (r >> 50) % 7);
+			sim_alloc(s, t, addr, size, stack);
 		live[a] = !live[a];
 	}
 	if (trailer)

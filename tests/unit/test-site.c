@@ -348,7 +348,8 @@ TEST(shown_only_ranks_the_same)
 
 	sim_start(&s, 1, LK_HDR_EXACT);
 	for (int i = 0; i < 30; i++) {
-		uint64_t frames[2] = { 0x401000 + 0x40 * (uint64_t)(i % 15), 0x402000 + (uint64_t)i };
+		uint64_t site = 0x401000 + 0x40 * (uint64_t)(i % 15);
+		uint64_t frames[2] = { site, 0x402000 + (uint64_t)i };
 		stack[i] = sim_stack(&s, frames, 2);
 	}
 	for (uint64_t k = 0; k < 3000; k++) {
