@@ -260,8 +260,11 @@ static void *follower_run(void *arg)
 		if (w->stop)
 			break;
 		pthread_mutex_unlock(&w->mu);
-		if (!w->path || looks++ % LK_FOLLOW_RESCAN == 0)
+		/* Every look until the profile is there, then every tenth (a program that has not
+		 * allocated yet may take long), and every LK_FOLLOW_RESCAN-th for an exec's. */
+		if ((!w->path && (looks < 100 || looks % 10 == 0)) || looks % LK_FOLLOW_RESCAN == 0)
 			look_for_profile(w);
+		looks++;
 		if (w->path && !w->failed)
 			follow_some(w);
 		pthread_mutex_lock(&w->mu);
