@@ -714,6 +714,29 @@ TEST(run_follows_the_profile)
 	tmp_dir_remove(dir);
 }
 
+/* A program that execs another: the follower leaves the first profile, which stops changing, for
+ * the exec'd program's, of the same pid. fx-follow, exec'd by sh, exits 0 only once leek compresses
+ * its profile while it runs. */
+TEST(run_follows_past_exec)
+{
+	char dir[256], out[300];
+	char *path;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%e.%%p.lk", dir);
+	LEEK(dir, "run", "--period", "1", "-o", out, "--", "/bin/sh", "-c", "exec \"$0\" 3000 wait",
+	     FX("fx-follow"));
+	if (res.status != 0)
+		FAIL("leek run sh -c 'exec fx-follow 3000 wait': exit %d (3: no compression under "
+		     "way while it ran): %s", res.status, res.err);
+	ASSERT_CONTAINS(res.err, "2 profiles written");
+	ASSERT_EQ(count_files(dir, "x.", ".lk.gz"), 2);
+	path = only_file(dir, "x.fx-follow.", "");
+	ASSERT_TRUE(strlen(path) > 6 && !strcmp(path + strlen(path) - 6, ".lk.gz"));
+	free(path);
+	tmp_dir_remove(dir);
+}
+
 /* When compressing fails the profile stays raw, one warning says so, and the status is still the
  * program's. Here every name the .gz could take exists: the program made them, knowing its pid
  * ($$ in sh). */
