@@ -37,7 +37,9 @@ struct entry {
 
 static struct {
 	struct entry *ents; /* by stack number, from 1 */
-	uint32_t *slots;    /* open addressing: stack numbers, 0 = empty */
+	uint64_t *slots;    /* open addressing, at most half full: a stack's number in the low half,
+			     * its hash's high half above it (a probe that cannot match reads no
+			     * entry); 0 = empty */
 	uint64_t *pool;
 	uint32_t count, ents_cap, slots_cap;
 	size_t pool_len, pool_cap;
@@ -697,7 +699,7 @@ static uint64_t hash_frames(const uint64_t *f, uint32_t n)
 	h ^= h >> 32;
 	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 29;
-	return h | 1;
+	return h; /* all of it: its low bits pick the table's slot */
 }
 
 /* What the cached walk could not do (w, from c; top is the capture's first frame): the loader
@@ -795,7 +797,7 @@ out:
 	/* The hash here, outside lk_lock, and its slot on its way into the cache: a slot in a table
 	 * that is being replaced is a prefetch of nothing, never a fault. */
 	*hash = hash_frames(*frames, k);
-	uint32_t *slots = __atomic_load_n(&S.slots, __ATOMIC_RELAXED);
+	uint64_t *slots = __atomic_load_n(&S.slots, __ATOMIC_RELAXED);
 	uint32_t scap = __atomic_load_n(&S.slots_cap, __ATOMIC_RELAXED);
 	if (slots)
 		__builtin_prefetch(&slots[*hash & (scap - 1)]);
@@ -819,9 +821,15 @@ static bool grow(void **p, size_t *cap_bytes, size_t need)
 	return true;
 }
 
+/* A slot's value: the stack's number, and its hash's high half to tell most others apart. */
+static inline uint64_t slot_of_stack(uint64_t hash, uint32_t id)
+{
+	return (hash >> 32) << 32 | id;
+}
+
 static bool rehash(uint32_t cap)
 {
-	uint32_t *slots = mmap(NULL, (size_t)cap * 4, PROT_READ | PROT_WRITE,
+	uint64_t *slots = mmap(NULL, (size_t)cap * 8, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (slots == MAP_FAILED)
 		return false;
@@ -829,10 +837,10 @@ static bool rehash(uint32_t cap)
 		uint32_t j = (uint32_t)S.ents[id].hash & (cap - 1);
 		while (slots[j])
 			j = (j + 1) & (cap - 1);
-		slots[j] = id;
+		slots[j] = slot_of_stack(S.ents[id].hash, id);
 	}
 	if (S.slots)
-		munmap(S.slots, (size_t)S.slots_cap * 4);
+		munmap(S.slots, (size_t)S.slots_cap * 8);
 	S.slots = slots;
 	S.slots_cap = cap;
 	return true;
@@ -847,10 +855,14 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 		return 0;
 	}
 	if (S.slots_cap) {
-		for (uint32_t j = (uint32_t)h & (S.slots_cap - 1); S.slots[j]; j = (j + 1) & (S.slots_cap - 1)) {
-			struct entry *e = &S.ents[S.slots[j]];
+		uint32_t mask = S.slots_cap - 1;
+		uint64_t v;
+		for (uint32_t j = (uint32_t)h & mask; (v = S.slots[j]); j = (j + 1) & mask) {
+			if (v >> 32 != h >> 32)
+				continue;
+			struct entry *e = &S.ents[(uint32_t)v];
 			if (e->hash == h && e->n == n && !memcmp(S.pool + e->off, frames, n * 8))
-				return S.slots[j];
+				return (uint32_t)v;
 		}
 	}
 	int saved = errno; /* a new stack: the tables may grow (mmap, mremap) */
@@ -859,7 +871,7 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 	if (S.count + 1 >= MAX_STACKS || S.pool_len + n > MAX_POOL ||
 	    !grow((void **)&S.ents, &ents_bytes, (S.count + 2) * sizeof(struct entry)) ||
 	    !grow((void **)&S.pool, &pool_bytes, (S.pool_len + n) * 8) ||
-	    ((S.count + 1) * 4 >= S.slots_cap * 3 && !rehash(S.slots_cap ? S.slots_cap * 2 : 4096))) {
+	    ((S.count + 1) * 2 >= S.slots_cap && !rehash(S.slots_cap ? S.slots_cap * 2 : 4096))) {
 		lk_counters[LK_CNT_INTERN_FULL]++;
 		errno = saved;
 		return 0;
@@ -873,7 +885,7 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 	uint32_t j = (uint32_t)h & (S.slots_cap - 1);
 	while (S.slots[j])
 		j = (j + 1) & (S.slots_cap - 1);
-	S.slots[j] = id;
+	S.slots[j] = slot_of_stack(h, id);
 	errno = saved;
 	return id;
 }
