@@ -46,6 +46,8 @@
 #define LK_MAX_PATH 4096        /* bytes, module and exe paths */
 #define LK_MAX_SEGMENTS 16      /* PT_LOAD segments per module record */
 #define LK_VARINT_MAX 10        /* bytes of one LEB128 uint64 */
+#define LK_GROW_MAX (1u << 20)  /* the most a profile's file grows at once, while it is written
+				 * (docs/format.md, "Reading a profile being written") */
 
 /* Header flags. */
 enum {

@@ -4,10 +4,11 @@
  * The follower is a thread of `leek run` at SCHED_IDLE: it runs only on a CPU that nothing else
  * wants, so a busy program never waits for it. Every LK_FOLLOW_POLL_MS it looks at the size of the
  * program's profile. libleek grows the file only once every record that ends a record's length
- * (LK_READ_RECORD_MAX) before its old end is stored (docs/format.md, "Reading a profile being
- * written"), so when the size has grown since the last look, every byte below the size seen at
- * that last look, less LK_READ_RECORD_MAX, is written for good: that is the follower's limit
- * (lk_profile_follow_step). A program that stops growing its file leaves the rest to the summary.
+ * (LK_READ_RECORD_MAX) before its old end is stored, and by LK_GROW_MAX at most (docs/format.md,
+ * "Reading a profile being written"). So every byte below the size at the last look, less
+ * LK_READ_RECORD_MAX, is written for good once the size has grown since, and every byte below
+ * the size now, less LK_GROW_MAX and LK_READ_RECORD_MAX, always is: the higher of the two is the
+ * follower's limit (lk_profile_follow_step). The last megabyte waits for the summary.
  *
  * It follows the newest profile of the program's pid: the one of the program that exec ran, not
  * that of a shell that exec'd it. Anything that goes wrong only ends the following: the summary
@@ -204,11 +205,17 @@ static void follow_some(struct lk_run_follower *w)
 
 	if (fstat(w->fd, &st) < 0 || st.st_ino != w->st.st_ino || st.st_dev != w->st.st_dev)
 		return;
-	if ((uint64_t)st.st_size > w->seen) {
-		if (w->seen > LK_READ_RECORD_MAX)
-			w->limit = w->seen - LK_READ_RECORD_MAX; /* grown since: written for good */
-		w->seen = (uint64_t)st.st_size;
+	/* Below its size at the last look, if it has grown since; below its size now less the most
+	 * it grows at once (which a look that came only after the writing stopped needs). Records
+	 * are at most LK_READ_RECORD_MAX bytes. */
+	uint64_t size = (uint64_t)st.st_size, slack = LK_GROW_MAX + LK_READ_RECORD_MAX;
+	if (size > w->seen) {
+		if (w->seen > LK_READ_RECORD_MAX && w->seen - LK_READ_RECORD_MAX > w->limit)
+			w->limit = w->seen - LK_READ_RECORD_MAX;
+		w->seen = size;
 	}
+	if (size > slack && size - slack > w->limit)
+		w->limit = size - slack;
 	if (!w->f) {
 		struct lk_file_header h;
 		if (w->limit < LK_HEADER_FIXED_SIZE ||

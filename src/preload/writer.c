@@ -17,8 +17,9 @@
  * and a block whose ALLOC was dropped has no number and gets no FREE.
  *
  * The file grows only when a record does not fit before its end, after every record before it is
- * stored: `leek run` reads the profile as it grows on that promise (docs/format.md, "Reading a
- * profile being written"), so no record may ever be stored below the file's end after a grow.
+ * stored, and by LK_GROW_MAX at most: `leek run` reads the profile as it grows on that promise
+ * (docs/format.md, "Reading a profile being written"), so no record may ever be stored below the
+ * file's end after a grow.
  *
  * The file is opened by its path for each grow and window move and closed again, so the program
  * never sees a descriptor of leek's (CPython's test_subprocess lists a child's descriptors;
@@ -41,6 +42,9 @@
 
 #define CHUNK ((uint64_t)1 << 20)
 #define GROW_SMALL ((uint64_t)64 << 10)
+/* grow() adds one step to a length that is a multiple of it: a reader relies on the most. */
+_Static_assert(CHUNK <= LK_GROW_MAX && GROW_SMALL <= LK_GROW_MAX && CHUNK % GROW_SMALL == 0,
+	       "the file grows by LK_GROW_MAX at most");
 #define PAGE 4096u
 
 enum { W_UNOPENED, W_OPEN, W_DEAD, W_CLOSED };

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -716,16 +718,29 @@ TEST(run_follows_the_profile)
 
 /* A program that execs another: the follower leaves the first profile, which stops changing, for
  * the exec'd program's, of the same pid. fx-follow, exec'd by sh, exits 0 only once leek compresses
- * its profile while it runs. */
+ * its profile while it runs. Another process keeps a CPU busy meanwhile: on two CPUs the follower
+ * then gets one only once fx-follow has written its profile and waits, and must find the file's
+ * bytes final from its size alone (docs/format.md: it never grows by more than LK_GROW_MAX). */
 TEST(run_follows_past_exec)
 {
 	char dir[256], out[300];
 	char *path;
+	pid_t hog;
 
 	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/x.%%e.%%p.lk", dir);
+	hog = fork();
+	ASSERT_TRUE(hog >= 0);
+	if (hog == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		alarm(120);
+		for (;;)
+			__asm__ volatile("" ::: "memory");
+	}
 	LEEK(dir, "run", "--period", "1", "-o", out, "--", "/bin/sh", "-c", "exec \"$0\" 3000 wait",
 	     FX("fx-follow"));
+	kill(hog, SIGKILL);
+	waitpid(hog, NULL, 0);
 	if (res.status != 0)
 		FAIL("leek run sh -c 'exec fx-follow 3000 wait': exit %d (3: no compression under "
 		     "way while it ran): %s", res.status, res.err);
