@@ -326,16 +326,17 @@ struct lk_compress_stream *lk_compress_stream_free(struct lk_compress_stream *s)
 	return NULL;
 }
 
-/* The profile at path opened, and its temporary file: 0, or a negative errno (and *msg). */
-static int stream_new(const char *path, struct stat *st, struct lk_compress_stream **ret,
-		      char **msg)
+/* The profile at path opened, checked first if `check` (check_profile: refused before any
+ * temporary file is made), and its temporary file: 0, or a negative errno (and *msg). */
+static int stream_new(const char *path, bool check, struct stat *st,
+		      struct lk_compress_stream **ret, char **msg)
 {
 	struct lk_compress_stream *s = calloc(1, sizeof(*s));
 	int k;
 
 	if (!s)
 		return -ENOMEM;
-	s->in = s->out = -1;
+	s->out = -1;
 	s->in = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (s->in < 0 || fstat(s->in, st) < 0) {
 		k = -errno;
@@ -344,10 +345,12 @@ static int stream_new(const char *path, struct stat *st, struct lk_compress_stre
 	}
 	if (!S_ISREG(st->st_mode))
 		k = fail(msg, -EINVAL, "not a regular file");
-	else if (!(s->dir = dir_of(path)) || !(s->ibuf = malloc(IO_BUF)) ||
-		 !(s->obuf = malloc(IO_BUF)))
-		k = -ENOMEM;
 	else
+		k = check ? check_profile(s->in, st, msg) : 0;
+	if (k == 0 && (!(s->dir = dir_of(path)) || !(s->ibuf = malloc(IO_BUF)) ||
+		       !(s->obuf = malloc(IO_BUF))))
+		k = -ENOMEM;
+	if (k == 0)
 		k = s->out = open_temp(s->dir, path, &s->tmp);
 	if (k < 0) {
 		lk_compress_stream_free(s);
@@ -361,7 +364,7 @@ int lk_compress_stream_new(const char *path, struct lk_compress_stream **ret)
 {
 	struct stat st;
 
-	return stream_new(path, &st, ret, NULL);
+	return stream_new(path, false, &st, ret, NULL); /* its writer holds it: checked at the end */
 }
 
 int lk_compress_stream_feed(struct lk_compress_stream *s, uint64_t limit)
@@ -402,12 +405,12 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 			k = -EINVAL; /* a stream is only ever started at the level chosen */
 			goto out;
 		}
+		k = check_profile(s->in, &st, msg);
 	} else {
-		k = stream_new(path, &st, &s, msg);
+		k = stream_new(path, true, &st, &s, msg);
 		if (k < 0)
 			return k;
 	}
-	k = check_profile(s->in, &st, msg);
 	if (k == 0 && !s->started)
 		k = stream_start(s, level != LK_COMPRESS_LEVEL
 					    ? level
