@@ -347,7 +347,7 @@ static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char *
 	return p;
 }
 
-/* Hands the message to *err (or frees it) and the profile back, on failure. */
+/* A failure's return: r, with its message in *err (or freed; "out of memory" for -ENOMEM). */
 static int give_error(int r, char *msg, char **err)
 {
 	if (r == -ENOMEM)

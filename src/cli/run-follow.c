@@ -318,14 +318,21 @@ void lk_run_follow_stop(struct lk_run_follower *w)
 	pthread_join(w->th, NULL);
 }
 
+/* Whether the file at path is the one followed, by name and by identity: the name may have been
+ * reused since. */
+static bool follows(const struct lk_run_follower *w, const char *path)
+{
+	struct stat st;
+
+	return w && w->path && !strcmp(w->path, path) && stat(path, &st) == 0 &&
+	       st.st_ino == w->st.st_ino && st.st_dev == w->st.st_dev;
+}
+
 struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const char *path)
 {
 	struct lk_profile_follow *f = NULL;
-	struct stat st;
 
-	/* The same file, by name and by identity: the name may have been reused since. */
-	if (w && w->f && !w->failed && !strcmp(w->path, path) && stat(path, &st) == 0 &&
-	    st.st_ino == w->st.st_ino && st.st_dev == w->st.st_dev) {
+	if (follows(w, path)) { /* NULL after a failure */
 		f = w->f;
 		w->f = NULL;
 	}
@@ -335,10 +342,8 @@ struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const ch
 struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, const char *path)
 {
 	struct lk_compress_stream *gz = NULL;
-	struct stat st;
 
-	if (w && w->gz && !strcmp(w->path, path) && stat(path, &st) == 0 &&
-	    st.st_ino == w->st.st_ino && st.st_dev == w->st.st_dev) {
+	if (follows(w, path)) {
 		gz = w->gz;
 		w->gz = NULL;
 	}
