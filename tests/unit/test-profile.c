@@ -821,19 +821,23 @@ static void build_random(struct sim *s, uint64_t period, uint64_t seed, size_t r
 		sim_trailer(s, t + 3, counters);
 }
 
-/* The file as a writer leaves it at `limit`: the profile's bytes below it, garbage (a reserved
- * tag, everywhere) from there on, which a reader that looked past the limit would fail on. */
-static void write_upto(int fd, const struct pbuf *b, size_t limit, size_t file_len)
+/* The file as a writer leaves it: garbage (a reserved tag, everywhere), which a reader that looked
+ * past the limit would fail on, then the profile's bytes [from, to) written over it as the limit
+ * passes them. */
+static void write_junk(int fd, size_t file_len)
 {
 	static uint8_t junk[65536];
 
 	memset(junk, LK_REC_MAX_KNOWN + 1, sizeof(junk));
-	ASSERT_EQ(ftruncate(fd, 0), 0);
-	ASSERT_EQ(pwrite(fd, b->p, limit, 0), (ssize_t)limit);
-	for (size_t at = limit; at < file_len; at += sizeof(junk)) {
+	for (size_t at = 0; at < file_len; at += sizeof(junk)) {
 		size_t n = file_len - at < sizeof(junk) ? file_len - at : sizeof(junk);
 		ASSERT_EQ(pwrite(fd, junk, n, (off_t)at), (ssize_t)n);
 	}
+}
+
+static void write_real(int fd, const struct pbuf *b, size_t from, size_t to)
+{
+	ASSERT_EQ(pwrite(fd, b->p + from, to - from, (off_t)from), (ssize_t)(to - from));
 }
 
 static void follow_check(uint64_t period, uint64_t seed, bool trailer)
@@ -856,7 +860,8 @@ static void follow_check(uint64_t period, uint64_t seed, bool trailer)
 	header &= 0xffffffff;
 
 	/* The header must be below the limit to open. */
-	write_upto(fd, &s.b, header - 1, s.b.len + 4096);
+	write_junk(fd, s.b.len + 4096);
+	write_real(fd, &s.b, 0, header - 1);
 	ASSERT_TRUE(lk_profile_follow_open(path, header - 1, &f, &err) < 0);
 	ASSERT_TRUE(err && *err);
 	free(err);
@@ -864,13 +869,14 @@ static void follow_check(uint64_t period, uint64_t seed, bool trailer)
 
 	lk_rng_seed(&rng, seed, 1);
 	limit = header;
-	write_upto(fd, &s.b, limit, s.b.len + 4096);
+	write_real(fd, &s.b, header - 1, limit);
 	ASSERT_OK(lk_profile_follow_open(path, limit, &f, &err));
 	while (limit < s.b.len) {
 		/* Steps from one byte to 64 KiB: records cut by the limit everywhere. */
 		size_t step = 1 + lk_rng_next(&rng) % (lk_rng_next(&rng) % 2 ? 64 : 65536);
+		size_t from = limit;
 		limit = limit + step < s.b.len ? limit + step : s.b.len;
-		write_upto(fd, &s.b, limit, s.b.len + 4096);
+		write_real(fd, &s.b, from, limit);
 		ASSERT_OK(lk_profile_follow_step(f, limit, &err));
 		/* Everything that ends a whole record's room before the limit is read. */
 		ASSERT_TRUE(lk_profile_follow_offset(f) + LK_READ_RECORD_MAX + 64 >= limit ||
