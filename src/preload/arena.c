@@ -382,7 +382,7 @@ void *lk_arena_boot_alloc(size_t size)
 	return b + 1;
 }
 
-void *lk_arena_alloc(size_t usable, size_t align)
+LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 {
 	size_t hdr = sizeof(struct lk_block);
 	struct lk_block *b;
@@ -505,7 +505,7 @@ bool lk_arena_resize(void *p, size_t usable)
 	return true;
 }
 
-struct lk_block *lk_arena_block(const void *p)
+LK_HOT struct lk_block *lk_arena_block(const void *p)
 {
 	uintptr_t hdr = (uintptr_t)p - sizeof(struct lk_block);
 
@@ -536,7 +536,7 @@ bool lk_arena_is_boot(const void *p)
 	return (uintptr_t)p >= lk_arena_base && (uintptr_t)p < A.boot_end;
 }
 
-void lk_arena_free(void *p)
+LK_HOT void lk_arena_free(void *p)
 {
 	struct lk_block *b = (struct lk_block *)p - 1;
 	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);

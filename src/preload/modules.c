@@ -163,7 +163,7 @@ void lk_modules_moved(void)
 	__atomic_store_n(&moved, 1, __ATOMIC_RELEASE);
 }
 
-unsigned long long lk_modules_gen(bool *look)
+LK_HOT unsigned long long lk_modules_gen(bool *look)
 {
 	unsigned long long gen = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE);
 	/* Threads may count the same sample twice or not at all: a look comes roughly every

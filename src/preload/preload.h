@@ -24,6 +24,10 @@
 #define LK_FD_FLOOR 200
 #define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
+/* Exact mode's path through a sample and its free: kept together in .text.hot, a few pages
+ * beside each other instead of spread through the library (docs/performance.md). */
+#define LK_HOT __attribute__((hot))
+#define LK_NOINLINE __attribute__((noinline))
 /* Samples between two looks at the loader when nothing else calls for one (modules.c): a look
  * costs about 220 instructions, a tenth of a sample; one in 64 costs 3 a sample, and bounds how
  * long an unloading that no dlclose showed can go unseen. */
@@ -135,7 +139,10 @@ bool lk_arena_check(void);                                /* invariant checker, 
  * return address it has no rule for looks again before it goes on. */
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
-			  const uint64_t **frames);
+			  const uint64_t **frames, uint32_t *known, void **ticket);
+/* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
+ * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
+void lk_stack_learned(void *ticket, uint32_t id);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 int lk_stack_init(void);
@@ -180,8 +187,42 @@ void lk_loader_exit(void);
 void lk_loader_atfork(int phase);
 
 /* ---- lock.c: the one lock of the slow path ---- */
-void lk_lock(void);
-void lk_unlock(void);
+/* glibc 2.32: no thread created yet; glibc's, so not hidden like the rest of this header */
+extern char __libc_single_threaded __attribute__((weak, visibility("default")));
+extern int lk_lock_word;    /* 0 free, 1 held, 2 held and maybe waited for */
+extern bool lk_lock_elided; /* held while the process had one thread: not taken at all */
+void lk_lock_wait(void);
+void lk_lock_wake(void);
+
+/* True while the process has never had a second thread: then nothing can run leek's slow path
+ * beside this thread (a signal handler on it cannot either: in_slow). */
+static inline bool lk_single_threaded(void)
+{
+	return &__libc_single_threaded && __libc_single_threaded;
+}
+
+static inline void lk_lock(void)
+{
+	int c = 0;
+
+	if (lk_single_threaded()) {
+		lk_lock_elided = true;
+		return;
+	}
+	if (!__atomic_compare_exchange_n(&lk_lock_word, &c, 1, false, __ATOMIC_ACQUIRE,
+					 __ATOMIC_RELAXED))
+		lk_lock_wait();
+}
+
+static inline void lk_unlock(void)
+{
+	if (lk_lock_elided) {
+		lk_lock_elided = false;
+		return;
+	}
+	if (__atomic_exchange_n(&lk_lock_word, 0, __ATOMIC_RELEASE) == 2)
+		lk_lock_wake();
+}
 void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 

@@ -264,7 +264,7 @@ static size_t glibc_usable(size_t size, size_t align)
 
 /* What malloc_usable_size would answer for this request without leek. The sampled block is given at
  * least that much room, so a program that uses its usable size (redis does) stays in bounds. */
-size_t lk_real_usable(size_t size, size_t align)
+LK_HOT size_t lk_real_usable(size_t size, size_t align)
 {
 	if (lk_real.nallocx) {
 		int flags = align > 16 ? __builtin_ctzl(align) : 0; /* MALLOCX_LG_ALIGN */

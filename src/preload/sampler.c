@@ -203,8 +203,8 @@ static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 
 /* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
  * is old itself, and the caller copies nothing). */
-static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
-				 void *old, const void *frame)
+static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, size_t align,
+					     bool zero, void *old, const void *frame)
 {
 	uint64_t buf[LK_CAPTURE_FRAMES];
 	const uint64_t *frames = buf;
@@ -214,7 +214,10 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
 	uint64_t hash = 0;
-	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames);
+	uint32_t known, stack = 0;
+	void *ticket;
+	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames,
+				      &known, &ticket);
 	size_t usable = lk_real_usable(size, align);
 	uint64_t now = lk_now_ns();
 
@@ -233,7 +236,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		struct lk_block *b = (struct lk_block *)p - 1;
-		uint32_t stack = lk_stack_intern(frames, n, hash);
+		stack = known ? known : lk_stack_intern(frames, n, hash);
 		/* The whole header in one store (the arena left usable as asked, and old may have
 		 * been quiet): bit fields stored one by one would each read the word first, and
 		 * wait for a header the cache does not hold yet. */
@@ -245,6 +248,7 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 		lk_writer_rss_maybe(now);
 	}
 	lk_unlock();
+	lk_stack_learned(ticket, stack);
 	if (p && zero)
 		memset(p, 0, usable);
 	if (enabled) {
@@ -259,8 +263,8 @@ static LK_COLD void *take_sample(struct lk_thread *t, size_t size, size_t align,
 
 /* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
  * forward to the real allocator. */
-static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, void *old,
-		    const void *frame)
+static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool zero,
+			   void *old, const void *frame)
 {
 	if (lk_likely(size < t->bytes_left)) {
 		t->bytes_left -= size;
@@ -288,7 +292,7 @@ static void *sample(struct lk_thread *t, size_t size, size_t align, bool zero, v
 	return take_sample(t, size, align, zero, old, frame);
 }
 
-void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame)
+LK_HOT void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame)
 {
 	return sample(t, size, align, zero, NULL, frame);
 }
@@ -305,7 +309,7 @@ static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
 	lk_arena_free(p);
 }
 
-void lk_free_sampled(void *p)
+LK_HOT void lk_free_sampled(void *p)
 {
 	struct lk_thread *t = &lk_tls;
 	struct lk_block *b = (struct lk_block *)p - 1;

@@ -220,8 +220,8 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 /* ALLOC (tag LK_REC_ALLOC) or FREE of b, preceded by a THREAD record if the file's previous ALLOC
  * or FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
  * or neither. */
-static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
-		      uint32_t stack)
+static LK_HOT void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
+			     uint32_t stack)
 {
 	uint8_t rec[LK_THREAD_MAX + LK_ALLOC_MAX];
 	uint64_t prev, dt;
@@ -261,13 +261,74 @@ static void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_bloc
 	W.last_ns += dt;
 }
 
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
+/* ---- the common event, in one store ----
+ *
+ * Most ALLOC and FREE records are the same thread's as the record before (tid 0 is none: that
+ * goes through put_event, which finds it), and every value in them is below 2^14: a time step of
+ * 0 (the coarse clock of exact mode), a size, a stack id, a step between two freed blocks'
+ * numbers. Such a record is at most 7 bytes, and is put together in a register, with no loop
+ * over its bytes and no copy. */
+#define SMALL (1u << 14)
+
+/* v < SMALL as a LEB128 varint: its bytes in the low bits, and its length in *len. */
+static inline uint64_t small_varint(uint64_t v, unsigned *len)
 {
+	uint64_t two = v >> 7 != 0;
+
+	*len = 1 + (unsigned)two;
+	return two ? (v & 0x7f) | 0x80 | (v >> 7) << 8 : v;
+}
+
+/* The record rec (tag in its low byte, n bytes in all) at the end of the open window, if it is
+ * open and has 8 bytes of room: its payload first, as a word whose bytes past the record are
+ * zeros (as the file is past its last record), then its tag, which commits it. */
+static inline bool store_small(uint64_t rec, unsigned n)
+{
+	uint64_t end = W.off + 8;
+
+	if (lk_unlikely(!W.win || end > W.len || end > W.win_off + CHUNK))
+		return false; /* only a mapped window has W.win: the file is open, without pwrite */
+	uint8_t *d = W.win + (W.off - W.win_off);
+	uint64_t payload = rec & ~(uint64_t)0xff;
+	memcpy(d, &payload, 8); /* its first byte stays 0 */
+	__atomic_store_n(d, (uint8_t)rec, __ATOMIC_RELEASE);
+	W.off += n;
+	return true;
+}
+
+LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
+{
+	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+
+	if (lk_likely(tid == W.tid && tid && dt < SMALL && b->size < SMALL && stack < SMALL)) {
+		unsigned n1, n2, n3;
+		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(b->size, &n2),
+			 v3 = small_varint(stack, &n3);
+		uint64_t rec = LK_REC_ALLOC | v1 << 8 | v2 << (8 + 8 * n1) | v3 << (8 + 8 * (n1 + n2));
+		if (store_small(rec, 1 + n1 + n2 + n3)) {
+			b->id = ++W.blocks;
+			W.last_ns += dt;
+			return;
+		}
+	}
 	put_event(LK_REC_ALLOC, tid, now_ns, b, stack);
 }
 
-void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
+LK_HOT void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 {
+	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	uint64_t step = lk_zigzag((int64_t)(b->id - W.prev_free));
+
+	if (lk_likely(tid == W.tid && tid && b->id && dt < SMALL && step < SMALL)) {
+		unsigned n1, n2;
+		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(step, &n2);
+		if (store_small(LK_REC_FREE | v1 << 8 | v2 << (8 + 8 * n1), 1 + n1 + n2)) {
+			W.prev_free = b->id;
+			b->id = 0;
+			W.last_ns += dt;
+			return;
+		}
+	}
 	put_event(LK_REC_FREE, tid, now_ns, b, 0);
 }
 
@@ -518,20 +579,26 @@ bool lk_writer_owned(void)
 	return W.state == W_OPEN && W.pid == (uint32_t)getpid();
 }
 
-bool lk_writer_ready(void)
+/* The first event of a process (or of a forked child) opens its file. */
+static LK_COLD void open_now(void)
 {
-	if (W.state == W_UNOPENED) {
-		int r = open_file();
-		if (r < 0) {
-			char msg[LK_MAX_PATH + 96];
-			size_t n = strlen(W.path);
-			memcpy(msg, "cannot write the profile ", 25);
-			memcpy(msg + 25, W.path, n);
-			strcpy(msg + 25 + n, "; the program runs unprofiled");
-			lk_log(msg);
-			die();
-		}
+	int r = open_file();
+
+	if (r < 0) {
+		char msg[LK_MAX_PATH + 96];
+		size_t n = strlen(W.path);
+		memcpy(msg, "cannot write the profile ", 25);
+		memcpy(msg + 25, W.path, n);
+		strcpy(msg + 25 + n, "; the program runs unprofiled");
+		lk_log(msg);
+		die();
 	}
+}
+
+LK_HOT bool lk_writer_ready(void)
+{
+	if (lk_unlikely(W.state == W_UNOPENED))
+		open_now();
 	return W.state == W_OPEN;
 }
 
@@ -561,7 +628,7 @@ static LK_COLD void rss_write(uint64_t now_ns)
 	}
 }
 
-void lk_writer_rss_maybe(uint64_t now_ns)
+LK_HOT void lk_writer_rss_maybe(uint64_t now_ns)
 {
 	if (now_ns - W.last_rss_ns >= lk_cfg.rss_interval_ns || !W.last_rss_ns)
 		rss_write(now_ns); /* its buffers are not set up at every sample */

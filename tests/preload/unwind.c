@@ -15,7 +15,9 @@
  * the same frame size around one function, so that its frame sits at the same place with the
  * same registers while the return address above it changes (the unwinder's record of the previous
  * walk must notice); two callers that put a frame-pointer frame at the same %rsp with a different
- * %rbp.
+ * %rbp. Both also through one call of malloc only, in runs of three calls from each caller: the
+ * capture then begins at the same frame every time, where the walks kept by their first frame
+ * are found again and must be told apart (src/preload/stack.c, "the walks kept").
  */
 #include <alloca.h>
 #include <malloc.h>
@@ -73,6 +75,20 @@ static __attribute__((noinline, noclone)) unsigned long leaf(void)
 	return r;
 }
 
+/* leaf with one allocating call, always the same: a capture that begins at one frame. */
+static __attribute__((noinline, noclone)) unsigned long leaf_one(void)
+{
+	size_t size = take_size();
+	char *p = malloc(size);
+
+	CHECK(p, "allocation %zu", size);
+	note(size);
+	p[0] = 1;
+	unsigned long r = (unsigned long)p[0] + size;
+	free(p);
+	return r;
+}
+
 static unsigned long descend(int depth, int shape);
 
 static __attribute__((noinline, noclone)) unsigned long small_frame(int depth, int shape)
@@ -116,9 +132,10 @@ static unsigned long descend(int depth, int shape)
 	}
 }
 
+/* k < 0: through leaf_one */
 static __attribute__((noinline, noclone)) unsigned long middle(int k)
 {
-	unsigned long r = leaf() + (unsigned long)k;
+	unsigned long r = (k < 0 ? leaf_one() : leaf()) + (unsigned long)k;
 	sink += r;
 	return r;
 }
@@ -145,25 +162,26 @@ static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
  * caller's frames for the other's. */
 static uintptr_t fp_at; /* where fp_level's alloca'd bytes began, last call */
 
-static __attribute__((noinline, noclone)) unsigned long fp_level(size_t pad, bool alloc)
+/* alloc: 0 none, 1 through leaf, 2 through leaf_one */
+static __attribute__((noinline, noclone)) unsigned long fp_level(size_t pad, int alloc)
 {
 	volatile char *buf = alloca(pad);
 
 	buf[0] = 1;
 	fp_at = (uintptr_t)buf;
-	unsigned long r = (alloc ? leaf() : 0) + buf[0];
+	unsigned long r = (alloc == 1 ? leaf() : alloc == 2 ? leaf_one() : 0) + buf[0];
 	sink += r;
 	return r;
 }
 
-static __attribute__((noinline, noclone)) unsigned long fp_near(size_t pad, bool alloc)
+static __attribute__((noinline, noclone)) unsigned long fp_near(size_t pad, int alloc)
 {
 	unsigned long r = fp_level(pad, alloc) + 1;
 	sink += r;
 	return r;
 }
 
-static __attribute__((noinline, noclone)) unsigned long fp_far(size_t pad, bool alloc)
+static __attribute__((noinline, noclone)) unsigned long fp_far(size_t pad, int alloc)
 {
 	volatile char buf[512];
 
@@ -177,15 +195,74 @@ static void same_sp_other_rbp(void)
 {
 	size_t pad = 4096;
 
-	fp_near(pad, false);
+	fp_near(pad, 0);
 	uintptr_t near = fp_at;
-	fp_far(pad, false);
+	fp_far(pad, 0);
 	size_t far_pad = pad - (near - fp_at); /* the far caller's frame is below the near one's */
-	fp_far(far_pad, false);
+	fp_far(far_pad, 0);
 	CHECK(fp_at == near, "fp_level's alloca at %#lx and %#lx", (unsigned long)near,
 	      (unsigned long)fp_at);
 	for (int i = 0; i < 20; i++)
-		sink += i & 1 ? fp_near(pad, true) : fp_far(far_pad, true);
+		sink += i & 1 ? fp_near(pad, 1) : fp_far(far_pad, 1);
+	for (int i = 0; i < 30; i++)
+		sink += i / 3 & 1 ? fp_near(pad, 2) : fp_far(far_pad, 2);
+}
+
+/* The same, with both callers reached through one call site (a function pointer), so that their
+ * return addresses into it are the same: the deeper path's frames, left behind in the bytes the
+ * other call's alloca takes and never writes, are still where a walk kept from the deeper path
+ * would look, return addresses and all. Only the frame-pointer step's %rbp tells the two apart. */
+static __attribute__((noinline, noclone)) unsigned long fp_mid(size_t pad, int alloc)
+{
+	unsigned long r = fp_level(pad, alloc) + 1;
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long fp_deep(size_t pad, int alloc)
+{
+	volatile char buf[256];
+
+	buf[0] = 3;
+	unsigned long r = fp_mid(pad, alloc) + buf[0];
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long fp_shallow(size_t pad, int alloc)
+{
+	unsigned long r = fp_level(pad, alloc) + 4;
+	sink += r;
+	return r;
+}
+
+static unsigned long (*volatile fp_via)(size_t pad, int alloc);
+
+static __attribute__((noinline, noclone)) unsigned long fp_call(size_t pad, int alloc)
+{
+	unsigned long r = fp_via(pad, alloc);
+	sink += r;
+	return r;
+}
+
+static void same_site_other_rbp(void)
+{
+	size_t pad = 4096;
+
+	fp_via = fp_shallow;
+	fp_call(pad, 0);
+	uintptr_t near = fp_at;
+	fp_via = fp_deep;
+	fp_call(pad, 0);
+	size_t deep_pad = pad - (near - fp_at);
+	fp_call(deep_pad, 0);
+	CHECK(fp_at == near, "fp_level's alloca at %#lx and %#lx", (unsigned long)near,
+	      (unsigned long)fp_at);
+	for (int i = 0; i < 30; i++) {
+		bool shallow = i / 3 & 1;
+		fp_via = shallow ? fp_shallow : fp_deep;
+		sink += fp_call(shallow ? pad : deep_pad, 2);
+	}
 }
 
 static void shapes(int rounds)
@@ -213,7 +290,10 @@ int main(void)
 	shapes(40);
 	for (int i = 0; i < 20; i++)
 		sink += i & 1 ? twin_b(i) : twin_a(i);
+	for (int i = 0; i < 30; i++)
+		sink += i / 3 & 1 ? twin_b(-1) : twin_a(-1);
 	same_sp_other_rbp();
+	same_site_other_rbp();
 	for (int i = 0; i < 2; i++)
 		CHECK(pthread_create(&t[i], NULL, thread_main, (void *)(intptr_t)30) == 0, "thread");
 	for (int i = 0; i < 2; i++)
