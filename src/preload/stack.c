@@ -631,7 +631,7 @@ static void memo_put(struct memo *mo)
  * capture's: no step is taken, and the stack is not hashed or looked up. */
 static inline uint32_t memo_key(uintptr_t sp, uintptr_t ip)
 {
-	return (uint32_t)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >> 59) &
+	return (uint32_t)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >> 40) &
 	       (MEMO_WALKS - 1);
 }
 
