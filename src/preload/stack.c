@@ -424,7 +424,8 @@ struct cursor {
  * there). */
 #define MEMO_FRAMES 64
 #define MEMO_SLOTS 64
-#define MEMO_WALKS 32 /* walks kept a thread, by their first frame */
+#define MEMO_WALKS_LG 5
+#define MEMO_WALKS (1u << MEMO_WALKS_LG) /* walks kept a thread, by their first frame */
 
 struct memo_frame {
 	uintptr_t ip, sp, bp; /* the frame's state */
@@ -631,8 +632,8 @@ static void memo_put(struct memo *mo)
  * capture's: no step is taken, and the stack is not hashed or looked up. */
 static inline uint32_t memo_key(uintptr_t sp, uintptr_t ip)
 {
-	return (uint32_t)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >> 40) &
-	       (MEMO_WALKS - 1);
+	return (uint32_t)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >>
+			  (64 - MEMO_WALKS_LG)); /* a product's top bits are its best mixed */
 }
 
 /* Whether the walk f[0, n), from a first frame with %rbp bp, would be taken again now, with no
