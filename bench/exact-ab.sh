@@ -13,7 +13,8 @@
 # each round. The noise of this machine is bursts that only ever add time, so the table shows the
 # least time, the 10th percentile and the median of each: compare the first two columns. Two
 # runs of one library agree within about 1% at the 10th percentile, where the medians of the
-# long runs of bench/real.sh differ by 5% (docs/performance.md, "The walks kept").
+# long runs of bench/real.sh differ by 5% (docs/performance.md, "The walks kept, the lock, the
+# common record").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-30}
@@ -54,18 +55,22 @@ one() {
   echo "($t1 - $t0) * 1000" | bc -l >>"$tmp/t.$1"
 }
 
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+load=$(cut -d' ' -f1-3 /proc/loadavg)
 for r in $(seq "$runs"); do
   for i in $(seq -1 $((${#libs[@]} - 1)) | shuf); do one "$i"; done
 done
 
-echo "exact mode ($workload), $(date -u '+%Y-%m-%d %H:%M UTC'), load $(cut -d' ' -f1-3 /proc/loadavg)," \
-  "$runs runs of each, interleaved: ms"
+echo "exact mode ($workload), $started, load $load, $runs runs of each, interleaved: ms"
 printf '%-50s %8s %8s %8s %9s\n' library min p10 median "p10-plain"
+# stats I: the least, the 10th percentile and the median of $tmp/t.I
 stats() { sort -g "$tmp/t.$1" | awk '{ v[NR] = $1 } END {
-  i = int(NR / 10) + 1; printf "%.1f %.1f %.1f", v[1], v[i], (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+  m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  printf "%.1f %.1f %.1f", v[1], v[int(NR / 10) + 1], m }'; }
 read -r pmin pp10 pmed <<<"$(stats -1)"
 printf '%-50s %8s %8s %8s %9s\n' "(no leek)" "$pmin" "$pp10" "$pmed" -
 for i in "${!libs[@]}"; do
   read -r lmin lp10 lmed <<<"$(stats "$i")"
-  printf '%-50s %8s %8s %8s %9.1f\n' "${libs[$i]}" "$lmin" "$lp10" "$lmed" "$(echo "$lp10 - $pp10" | bc -l)"
+  printf '%-50s %8s %8s %8s %9.1f\n' "${libs[$i]}" "$lmin" "$lp10" "$lmed" \
+    "$(echo "$lp10 - $pp10" | bc -l)"
 done
