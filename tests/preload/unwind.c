@@ -212,19 +212,12 @@ static void same_sp_other_rbp(void)
  * return addresses into it are the same: the deeper path's frames, left behind in the bytes the
  * other call's alloca takes and never writes, are still where a walk kept from the deeper path
  * would look, return addresses and all. Only the frame-pointer step's %rbp tells the two apart. */
-static __attribute__((noinline, noclone)) unsigned long fp_mid(size_t pad, int alloc)
-{
-	unsigned long r = fp_level(pad, alloc) + 1;
-	sink += r;
-	return r;
-}
-
 static __attribute__((noinline, noclone)) unsigned long fp_deep(size_t pad, int alloc)
 {
 	volatile char buf[256];
 
 	buf[0] = 3;
-	unsigned long r = fp_mid(pad, alloc) + buf[0];
+	unsigned long r = fp_near(pad, alloc) + buf[0]; /* a frame more than fp_shallow's */
 	sink += r;
 	return r;
 }
