@@ -217,14 +217,7 @@ static __attribute__((noinline, noclone)) unsigned long fp_deep(size_t pad, int 
 	volatile char buf[256];
 
 	buf[0] = 3;
-	unsigned long r = fp_near(pad, alloc) + buf[0]; /* a frame more than fp_shallow's */
-	sink += r;
-	return r;
-}
-
-static __attribute__((noinline, noclone)) unsigned long fp_shallow(size_t pad, int alloc)
-{
-	unsigned long r = fp_level(pad, alloc) + 4;
+	unsigned long r = fp_near(pad, alloc) + buf[0]; /* a frame more than fp_near alone */
 	sink += r;
 	return r;
 }
@@ -242,7 +235,7 @@ static void same_site_other_rbp(void)
 {
 	size_t pad = 4096;
 
-	fp_via = fp_shallow;
+	fp_via = fp_near;
 	fp_call(pad, 0);
 	uintptr_t near = fp_at;
 	fp_via = fp_deep;
@@ -253,7 +246,7 @@ static void same_site_other_rbp(void)
 	      (unsigned long)fp_at);
 	for (int i = 0; i < 30; i++) {
 		bool shallow = i / 3 & 1;
-		fp_via = shallow ? fp_shallow : fp_deep;
+		fp_via = shallow ? fp_near : fp_deep;
 		sink += fp_call(shallow ? pad : deep_pad, 2);
 	}
 }
