@@ -704,9 +704,9 @@ static void memo_keep(struct memo *mo, const struct cursor *top, bool cut)
 		w->key = (int8_t)key;
 		mo->slot[key] = (uint8_t)(nw + 1);
 		mo->pending = (int8_t)key;
-		if (gone) {
+		if (gone) { /* never the spare, which no slot holds */
 			mo->w[gone - 1].key = -1;
-			mo->spare = gone - 1 != nw ? gone - 1 : memo_free_walk(mo, nw);
+			mo->spare = gone - 1;
 			return;
 		}
 	}
@@ -901,8 +901,8 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 			goto out;
 		gen = lk_modules_refresh(false);
 	}
-	if (rules_current(gen) && (mo = memo_take())) {
-		struct memo_walk *kept = memo_find(mo, &top);
+	if (rules_current(gen)) {
+		struct memo_walk *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
 		if (kept) {
 			mo->last = (uint8_t)(kept - mo->w);
 			memo_put(mo);
@@ -917,12 +917,10 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 			return kept->n;
 		}
 		w = walk_cached(&c, buf, cap, fresh, mo);
-		if (w != WALK_DONE) {
+		if (mo && w != WALK_DONE) {
 			memo_put(mo);
 			mo = NULL;
 		}
-	} else if (rules_current(gen)) {
-		w = walk_cached(&c, buf, cap, fresh, NULL);
 	}
 	if (w == WALK_DONE)
 		n = c.k;
