@@ -217,6 +217,13 @@ void lk_writer_put(const uint8_t *rec, size_t len)
 	put(rec, len);
 }
 
+/* The time step from the file's previous timed record to now_ns: never negative, so that times
+ * read from two clocks never go backwards in the file. */
+static inline uint64_t since_last(uint64_t now_ns)
+{
+	return now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+}
+
 /* ALLOC (tag LK_REC_ALLOC) or FREE of b, preceded by a THREAD record if the file's previous ALLOC
  * or FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
  * or neither. */
@@ -244,7 +251,7 @@ static LK_HOT void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct 
 	if (tag == LK_REC_FREE && !b->id)
 		return; /* its ALLOC was dropped: the file never had it */
 	prev = W.prev_free;
-	dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	dt = since_last(now_ns);
 	if (tid != W.tid)
 		n = lk_rec_thread(rec, tid);
 	if (tag == LK_REC_ALLOC)
@@ -298,7 +305,7 @@ static inline bool store_small(uint64_t rec, unsigned n)
 
 LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
 {
-	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	uint64_t dt = since_last(now_ns);
 
 	if (lk_likely(tid == W.tid && tid && dt < SMALL && b->size < SMALL && stack < SMALL)) {
 		unsigned n1, n2, n3;
@@ -316,7 +323,7 @@ LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, u
 
 LK_HOT void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 {
-	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	uint64_t dt = since_last(now_ns);
 	uint64_t step = lk_zigzag((int64_t)(b->id - W.prev_free));
 
 	if (lk_likely(tid == W.tid && tid && b->id && dt < SMALL && step < SMALL)) {
@@ -334,7 +341,7 @@ LK_HOT void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 
 uint64_t lk_writer_dt(uint64_t now_ns)
 {
-	uint64_t dt = now_ns > W.last_ns ? now_ns - W.last_ns : 0;
+	uint64_t dt = since_last(now_ns);
 
 	W.last_ns += dt;
 	return dt;
