@@ -123,6 +123,8 @@ void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock
 struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
 bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
 void lk_arena_free(void *p);                              /* caller holds lk_lock */
+bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
+#define LK_ARENA_RECENT 16u /* slots a size class keeps, freed, to hand out again first */
 void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
 bool lk_arena_is_boot(const void *p);
 typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);

@@ -934,9 +934,11 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 	 * and return address (libleek is built with frame pointers, and __builtin_frame_address
 	 * gives a function one in any case): no register state to save, which cost a sample 6% of
 	 * its time, and none of libleek's own frames to walk (docs/performance.md). */
-	const uintptr_t *fp = frame;
-	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
-	struct cursor c = top;
+	const uintptr_t *fp = frame, ip0 = fp[1], sp0 = (uintptr_t)(fp + 2), bp0 = fp[0];
+	const struct cursor top = { .ip = ip0, .sp = sp0, .bp = bp0 };
+	/* Not a copy of top: a copy read top's words back as pairs, each pair two stores just
+	 * made, which the store buffer cannot forward (perf's samples piled up there). */
+	struct cursor c = { .ip = ip0, .sp = sp0, .bp = bp0 };
 	enum walk w = WALK_SLOW;
 	uint32_t k = 0;
 	bool fresh, entered = false;

@@ -291,7 +291,13 @@ TEST(arena_random)
 		do_free(nlive - 1);
 	check_foreach();
 	lk_arena_get_stats(&st);
-	/* Only the boot area is left, and at most one empty slab for each of the 20 size classes. */
+	/* Only the boot area is left, at most one empty slab for each of the 20 size classes, and
+	 * the slabs of the slots each class keeps to hand out again. */
+	ASSERT_TRUE(st.used_pages >= 64 && st.used_pages <= 64 + 20 + 20 * LK_ARENA_RECENT);
+	ASSERT_TRUE(lk_arena_flush_recent());
+	ASSERT_TRUE(lk_arena_check());
+	ASSERT_TRUE(!lk_arena_flush_recent());
+	lk_arena_get_stats(&st);
 	ASSERT_TRUE(st.used_pages >= 64 && st.used_pages <= 64 + 20);
 	ASSERT_TRUE(st.dirty_pages * 4096 <= st.retain);
 }
@@ -314,6 +320,50 @@ TEST(arena_alignments)
 	while (nlive)
 		do_free((unsigned)rnd_below(nlive));
 	check_foreach();
+}
+
+/* A slot freed is the next one its class hands out: the last LK_ARENA_RECENT freed come back
+ * last freed first. The slots kept never cost a block room: an arena full of slabs of one class
+ * gives them up to a request of another class. */
+TEST(arena_recent)
+{
+	static uint8_t *p[40], *q[40];
+	const unsigned pages = 256 - 64; /* the arena's, less the boot area */
+	unsigned n = 0;
+
+	ASSERT_OK(lk_arena_init(256 * 4096, 1 * MIB));
+	for (unsigned i = 0; i < 40; i++)
+		ASSERT_TRUE((p[i] = lk_arena_alloc(100, 16)) != NULL);
+	for (unsigned i = 0; i < 40; i++) {
+		lk_arena_free(p[i]);
+		ASSERT_TRUE(lk_arena_block(p[i]) == NULL);
+		ASSERT_TRUE(lk_arena_check());
+	}
+	for (unsigned i = 0; i < 40; i++) {
+		ASSERT_TRUE((q[i] = lk_arena_alloc(100, 16)) != NULL);
+		if (i < LK_ARENA_RECENT)
+			ASSERT_TRUE(q[i] == p[39 - i]);
+		ASSERT_TRUE(lk_arena_check());
+	}
+	for (unsigned i = 0; i < 40; i++)
+		lk_arena_free(q[i]);
+
+	/* Two slots a page of the largest class, until the arena is full; then all freed, the
+	 * last ones kept. */
+	static uint8_t *big[2 * 192];
+	unsigned nbig = 0;
+	while (nbig < 2 * pages && (big[nbig] = lk_arena_alloc(2000, 16)))
+		nbig++;
+	ASSERT_TRUE(nbig > 2 * pages - 4 && lk_arena_alloc(2000, 16) == NULL);
+	for (unsigned i = 0; i < nbig; i++)
+		lk_arena_free(big[i]);
+	ASSERT_TRUE(lk_arena_check());
+	/* 85 slots a page of the smallest class take every page but the one empty slab that each
+	 * of the two classes used keeps. */
+	while (lk_arena_alloc(16, 16))
+		n++;
+	ASSERT_TRUE(lk_arena_check());
+	ASSERT_TRUE(n >= (pages - 2) * (4096 / 48));
 }
 
 /* A small arena fills up: NULL, then room again after frees, and freed runs coalesce. */
