@@ -408,6 +408,11 @@ struct lk_profile_follow {
 	bool live;  /* sp.ls to be given back */
 };
 
+const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f)
+{
+	return f->p;
+}
+
 struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f)
 {
 	if (!f)

@@ -141,6 +141,9 @@ int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **e
 int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err);
 /* The file offset after the last record read so far. */
 uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f);
+/* The profile as read so far, for its modules and stacks (lk_profile_modules, lk_profile_stacks);
+ * valid until the next call on f. Its estimates are not computed yet. */
+const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f);
 struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /* NULL-safe */
 static inline void lk_profile_freep(struct lk_profile **p)
 {

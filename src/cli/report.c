@@ -116,6 +116,19 @@ static int grow_slots(struct lk_report *r)
 	return 0;
 }
 
+int lk_report_rename(struct lk_report *r, size_t i, const char *path)
+{
+	char *copy;
+
+	if (i >= r->nprocs)
+		return -ERANGE;
+	if (!(copy = strdup(path)))
+		return -ENOMEM;
+	free(r->procs[i].path);
+	r->procs[i].path = copy;
+	return 0;
+}
+
 static int copy_process(struct lk_report *r, const char *path, const struct lk_profile *p)
 {
 	const struct lk_profile_header *h = lk_profile_header(p);

@@ -102,6 +102,9 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
 		       const char *path, const struct lk_profile_opts *po, char **err);
 int lk_report_finish(struct lk_report *r);
+/* The file that process i of the report is shown as, from now on (`leek run` compresses the
+ * profile while the report is made). -ERANGE for no such process, -ENOMEM. */
+int lk_report_rename(struct lk_report *r, size_t i, const char *path);
 int lk_report_rank(struct lk_report *r); /* report-view.c: lk_report_finish() without the cleanup */
 struct lk_report *lk_report_free(struct lk_report *r); /* NULL-safe, returns NULL */
 static inline void lk_report_freep(struct lk_report **r)

@@ -31,11 +31,14 @@
 
 #include "compress.h"
 #include "run.h"
+#include "symbolize.h"
 #include "util.h"
 
 #define LK_FOLLOW_POLL_MS 10    /* how often the size is looked at: 1 MiB steps of a fast writer */
 #define LK_FOLLOW_RESCAN 50     /* looks between two searches for a newer profile of the pid */
 #define LK_FOLLOW_STEP (1 << 20) /* bytes read between two checks for the program's exit */
+#define LK_FOLLOW_MODULES 1024   /* module ids opened ahead: a program's first ones; any later
+				  * module is opened by the summary, as it would be anyway */
 
 static int cmp_found(const void *a, const void *b)
 {
@@ -143,6 +146,10 @@ struct lk_run_follower {
 	bool failed;               /* give up on this file */
 	bool compress;             /* and compress it as well */
 	struct lk_compress_stream *gz; /* NULL until the profile is found, or after a failure */
+	struct lk_symbolizer *sym; /* the modules its stacks name, opened ahead; NULL */
+	uint32_t sym_profile;      /* the number this file's modules have in sym */
+	size_t stacks_seen;        /* the stacks whose modules are opened */
+	uint8_t prepared[LK_FOLLOW_MODULES]; /* by module id: registered in sym (1), opened (2) */
 };
 
 static void drop(struct lk_run_follower *w)
@@ -156,6 +163,42 @@ static void drop(struct lk_run_follower *w)
 	w->path = NULL;
 	w->seen = w->limit = 0;
 	w->failed = false;
+	w->sym_profile--; /* a new file's modules: new keys in the symbolizer, which stays */
+	w->stacks_seen = 0;
+	memset(w->prepared, 0, sizeof(w->prepared));
+}
+
+/* Opens ahead the modules that the stacks read since the last call name (lk_symbolizer_prepare),
+ * for the summary: symbolizing is most of what it does after the program's exit (sqlite3's libc
+ * with libc6-dbg installed: 60 ms of 100). On this idle thread it costs the program nothing. */
+static void prepare_modules(struct lk_run_follower *w)
+{
+	const struct lk_profile *p = w->f ? lk_profile_follow_partial(w->f) : NULL;
+	const struct lk_module_info_rec *m;
+	const struct lk_stack_stats *st;
+	size_t nm, ns;
+
+	if (!p || (!w->sym && lk_symbolizer_new(&w->sym) < 0))
+		return;
+	nm = lk_profile_modules(p, &m);
+	ns = lk_profile_stacks(p, &st);
+	for (; w->stacks_seen < ns; w->stacks_seen++) {
+		const struct lk_stack_stats *s = &st[w->stacks_seen];
+		for (uint32_t i = 0; i < s->nframes; i++) {
+			uint64_t id = s->modules[i];
+			if (id == 0 || id >= LK_FOLLOW_MODULES || w->prepared[id] == 2)
+				continue;
+			for (size_t k = 0; k < nm && !w->prepared[id]; k++)
+				if (m[k].id == id &&
+				    lk_symbolizer_add_module(w->sym, w->sym_profile, id, m[k].path,
+							     m[k].build_id, m[k].build_id_len,
+							     m[k].base, m[k].seg, m[k].nseg) == 0)
+					w->prepared[id] = 1;
+			if (w->prepared[id] == 1 &&
+			    lk_symbolizer_prepare(w->sym, w->sym_profile, id) == 0)
+				w->prepared[id] = 2;
+		}
+	}
 }
 
 static bool newer(const struct timespec *a, const struct timespec *b)
@@ -245,6 +288,7 @@ static void follow_some(struct lk_run_follower *w)
 		if (stop || at == w->limit || lk_profile_follow_offset(w->f) == from)
 			break;
 	}
+	prepare_modules(w);
 }
 
 static void *follower_run(void *arg)
@@ -289,7 +333,8 @@ struct lk_run_follower *lk_run_follow_start(const char *pattern, uint64_t sessio
 	if (!w)
 		return NULL;
 	*w = (struct lk_run_follower){ .pattern = pattern, .session = session,
-				       .pid = (uint64_t)pid, .fd = -1, .compress = compress };
+				       .pid = (uint64_t)pid, .fd = -1, .compress = compress,
+				       .sym_profile = UINT32_MAX };
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -316,6 +361,11 @@ void lk_run_follow_stop(struct lk_run_follower *w)
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL);
+	/* Its descriptor of the profile goes now: the file's last one, once the summary has read
+	 * it, is the compression's, which removes the file on its own thread (cmd-run.c). */
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
 }
 
 /* Whether the file at path is the one followed, by name and by identity: the name may have been
@@ -350,11 +400,21 @@ struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, cons
 	return gz;
 }
 
+struct lk_symbolizer *lk_run_follow_take_sym(struct lk_run_follower *w)
+{
+	struct lk_symbolizer *sym = w ? w->sym : NULL;
+
+	if (w)
+		w->sym = NULL;
+	return sym;
+}
+
 void lk_run_follow_free(struct lk_run_follower *w)
 {
 	if (!w)
 		return;
 	drop(w);
+	lk_symbolizer_free(w->sym);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);
 	free(w);

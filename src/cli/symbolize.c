@@ -57,6 +57,8 @@ struct object {
 	struct lk_u64map cache; /* rel -> struct chain * */
 	struct symbol *syms;    /* the sized symbols, by address (symtab_name); NULL: not read yet */
 	size_t nsyms;
+	char *held;             /* the warning of an opening ahead (lk_symbolizer_prepare), until
+				 * the first lookup in it */
 };
 
 /* A sized symbol of an object's symbol table. */
@@ -111,6 +113,7 @@ struct lk_symbolizer {
 
 	char **warnings;
 	size_t n_warnings, warnings_cap;
+	struct object *holding; /* the object being opened ahead: its warning waits there */
 	bool oom; /* a helper ran out of memory: the current lookup fails with -ENOMEM */
 };
 
@@ -238,6 +241,11 @@ static void warn(struct lk_symbolizer *s, const char *fmt, ...)
 	if (vasprintf(&str, fmt, ap) < 0)
 		str = NULL;
 	va_end(ap);
+	if (str && s->holding) {
+		free(s->holding->held);
+		s->holding->held = str;
+		return;
+	}
 	if (!str ||
 	    grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1, sizeof(char *)) < 0) {
 		free(str);
@@ -730,6 +738,7 @@ struct lk_symbolizer *lk_symbolizer_free(struct lk_symbolizer *s)
 		if (s->objects[i]->dwfl)
 			dwfl_end(s->objects[i]->dwfl);
 		lk_u64map_done(&s->objects[i]->cache);
+		free(s->objects[i]->held);
 	}
 	free(s->objects);
 	lk_u64map_done(&s->object_by_path);
@@ -962,6 +971,12 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 		s->oom = false;
 		if (!o->opened)
 			open_object(s, o);
+		if (o->held) { /* opened ahead: its warning is due now */
+			char *held = o->held;
+			o->held = NULL;
+			warn(s, "%s", held);
+			free(held);
+		}
 		r = resolve(s, o, rel, &c);
 		if (r < 0)
 			return r;
@@ -972,6 +987,36 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 	*ret = c->f;
 	*n = c->n;
 	return 0;
+}
+
+int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id)
+{
+	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
+				       : NULL;
+	struct object *o;
+	Dwarf_Addr bias;
+	Dwarf_Aranges *ar;
+	size_t nar;
+	Dwarf *dw;
+
+	if (!v)
+		return -ENOENT;
+	o = s->modules[*v].obj;
+	s->oom = false;
+	if (!o->opened) {
+		s->holding = o;
+		open_object(s, o);
+		s->holding = NULL;
+	}
+	if (o->mod) {
+		/* What the first lookups take their time in: the DWARF (a compressed debug file's
+		 * sections inflated: 50 ms for libc6-dbg's), its address ranges, the symbol table. */
+		if ((dw = dwfl_module_getdwarf(o->mod, &bias)))
+			(void)dwarf_getaranges(dw, &ar, &nar);
+		if (!o->syms)
+			read_symbols(s, o);
+	}
+	return s->oom ? -ENOMEM : 0;
 }
 
 size_t lk_symbolizer_warnings(const struct lk_symbolizer *s, const char *const **ret)

@@ -74,6 +74,13 @@ int lk_symbolizer_find_module(struct lk_symbolizer *s, uint32_t profile, uint64_
 int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_t pc,
 		 const struct lk_sym_frame **ret, size_t *n);
 
+/* Opens the file of module (profile, id) and reads its symbol table and DWARF now, as its first
+ * lookup would: `leek run` does it on an idle CPU while the program runs, for the modules its
+ * stacks name, so that the summary after the exit does not. A warning about the file (not found,
+ * another build-id) waits for the first lookup in it: one never looked up warns of nothing.
+ * -ENOENT for an unknown module, -ENOMEM. */
+int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id);
+
 /* Every warning so far, oldest first; the count is returned. A caller that prints them as they
  * come remembers how many it has printed. */
 size_t lk_symbolizer_warnings(const struct lk_symbolizer *s, const char *const **ret);

@@ -481,6 +481,57 @@ TEST(missing_file)
 #endif
 }
 
+/* A module opened ahead (lk_symbolizer_prepare, by `leek run` while the program runs) answers as
+ * it would have, and whatever is wrong with its file is said at its first lookup, once: a module
+ * opened ahead and never looked up says nothing. */
+TEST(prepare_ahead)
+{
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s = new_symbolizer();
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *plain = new_symbolizer();
+	const struct fix_lib_sites *sites = lib_call(lib_open());
+	const struct lk_sym_frame *f, *g;
+	const char *const *w;
+	size_t n, k;
+
+	struct mods *ms = load_modules();
+	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
+	ASSERT_TRUE(m);
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, m->path, m->build_id, m->build_id_len, m->base,
+					   m->seg, m->nseg));
+	ASSERT_OK(lk_symbolizer_add_module(plain, 0, 1, m->path, m->build_id, m->build_id_len,
+					   m->base, m->seg, m->nseg));
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 2, "/nonexistent/libleekfix.so", m->build_id,
+					   m->build_id_len, m->base, m->seg, m->nseg));
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 3, "/nonexistent/other.so", m->build_id,
+					   m->build_id_len, m->base, m->seg, m->nseg));
+	ASSERT_EQ(lk_symbolizer_prepare(s, 0, 9), -ENOENT);
+	ASSERT_EQ(lk_symbolizer_prepare(s, 1, 1), -ENOENT);
+	ASSERT_OK(lk_symbolizer_prepare(s, 0, 1));
+	ASSERT_OK(lk_symbolizer_prepare(s, 0, 2));
+	ASSERT_OK(lk_symbolizer_prepare(s, 0, 3));
+	ASSERT_OK(lk_symbolizer_prepare(s, 0, 1)); /* again: nothing more */
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
+
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
+	assert_lib_chain(f, n, sites, m->path);
+	ASSERT_OK(lk_symbolize(plain, 0, 1, sites->leaf.ret - 1, &g, &k));
+	ASSERT_EQ(n, k);
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_STREQ(f[i].function, g[i].function);
+		ASSERT_EQ(f[i].line, g[i].line);
+	}
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
+
+	ASSERT_OK(lk_symbolize(s, 0, 2, sites->leaf.ret - 1, &f, &n));
+	ASSERT_EQ(n, 1);
+	ASSERT_TRUE(!f[0].file);
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 1);
+	ASSERT_CONTAINS(w[0], "module /nonexistent/libleekfix.so: ");
+	ASSERT_CONTAINS(w[0], "no symbols");
+	ASSERT_OK(lk_symbolize(s, 0, 2, sites->mangled.ret - 1, &f, &n));
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 1); /* once */
+}
+
 /* The vDSO and other modules without a file: module+offset, silently. */
 TEST(no_file_is_silent)
 {
