@@ -38,8 +38,7 @@
 #define BOOT_PAGES 64u /* 256 KiB: dlsym's calloc and early libc need a few KiB */
 #define NBINS 192
 #define SLAB_MAX 2048u /* largest slot; bigger blocks get their own run */
-#define RECENT LK_ARENA_RECENT /* a power of two: the rings below wrap by % */
-_Static_assert((RECENT & (RECENT - 1)) == 0, "RECENT is a power of two");
+#define RECENT LK_ARENA_RECENT
 /* glibc's DEFAULT_MMAP_THRESHOLD_MIN and _MAX (64-bit), in pages: the sizes of freed blocks that
  * raise what glibc keeps resident, and so what the arena retains (lk_arena_free). */
 #define RETAIN_RISE_MIN ((128u << 10) >> PAGE_SHIFT)
@@ -88,9 +87,9 @@ static struct {
 	uint32_t bins[2][NBINS];        /* free runs: [0] clean (returned), [1] dirty (retained) */
 	uint64_t binmask[2][NBINS / 64];
 	uint32_t partial[NCLASSES];
-	struct recent { /* a ring: the last RECENT slots freed, still marked in use */
-		struct lk_block *b[RECENT];
-		uint32_t top, n; /* the next push goes to b[top] */
+	struct recent { /* slots freed, still marked in use, the last freed first: a list through */
+		struct lk_block *head; /* their headers' time_ns */
+		uint64_t n;            /* at most RECENT */
 	} recent[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
 	uintptr_t boot_next, boot_end;
@@ -400,14 +399,14 @@ LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 		struct recent *r = &A.recent[c];
 		if (r->n) { /* the slot freed last: its lines are the likeliest still in the cache */
 			r->n--;
-			r->top = (r->top - 1) % RECENT;
-			b = r->b[r->top];
+			b = r->head;
+			r->head = (struct lk_block *)(uintptr_t)b->time_ns;
 			goto done;
 		}
 		uint32_t s = A.partial[c];
 		if (s == NIL) {
 			s = run_take(1);
-			if (s == NIL && lk_arena_flush_recent()) /* the rings' slabs may hold room */
+			if (s == NIL && lk_arena_flush_recent()) /* the recent slots' slabs may hold room */
 				return lk_arena_alloc(usable, align);
 			if (s == NIL)
 				return NULL;
@@ -560,8 +559,9 @@ bool lk_arena_flush_recent(void)
 
 	for (unsigned c = 0; c < NCLASSES; c++)
 		for (struct recent *r = &A.recent[c]; r->n; r->n--) {
-			r->top = (r->top - 1) % RECENT;
-			slot_free(r->b[r->top]);
+			struct lk_block *b = r->head;
+			r->head = (struct lk_block *)(uintptr_t)b->time_ns;
+			slot_free(b);
 			any = true;
 		}
 	return any;
@@ -589,21 +589,21 @@ LK_HOT void lk_arena_free(void *p)
 		run_release(i);
 		return;
 	}
-	/* A slot freed goes to its class's ring, and the oldest there leaves it to be freed: the next
-	 * block of the class is the one freed last, as glibc's tcache hands out, and a program that
-	 * frees and allocates a few blocks of a size in turn finds them where its cache holds them.
-	 * Handed out from the slabs instead, lowest slot first, sqlite3's exact-mode run took 2.4
-	 * times the D1 misses of its own code without leek (cachegrind, docs/performance.md). */
+	/* A slot freed goes to its class's list of recent ones, if it has room: the next block of
+	 * the class is the one freed last, as glibc's tcache hands out (and, as there, a full list
+	 * lets a slot go), so that a program that frees and allocates a few blocks of a size in
+	 * turn finds them where the cache holds them, rather than the lowest slot of a slab. */
 	struct recent *r = &A.recent[e->cls];
-	struct lk_block *out = r->n == RECENT ? r->b[r->top] : NULL;
-	r->b[r->top] = b;
-	r->top = (r->top + 1) % RECENT;
-	r->n += out == NULL;
-	if (out)
-		slot_free(out);
+	if (r->n < RECENT) {
+		b->time_ns = (uintptr_t)r->head;
+		r->head = b;
+		r->n++;
+		return;
+	}
+	slot_free(b);
 }
 
-/* Frees the slab slot of block b (no longer in its class's ring). */
+/* Frees the slab slot of block b (not in its class's recent list). */
 static void slot_free(struct lk_block *b)
 {
 	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);
@@ -720,13 +720,13 @@ bool lk_arena_check(void)
 				    A.map[k].dirty != d)
 					return false;
 		}
-	uint64_t ringed = 0;
+	uint64_t listed = 0;
 	for (unsigned c = 0; c < NCLASSES; c++) {
 		const struct recent *r = &A.recent[c];
-		if (r->n > RECENT || r->top >= RECENT)
+		const struct lk_block *b = r->head;
+		if (r->n > RECENT)
 			return false;
-		for (uint32_t j = 0; j < r->n; j++) {
-			const struct lk_block *b = r->b[(r->top - 1 - j) % RECENT];
+		for (uint32_t j = 0; j < r->n; j++, b = (const struct lk_block *)(uintptr_t)b->time_ns) {
 			uintptr_t off = (uintptr_t)b - lk_arena_base;
 			uint32_t i = (uint32_t)(off >> PAGE_SHIFT);
 			if (off >= (uintptr_t)A.top << PAGE_SHIFT || A.map[i].kind != K_SLAB ||
@@ -735,13 +735,14 @@ bool lk_arena_check(void)
 			unsigned k = slot_of(c, off & (PAGE - 1));
 			if ((off & (PAGE - 1)) != (uintptr_t)k * slot_size[c] ||
 			    !(A.map[i].bits[k / 64] >> (k % 64) & 1))
-				return false; /* a freed slot still marked in use, for the ring */
-			for (uint32_t l = 0; l < j; l++)
-				if (r->b[(r->top - 1 - l) % RECENT] == b)
+				return false; /* a freed slot still marked in use, for the list */
+			const struct lk_block *x = r->head;
+			for (uint32_t l = 0; l < j; l++, x = (const struct lk_block *)(uintptr_t)x->time_ns)
+				if (x == b)
 					return false;
-			ringed++;
+			listed++;
 		}
 	}
 	return free_pages == A.free_pages && dirty == A.dirty_pages &&
-	       live == A.live_blocks + ringed && A.dirty_pages <= A.retain_pages;
+	       live == A.live_blocks + listed && A.dirty_pages <= A.retain_pages;
 }

@@ -174,7 +174,9 @@ uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
 /* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
  * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
  * of b is written only if b has a number in this file, and clears it. */
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack);
+/* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
+		     uint32_t stack);
 void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
 void lk_writer_rss_maybe(uint64_t now_ns);
 void lk_writer_close(void);         /* clean exit: trailer, truncate */

@@ -243,7 +243,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
 					.usable = usable, .magic = LK_BLOCK_LIVE };
 		uint32_t sid = lk_stack_file_id(stack); /* writes the stack first if new */
-		lk_writer_alloc(t->tid, now, b, sid);
+		lk_writer_alloc(t->tid, now, b, size, sid);
 		lk_counters[LK_CNT_SAMPLES]++;
 		lk_writer_rss_maybe(now);
 	}

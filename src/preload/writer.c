@@ -303,13 +303,14 @@ static inline bool store_small(uint64_t rec, unsigned n)
 	return true;
 }
 
-LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
+LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
+			    uint32_t stack)
 {
 	uint64_t dt = since_last(now_ns);
 
-	if (lk_likely(tid == W.tid && tid && dt < SMALL && b->size < SMALL && stack < SMALL)) {
+	if (lk_likely(tid == W.tid && tid && dt < SMALL && size < SMALL && stack < SMALL)) {
 		unsigned n1, n2, n3;
-		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(b->size, &n2),
+		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(size, &n2),
 			 v3 = small_varint(stack, &n3);
 		uint64_t rec = LK_REC_ALLOC | v1 << 8 | v2 << (8 + 8 * n1) | v3 << (8 + 8 * (n1 + n2));
 		if (store_small(rec, 1 + n1 + n2 + n3)) {

@@ -322,9 +322,10 @@ TEST(arena_alignments)
 	check_foreach();
 }
 
-/* A slot freed is the next one its class hands out: the last LK_ARENA_RECENT freed come back
- * last freed first. The slots kept never cost a block room: an arena full of slabs of one class
- * gives them up to a request of another class. */
+/* A slot freed is the next one its class hands out: of a run of frees, the first LK_ARENA_RECENT
+ * are kept and come back last freed first (glibc's tcache keeps so), and the next free after an
+ * allocation is the next one handed out. The slots kept never cost a block room: an arena full
+ * of slabs of one class gives them up to a request of another class. */
 TEST(arena_recent)
 {
 	static uint8_t *p[40], *q[40];
@@ -342,8 +343,12 @@ TEST(arena_recent)
 	for (unsigned i = 0; i < 40; i++) {
 		ASSERT_TRUE((q[i] = lk_arena_alloc(100, 16)) != NULL);
 		if (i < LK_ARENA_RECENT)
-			ASSERT_TRUE(q[i] == p[39 - i]);
+			ASSERT_TRUE(q[i] == p[LK_ARENA_RECENT - 1 - i]);
 		ASSERT_TRUE(lk_arena_check());
+	}
+	for (unsigned i = 0; i < 40; i += 2) { /* churn: each free's slot is the next block */
+		lk_arena_free(q[i]);
+		ASSERT_TRUE(lk_arena_alloc(100, 16) == q[i]);
 	}
 	for (unsigned i = 0; i < 40; i++)
 		lk_arena_free(q[i]);
