@@ -35,7 +35,7 @@
 #define PAGE_SHIFT 12
 #define NIL UINT32_MAX
 #define COMMIT_STEP (32u << 20)
-#define BOOT_PAGES 64u /* 256 KiB: dlsym's calloc and early libc need a few KiB */
+#define BOOT_PAGES (LK_ARENA_BOOT_SIZE >> PAGE_SHIFT) /* dlsym's calloc, early libc: a few KiB */
 #define NBINS 192
 #define SLAB_MAX 2048u /* largest slot; bigger blocks get their own run */
 #define RECENT LK_ARENA_RECENT
@@ -544,11 +544,6 @@ LK_HOT struct lk_block *lk_arena_block(const void *p)
 	}
 	struct lk_block *b = (struct lk_block *)hdr;
 	return b->magic == LK_BLOCK_LIVE || b->magic == LK_BLOCK_QUIET ? b : NULL;
-}
-
-bool lk_arena_is_boot(const void *p)
-{
-	return (uintptr_t)p >= lk_arena_base && (uintptr_t)p < A.boot_end;
 }
 
 static void slot_free(struct lk_block *b);

@@ -126,7 +126,11 @@ void lk_arena_free(void *p);                              /* caller holds lk_loc
 bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
 #define LK_ARENA_RECENT 16u /* slots a size class keeps, freed, to hand out again first */
 void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
-bool lk_arena_is_boot(const void *p);
+#define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
+static inline bool lk_arena_is_boot(const void *p)
+{
+	return (uintptr_t)p - lk_arena_base < LK_ARENA_BOOT_SIZE && lk_arena_span;
+}
 typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
 void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
 void lk_arena_get_stats(struct lk_arena_stats *s);

@@ -208,7 +208,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 {
 	uint64_t buf[LK_CAPTURE_FRAMES];
 	const uint64_t *frames = buf;
-	int saved = errno;
+	int *err = &errno, saved = *err; /* one call for errno's address, not two */
 	void *p = NULL;
 
 	t->in_slow = 1;
@@ -225,11 +225,12 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	drain_deferred(t->tid, now);
 	/* lk_writer_ready() before the arena: a forked child's file opens there, with an INHERIT
 	 * record for every live block, which must not include the one allocated below. */
-	if (lk_writer_ready() && old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+	bool ready = lk_writer_ready();
+	if (ready && old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
 		end_sample((struct lk_block *)old - 1, t->tid, now); /* its new sample starts below */
 		p = old;
 	}
-	if (!lk_writer_ready()) {
+	if (!ready) {
 		enabled = false;
 	} else if (!p && !(p = lk_arena_alloc(usable, align))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
@@ -257,7 +258,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		t->state = LK_T_OFF;
 	}
 	t->in_slow = 0;
-	errno = saved;
+	*err = saved;
 	return p;
 }
 
@@ -330,7 +331,7 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	int saved = errno;
+	int *err = &errno, saved = *err;
 	uint64_t left = t->bytes_left, now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
 
@@ -342,7 +343,7 @@ LK_HOT void lk_free_sampled(void *p)
 	lk_unlock();
 	t->bytes_left = left;
 	t->in_slow = 0;
-	errno = saved;
+	*err = saved;
 }
 
 size_t lk_usable_sampled(const void *p)

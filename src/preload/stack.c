@@ -30,8 +30,6 @@ struct entry {
 	uint64_t hash;
 	uint64_t off;       /* first frame in pool */
 	uint32_t n;         /* frames */
-	uint32_t file_id;   /* id in the current file, valid if file_gen matches */
-	uint32_t file_gen;
 	uint32_t unused;
 };
 
@@ -41,8 +39,11 @@ static struct {
 			     * its hash's high half above it (a probe that cannot match reads no
 			     * entry); 0 = empty */
 	uint64_t *pool;
+	uint64_t *files;    /* by stack number: its id in the current file, in the low half, and
+			     * the file's generation above it (lk_stack_file_id); apart from the
+			     * entries, so that a sample's lookup reads a line of 8 stacks' */
 	uint32_t count, ents_cap, slots_cap;
-	size_t pool_len, pool_cap;
+	size_t pool_len, pool_cap, files_bytes;
 	uint32_t gen, next_file_id;
 } S;
 
@@ -1071,6 +1072,7 @@ LK_HOT uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 	if (S.count + 1 >= MAX_STACKS || S.pool_len + n > MAX_POOL ||
 	    !grow((void **)&S.ents, &ents_bytes, (S.count + 2) * sizeof(struct entry)) ||
 	    !grow((void **)&S.pool, &pool_bytes, (S.pool_len + n) * 8) ||
+	    !grow((void **)&S.files, &S.files_bytes, (S.count + 2) * 8) ||
 	    ((S.count + 1) * 2 >= S.slots_cap && !rehash(S.slots_cap ? S.slots_cap * 2 : 4096))) {
 		lk_counters[LK_CNT_INTERN_FULL]++;
 		errno = saved;
@@ -1094,14 +1096,15 @@ LK_HOT uint32_t lk_stack_file_id(uint32_t id)
 {
 	if (id == 0 || id > S.count)
 		return 0;
-	struct entry *e = &S.ents[id];
-	if (e->file_gen != S.gen || e->file_id == 0) {
+	uint64_t f = S.files[id];
+	if (f >> 32 != S.gen || (uint32_t)f == 0) {
+		const struct entry *e = &S.ents[id];
 		uint8_t rec[LK_STACK_MAX];
-		e->file_id = ++S.next_file_id;
-		e->file_gen = S.gen;
-		lk_writer_put(rec, lk_rec_stack(rec, e->file_id, S.pool + e->off, e->n));
+		f = (uint64_t)S.gen << 32 | ++S.next_file_id;
+		S.files[id] = f;
+		lk_writer_put(rec, lk_rec_stack(rec, (uint32_t)f, S.pool + e->off, e->n));
 	}
-	return e->file_id;
+	return (uint32_t)f;
 }
 
 void lk_stack_new_file(void)
