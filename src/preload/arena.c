@@ -13,8 +13,10 @@
  * for each state. New blocks take dirty pages first, so they cost no page faults while there are
  * some; up to `retain` bytes of dirty pages stay (exactly: a clean run never counts as dirty), and
  * the excess is returned with MADV_DONTNEED in batches, down to half of `retain`; a request that
- * no dirty run can hold gives back as many dirty pages as it is about to fault in. A later
- * guard-page mode can place a block at the end of a LARGE run followed by a PROT_NONE page; nothing
+ * no dirty run can hold gives back as many dirty pages as it is about to fault in. A slab slot
+ * freed is kept, up to LK_ARENA_RECENT a class, in a list through its header (its bit still set,
+ * its magic FREE) and handed out again first, last freed first; an allocation that finds no page
+ * empties those lists before it gives up. A later guard-page mode can place a block at the end of a LARGE run followed by a PROT_NONE page; nothing
  * here assumes runs are contiguous with their neighbours' contents.
  *
  * Overhead bound: a block wastes less than one page plus its header, and a block of s bytes is
@@ -22,8 +24,8 @@
  * allocated: 0.79% at the default period (docs/sampling.md).
  *
  * Never: call malloc or stdio; touch a page it has not committed; trust a pointer it is given
- * (lk_arena_block validates everything). All functions but lk_arena_owns and lk_arena_boot_alloc
- * run under lk_lock.
+ * (lk_arena_block validates everything). All functions but lk_arena_owns, lk_arena_boot_alloc and
+ * lk_arena_is_boot run under lk_lock.
  */
 #include <errno.h>
 #include <string.h>
