@@ -15,9 +15,11 @@
  * the same frame size around one function, so that its frame sits at the same place with the
  * same registers while the return address above it changes (the unwinder's record of the previous
  * walk must notice); two callers that put a frame-pointer frame at the same %rsp with a different
- * %rbp. Both also through one call of malloc only, in runs of three calls from each caller: the
- * capture then begins at the same frame every time, where the walks kept by their first frame
- * are found again and must be told apart (src/preload/stack.c, "the walks kept").
+ * %rbp. Both also through one call of malloc only, in runs of three calls from each caller, and
+ * with that call in the frame-pointer frame itself: the capture then begins at the same frame
+ * every time, where the walks kept are found again and must be told apart, by a return address,
+ * by a %rbp a frame saved, or by the first frame's own %rbp (src/preload/stack.c, "the walks
+ * kept").
  */
 #include <alloca.h>
 #include <malloc.h>
@@ -162,14 +164,28 @@ static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
  * caller's frames for the other's. */
 static uintptr_t fp_at; /* where fp_level's alloca'd bytes began, last call */
 
-/* alloc: 0 none, 1 through leaf, 2 through leaf_one */
+/* alloc: 0 none, 1 through leaf, 2 through leaf_one, 3 here: the capture's first frame is then
+ * this frame-pointer frame itself, whose %rbp (the hook's frame saved it) is the only difference
+ * between the two callers; through leaf_one, leaf_one's frame saves it too. */
 static __attribute__((noinline, noclone)) unsigned long fp_level(size_t pad, int alloc)
 {
 	volatile char *buf = alloca(pad);
+	unsigned long r;
 
 	buf[0] = 1;
 	fp_at = (uintptr_t)buf;
-	unsigned long r = (alloc == 1 ? leaf() : alloc == 2 ? leaf_one() : 0) + buf[0];
+	if (alloc == 3) {
+		size_t size = take_size();
+		char *p = malloc(size);
+		CHECK(p, "allocation %zu", size);
+		note(size);
+		p[0] = 1;
+		r = (unsigned long)p[0] + size;
+		free(p);
+	} else {
+		r = alloc == 1 ? leaf() : alloc == 2 ? leaf_one() : 0;
+	}
+	r += buf[0];
 	sink += r;
 	return r;
 }
@@ -204,8 +220,9 @@ static void same_sp_other_rbp(void)
 	      (unsigned long)fp_at);
 	for (int i = 0; i < 20; i++)
 		sink += i & 1 ? fp_near(pad, 1) : fp_far(far_pad, 1);
-	for (int i = 0; i < 30; i++)
-		sink += i / 3 & 1 ? fp_near(pad, 2) : fp_far(far_pad, 2);
+	for (int alloc = 2; alloc <= 3; alloc++)
+		for (int i = 0; i < 30; i++)
+			sink += i / 3 & 1 ? fp_near(pad, alloc) : fp_far(far_pad, alloc);
 }
 
 /* The same, with both callers reached through one call site (a function pointer), so that their
@@ -244,11 +261,12 @@ static void same_site_other_rbp(void)
 	fp_call(deep_pad, 0);
 	CHECK(fp_at == near, "fp_level's alloca at %#lx and %#lx", (unsigned long)near,
 	      (unsigned long)fp_at);
-	for (int i = 0; i < 30; i++) {
-		bool shallow = i / 3 & 1;
-		fp_via = shallow ? fp_near : fp_deep;
-		sink += fp_call(shallow ? pad : deep_pad, 2);
-	}
+	for (int alloc = 2; alloc <= 3; alloc++)
+		for (int i = 0; i < 30; i++) {
+			bool shallow = i / 3 & 1;
+			fp_via = shallow ? fp_near : fp_deep;
+			sink += fp_call(shallow ? pad : deep_pad, alloc);
+		}
 }
 
 static void shapes(int rounds)
