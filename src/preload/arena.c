@@ -16,8 +16,9 @@
  * no dirty run can hold gives back as many dirty pages as it is about to fault in. A slab slot
  * freed is kept, up to LK_ARENA_RECENT a class, in a list through its header (its bit still set,
  * its magic FREE) and handed out again first, last freed first; an allocation that finds no page
- * empties those lists before it gives up. A later guard-page mode can place a block at the end of a LARGE run followed by a PROT_NONE page; nothing
- * here assumes runs are contiguous with their neighbours' contents.
+ * empties those lists before it gives up. A later guard-page mode can place a block at the end of
+ * a LARGE run followed by a PROT_NONE page; nothing here assumes runs are contiguous with their
+ * neighbours' contents.
  *
  * Overhead bound: a block wastes less than one page plus its header, and a block of s bytes is
  * sampled with probability at most s/T, so the expected waste is under 4128/T of the bytes
@@ -75,6 +76,15 @@ _Static_assert(PAGE / 48 <= 128, "a slab's slots fit its two words of bits");
 static inline unsigned slot_of(unsigned cls, uintptr_t off)
 {
 	return (unsigned)((off * slot_inverse[cls]) >> 32);
+}
+
+/* Whether the header at byte off of slab e starts a slot that is marked in use. */
+static inline bool slot_in_use(const struct page *e, uintptr_t off)
+{
+	unsigned k = slot_of(e->cls, off);
+
+	return off == (uintptr_t)k * slot_size[e->cls] && k < slot_n[e->cls] &&
+	       (e->bits[k / 64] >> (k % 64) & 1);
 }
 
 static uint8_t class_of16[SLAB_MAX / 16 + 1]; /* the class for a block of 16 * i bytes at most */
@@ -389,6 +399,16 @@ void *lk_arena_boot_alloc(size_t size)
 	return b + 1;
 }
 
+/* The last slot freed of a class's recent ones (r->n > 0). */
+static inline struct lk_block *recent_pop(struct recent *r)
+{
+	struct lk_block *b = r->head;
+
+	r->head = (struct lk_block *)(uintptr_t)b->time_ns;
+	r->n--;
+	return b;
+}
+
 LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 {
 	size_t hdr = sizeof(struct lk_block);
@@ -398,11 +418,8 @@ LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 		align = 16;
 	if (align == 16 && usable <= SLAB_MAX - hdr) {
 		unsigned c = class_of16[(usable + hdr + 15) / 16];
-		struct recent *r = &A.recent[c];
-		if (r->n) { /* the slot freed last: its lines are the likeliest still in the cache */
-			r->n--;
-			b = r->head;
-			r->head = (struct lk_block *)(uintptr_t)b->time_ns;
+		if (A.recent[c].n) { /* the slot freed last: the likeliest still in the cache */
+			b = recent_pop(&A.recent[c]);
 			goto done;
 		}
 		uint32_t s = A.partial[c];
@@ -536,10 +553,7 @@ LK_HOT struct lk_block *lk_arena_block(const void *p)
 		if (hdr + sizeof(struct lk_block) > A.boot_next || hdr + sizeof(struct lk_block) > A.boot_end)
 			return NULL;
 	} else if (e->kind == K_SLAB) {
-		uintptr_t off = hdr - page_addr(i);
-		unsigned k = slot_of(e->cls, off);
-		if (off != (uintptr_t)k * slot_size[e->cls] || k >= slot_count(e->cls) ||
-		    !(e->bits[k / 64] >> (k % 64) & 1))
+		if (!slot_in_use(e, hdr - page_addr(i)))
 			return NULL;
 	} else if (e->kind != K_LARGE || (hdr & (PAGE - 1)) != (uintptr_t)e->nused << 4) {
 		return NULL;
@@ -555,12 +569,8 @@ bool lk_arena_flush_recent(void)
 	bool any = false;
 
 	for (unsigned c = 0; c < NCLASSES; c++)
-		for (struct recent *r = &A.recent[c]; r->n; r->n--) {
-			struct lk_block *b = r->head;
-			r->head = (struct lk_block *)(uintptr_t)b->time_ns;
-			slot_free(b);
-			any = true;
-		}
+		for (; A.recent[c].n; any = true)
+			slot_free(recent_pop(&A.recent[c]));
 	return any;
 }
 
@@ -727,11 +737,8 @@ bool lk_arena_check(void)
 			uintptr_t off = (uintptr_t)b - lk_arena_base;
 			uint32_t i = (uint32_t)(off >> PAGE_SHIFT);
 			if (off >= (uintptr_t)A.top << PAGE_SHIFT || A.map[i].kind != K_SLAB ||
-			    A.map[i].cls != c || b->magic != LK_BLOCK_FREE)
-				return false;
-			unsigned k = slot_of(c, off & (PAGE - 1));
-			if ((off & (PAGE - 1)) != (uintptr_t)k * slot_size[c] ||
-			    !(A.map[i].bits[k / 64] >> (k % 64) & 1))
+			    A.map[i].cls != c || b->magic != LK_BLOCK_FREE ||
+			    !slot_in_use(&A.map[i], off & (PAGE - 1)))
 				return false; /* a freed slot still marked in use, for the list */
 			const struct lk_block *x = r->head;
 			for (uint32_t l = 0; l < j; l++, x = (const struct lk_block *)(uintptr_t)x->time_ns)
