@@ -336,14 +336,15 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (sym && k < 0)
 		k = lk_profile_load(path, &po, &p, &err);
 	compress_job_read(&job);
-	/* The report while the job ends, under the raw file's name until the job says which. */
-	if (sym && k >= 0)
+	/* The report while the job ends (k < 0 without sym), under the raw file's name until the job
+	 * says which. */
+	if (k >= 0)
 		k = lk_report_new(&ro, &r);
-	if (sym && k >= 0)
+	if (k >= 0)
 		k = lk_report_add_modules(sym, index, p);
-	if (sym && k >= 0)
+	if (k >= 0)
 		k = lk_report_add(r, sym, index, path, p);
-	if (sym && k >= 0)
+	if (k >= 0)
 		k = lk_report_finish(r);
 	if (threaded)
 		pthread_join(th, NULL);

@@ -148,8 +148,9 @@ struct lk_run_follower {
 	struct lk_compress_stream *gz; /* NULL until the profile is found, or after a failure */
 	struct lk_symbolizer *sym; /* the modules its stacks name, opened ahead; NULL */
 	uint32_t sym_profile;      /* the number this file's modules have in sym */
+	size_t modules_seen;       /* the modules registered in sym */
 	size_t stacks_seen;        /* the stacks whose modules are opened */
-	uint8_t prepared[LK_FOLLOW_MODULES]; /* by module id: registered in sym (1), opened (2) */
+	bool prepared[LK_FOLLOW_MODULES]; /* by module id: opened */
 };
 
 static void drop(struct lk_run_follower *w)
@@ -164,7 +165,7 @@ static void drop(struct lk_run_follower *w)
 	w->seen = w->limit = 0;
 	w->failed = false;
 	w->sym_profile--; /* a new file's modules: new keys in the symbolizer, which stays */
-	w->stacks_seen = 0;
+	w->modules_seen = w->stacks_seen = 0;
 	memset(w->prepared, 0, sizeof(w->prepared));
 }
 
@@ -181,22 +182,18 @@ static void prepare_modules(struct lk_run_follower *w)
 	if (!p || (!w->sym && lk_symbolizer_new(&w->sym) < 0))
 		return;
 	nm = lk_profile_modules(p, &m);
+	for (; w->modules_seen < nm; w->modules_seen++) { /* each as it comes: no file opened */
+		const struct lk_module_info_rec *r = &m[w->modules_seen];
+		lk_symbolizer_add_module(w->sym, w->sym_profile, r->id, r->path, r->build_id,
+					 r->build_id_len, r->base, r->seg, r->nseg);
+	}
 	ns = lk_profile_stacks(p, &st);
 	for (; w->stacks_seen < ns; w->stacks_seen++) {
 		const struct lk_stack_stats *s = &st[w->stacks_seen];
 		for (uint32_t i = 0; i < s->nframes; i++) {
 			uint64_t id = s->modules[i];
-			if (id == 0 || id >= LK_FOLLOW_MODULES || w->prepared[id] == 2)
-				continue;
-			for (size_t k = 0; k < nm && !w->prepared[id]; k++)
-				if (m[k].id == id &&
-				    lk_symbolizer_add_module(w->sym, w->sym_profile, id, m[k].path,
-							     m[k].build_id, m[k].build_id_len,
-							     m[k].base, m[k].seg, m[k].nseg) == 0)
-					w->prepared[id] = 1;
-			if (w->prepared[id] == 1 &&
-			    lk_symbolizer_prepare(w->sym, w->sym_profile, id) == 0)
-				w->prepared[id] = 2;
+			if (id && id < LK_FOLLOW_MODULES && !w->prepared[id])
+				w->prepared[id] = lk_symbolizer_prepare(w->sym, w->sym_profile, id) == 0;
 		}
 	}
 }

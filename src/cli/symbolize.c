@@ -230,6 +230,18 @@ static const char *internf(struct lk_symbolizer *s, const char *fmt, ...)
 	return r;
 }
 
+/* Adds the malloc'ed warning str (NULL: out of memory) to the list, which takes it. */
+static void keep_warning(struct lk_symbolizer *s, char *str)
+{
+	if (!str ||
+	    grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1, sizeof(char *)) < 0) {
+		free(str);
+		s->oom = true;
+		return;
+	}
+	s->warnings[s->n_warnings++] = str;
+}
+
 static void warn(struct lk_symbolizer *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void warn(struct lk_symbolizer *s, const char *fmt, ...)
@@ -246,13 +258,7 @@ static void warn(struct lk_symbolizer *s, const char *fmt, ...)
 		s->holding->held = str;
 		return;
 	}
-	if (!str ||
-	    grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1, sizeof(char *)) < 0) {
-		free(str);
-		s->oom = true;
-		return;
-	}
-	s->warnings[s->n_warnings++] = str;
+	keep_warning(s, str);
 }
 
 static void hex(char *buf, const uint8_t *p, size_t n)
@@ -831,6 +837,15 @@ static uint64_t module_key(uint32_t profile, uint64_t id)
 	return (uint64_t)profile << 32 | id;
 }
 
+/* The module registered as (profile, id), or NULL. */
+static struct module *module_of(struct lk_symbolizer *s, uint32_t profile, uint64_t id)
+{
+	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
+				       : NULL;
+
+	return v ? &s->modules[*v] : NULL;
+}
+
 int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t id,
 			     const char *path, const uint8_t *build_id, size_t build_id_len,
 			     uint64_t base, const struct lk_module_seg *seg, uint32_t nseg)
@@ -843,7 +858,7 @@ int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t
 	if (nseg > LK_MAX_SEGMENTS || build_id_len > LK_MAX_BUILD_ID || (nseg && !seg) ||
 	    (build_id_len && !build_id))
 		return -EINVAL;
-	if (lk_u64map_get(&s->module_by_key, module_key(profile, id)))
+	if (module_of(s, profile, id))
 		return -EEXIST;
 	if (!build_id)
 		build_id = (const uint8_t *)""; /* memcmp and memcpy want a pointer even for 0 bytes */
@@ -866,12 +881,11 @@ int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t
 
 int lk_symbolizer_unload_module(struct lk_symbolizer *s, uint32_t profile, uint64_t id)
 {
-	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
-				       : NULL;
+	struct module *m = module_of(s, profile, id);
 
-	if (!v)
+	if (!m)
 		return -ENOENT;
-	s->modules[*v].unloaded = true;
+	m->unloaded = true;
 	s->spans_dirty = true;
 	return 0;
 }
@@ -953,17 +967,16 @@ int lk_symbolizer_find_module(struct lk_symbolizer *s, uint32_t profile, uint64_
 int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_t pc,
 		 const struct lk_sym_frame **ret, size_t *n)
 {
-	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
-				       : NULL;
+	const struct module *m = module_of(s, profile, id);
 	struct object *o;
 	struct chain *c;
-	uint64_t rel;
+	uint64_t rel, *v;
 	int r;
 
-	if (!v)
+	if (!m)
 		return -ENOENT;
-	o = s->modules[*v].obj;
-	rel = pc - s->modules[*v].base;
+	o = m->obj;
+	rel = pc - m->base;
 	v = lk_u64map_get(&o->cache, rel);
 	if (v) {
 		c = (struct chain *)(uintptr_t)*v;
@@ -972,10 +985,8 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 		if (!o->opened)
 			open_object(s, o);
 		if (o->held) { /* opened ahead: its warning is due now */
-			char *held = o->held;
+			keep_warning(s, o->held);
 			o->held = NULL;
-			warn(s, "%s", held);
-			free(held);
 		}
 		r = resolve(s, o, rel, &c);
 		if (r < 0)
@@ -991,17 +1002,16 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 
 int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id)
 {
-	uint64_t *v = id <= UINT32_MAX ? lk_u64map_get(&s->module_by_key, module_key(profile, id))
-				       : NULL;
+	const struct module *m = module_of(s, profile, id);
 	struct object *o;
 	Dwarf_Addr bias;
 	Dwarf_Aranges *ar;
 	size_t nar;
 	Dwarf *dw;
 
-	if (!v)
+	if (!m)
 		return -ENOENT;
-	o = s->modules[*v].obj;
+	o = m->obj;
 	s->oom = false;
 	if (!o->opened) {
 		s->holding = o;
