@@ -31,17 +31,8 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-case $workload in
-  sqlite)
-    command -v sqlite3 >/dev/null || { echo "needs sqlite3 (apt-get install -y sqlite3)" >&2; exit 1; }
-    awk -v rows="$rows" -f bench/workloads/sqlite-gen.awk >"$tmp/w.sql"
-    cmd=(sqlite3 :memory: ".read $tmp/w.sql") ;;
-  python)
-    [ -x /usr/bin/python3.11 ] || { echo "needs /usr/bin/python3.11" >&2; exit 1; }
-    export PYTHONMALLOC=malloc
-    cmd=(/usr/bin/python3.11 bench/workloads/alloc.py) ;;
-  *) echo "WORKLOAD is sqlite or python" >&2; exit 2 ;;
-esac
+. bench/workloads/exact.sh
+exact_workload "$workload" "$rows" "$tmp"
 
 # one I: run the program under libs[I] (I = -1: without leek), append its ms to $tmp/t.I
 one() {
