@@ -70,6 +70,14 @@ struct dl_phdr_info;
 /* The loaded object that holds addr (its name and program headers stay valid while it is). */
 bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
+/* lk_real_usable, with glibc's common case inline: a chunk below its mmap threshold holds its size
+ * rounded up to 16 with 8 bytes of header, 24 at least (real.c: glibc_usable). */
+static inline size_t lk_real_usable_fast(size_t size, size_t align)
+{
+	if (lk_real.is_glibc && !lk_real.nallocx && size < (128u << 10))
+		return size + 8 + 15 < 32 ? 24 : ((size + 8 + 15) & ~(size_t)15) - 8;
+	return lk_real_usable(size, align);
+}
 
 /* ---- sampler.c: per-thread state and the slow paths ---- */
 struct lk_thread {

@@ -218,7 +218,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	void *ticket;
 	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames,
 				      &known, &ticket);
-	size_t usable = lk_real_usable(size, align);
+	size_t usable = lk_real_usable_fast(size, align);
 	uint64_t now = lk_now_ns();
 
 	lk_lock();

@@ -227,7 +227,7 @@ static inline uint64_t since_last(uint64_t now_ns)
 /* ALLOC (tag LK_REC_ALLOC) or FREE of b, preceded by a THREAD record if the file's previous ALLOC
  * or FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
  * or neither. */
-static LK_HOT void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
+static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
 			     uint32_t stack)
 {
 	uint8_t rec[LK_THREAD_MAX + LK_ALLOC_MAX];
