@@ -426,7 +426,9 @@ struct cursor {
 #define MEMO_FRAMES 64
 #define MEMO_SLOTS 64
 #define MEMO_WALKS 32     /* walks kept a thread (at most 32: a bucket's set is a 32-bit mask) */
-#define MEMO_BUCKETS_LG 6 /* their first frames' buckets: 64 */
+/* The kept walks' buckets by first frame: 256, so that a find meets a walk of another first frame
+ * (and reads its header for nothing) 0.13 times, where 64 buckets met one 0.63 times. */
+#define MEMO_BUCKETS_LG 8
 
 struct memo_frame {
 	uintptr_t ip, sp, bp; /* the frame's state */
