@@ -10,7 +10,7 @@
 #ifndef LEEK_OPTIONS_H
 #define LEEK_OPTIONS_H
 
-#define LK_EXACT_ARENA_RETAIN (16ull << 20) /* LEEK_ARENA_RETAIN's default in exact mode */
+#define LK_EXACT_ARENA_RETAIN (64ull << 20) /* LEEK_ARENA_RETAIN's default in exact mode */
 
 #define LK_OPTIONS(X)                                                                              \
 	X(period, "LEEK_PERIOD", SIZE, "524288",                                                   \
@@ -37,8 +37,9 @@
 	  "2 MiB holds a churning 1 MiB sampled block (257 pages with its header) with room to "    \
 	  "spare, so it is reused without page faults; 4 MiB saved python3 only 3k more faults for "\
 	  "+2% of its peak RSS. Unset in exact mode (LEEK_PERIOD=1), where the arena holds the "    \
-	  "whole heap: 16 MiB, with which python3.11 faults 59k pages instead of 159k, 5% of its "  \
-	  "time, for +0.8% of its peak RSS (64 MiB: no fewer faults, sqlite3 +6% peak RSS)")        \
+	  "whole heap and keeps freed runs as a heap does: 64 MiB, with which sqlite3 faults 29k "  \
+	  "pages instead of 41k and python3.11 48k instead of 58k (16 MiB), for +4% and +8% of "    \
+	  "their peak RSS")                                                                         \
 	X(rss_interval_ms, "LEEK_RSS_INTERVAL_MS", UINT, "100",                                    \
 	  "least milliseconds between two RSS records (read at sample time, no thread): 10 per "    \
 	  "second resolves a heap timeline without a syscall per sample")                           \

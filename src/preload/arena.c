@@ -104,6 +104,7 @@ static struct {
 		uint64_t n;            /* at most RECENT */
 	} recent[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
+	bool give_back;      /* run_take's rule (lk_arena_init) */
 	uintptr_t boot_next, boot_end;
 } A;
 
@@ -257,12 +258,14 @@ static void purge(uint64_t keep);
  * no retained run is long enough, the block is about to fault n pages in: as many retained pages
  * go back to the kernel first, the ones that could not serve it, so that keeping freed pages
  * never makes the arena grow past what it holds live and retains. Without this, python3.11's
- * peak RSS was 1.033x of the plain run (8 seeds), and 1.002x with it (docs/performance.md). */
+ * peak RSS was 1.033x of the plain run (8 seeds), and 1.002x with it (docs/performance.md). In
+ * exact mode (give_back false) the arena is the whole heap, and keeps them as glibc's heap keeps
+ * its free chunks: sqlite3's run gave back and faulted in again 12 000 pages otherwise. */
 static uint32_t run_take(uint32_t n)
 {
 	uint32_t h = bin_find(1, n);
 
-	if (h == NIL && A.dirty_pages)
+	if (h == NIL && A.dirty_pages && A.give_back)
 		purge(A.dirty_pages > n ? A.dirty_pages - n : 0);
 	if (h == NIL)
 		h = bin_find(0, n);
@@ -326,7 +329,7 @@ static void run_release(uint32_t h)
 
 /* ---- public ---- */
 
-int lk_arena_init(uint64_t size, uint64_t retain)
+int lk_arena_init(uint64_t size, uint64_t retain, bool give_back)
 {
 	int saved = errno;
 	uint64_t npages = size >> PAGE_SHIFT;
@@ -366,6 +369,7 @@ int lk_arena_init(uint64_t size, uint64_t retain)
 	A.map = map;
 	A.npages = (uint32_t)npages;
 	A.retain_pages = retain >> PAGE_SHIFT;
+	A.give_back = give_back;
 	for (unsigned i = 0; i < NBINS; i++)
 		A.bins[0][i] = A.bins[1][i] = NIL;
 	for (unsigned i = 0; i < NCLASSES; i++)

@@ -126,7 +126,10 @@ _Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32
 #define LK_BLOCK_FREE 0xf4eedu
 #define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
 
-int lk_arena_init(uint64_t size, uint64_t retain);
+/* give_back: a block that no retained run can hold first gives back as many retained pages as it
+ * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
+ * mode's arena is the whole heap and keeps them, as a heap does (arena.c, run_take). */
+int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
 void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
 struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
 bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */

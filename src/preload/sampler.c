@@ -115,7 +115,7 @@ static void atfork_child(void)
 static void init_process(void)
 {
 	lk_config_load();
-	int r = lk_arena_init(lk_cfg.arena_size, lk_cfg.arena_retain);
+	int r = lk_arena_init(lk_cfg.arena_size, lk_cfg.arena_retain, lk_cfg.period > 1);
 	if (lk_real_init() < 0) {
 		lk_log("cannot find the real malloc (dlsym failed); leek cannot run");
 		_exit(127);

@@ -1,7 +1,7 @@
 /* retain.c: 8 MiB of blocks freed and allocated again, and how many pages that faults back in.
  *
  * In exact mode every block is in leek's arena, and the arena keeps LEEK_ARENA_RETAIN bytes of
- * freed pages mapped (16 MiB unless set, in exact mode: src/common/options.h). The program
+ * freed pages mapped (64 MiB unless set, in exact mode: src/common/options.h). The program
  * allocates 4096 blocks of 2000 bytes (two to a page in the arena's 2048-byte class: 2048 pages),
  * frees them all, and counts the minor page faults (getrusage) while it allocates and touches as
  * many again. It prints "pages P refaulted N": P is the pages the blocks take at two a page.

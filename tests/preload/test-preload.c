@@ -545,9 +545,9 @@ TEST(exact_counts)
 	run_cleanup(&r);
 }
 
-/* Exact mode keeps 16 MiB of freed arena pages for reuse, unless LEEK_ARENA_RETAIN says otherwise
+/* Exact mode keeps 64 MiB of freed arena pages for reuse, unless LEEK_ARENA_RETAIN says otherwise
  * (src/common/options.h): the arena holds the whole heap there, and 2 MiB made python3.11 fault
- * 100 000 pages back in. retain.c frees 2048 pages of blocks and allocates them again: with 16
+ * 100 000 pages back in. retain.c frees 2048 pages of blocks and allocates them again: with 64
  * MiB kept, the pages are reused (the faults left are the profile's new pages, a few), and with
  * LEEK_ARENA_RETAIN=2M all but 512 of them go back to the kernel and fault in again. */
 TEST(exact_arena_retain)

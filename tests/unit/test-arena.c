@@ -268,7 +268,7 @@ TEST(arena_random)
 	struct lk_arena_stats st;
 
 	rng_state = 42;
-	ASSERT_OK(lk_arena_init(1ull << 30, retain));
+	ASSERT_OK(lk_arena_init(1ull << 30, retain, true));
 	ASSERT_TRUE(lk_arena_check());
 	for (unsigned op = 0; op < 6000; op++) {
 		/* Grow towards MAX_LIVE / 2, with swings. */
@@ -308,7 +308,7 @@ TEST(arena_alignments)
 	static const size_t sizes[] = { 0, 1, 15, 16, 17, 2016, 2017, 4064, 4065, 4096, 12345, 1 << 20 };
 
 	rng_state = 7;
-	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB));
+	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB, true));
 	for (size_t a = 1; a <= MIB; a *= 2)
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			ASSERT_TRUE(do_alloc(sizes[i], a));
@@ -332,7 +332,7 @@ TEST(arena_recent)
 	const unsigned pages = 256 - 64; /* the arena's, less the boot area */
 	unsigned n = 0;
 
-	ASSERT_OK(lk_arena_init(256 * 4096, 1 * MIB));
+	ASSERT_OK(lk_arena_init(256 * 4096, 1 * MIB, true));
 	for (unsigned i = 0; i < 40; i++)
 		ASSERT_TRUE((p[i] = lk_arena_alloc(100, 16)) != NULL);
 	for (unsigned i = 0; i < 40; i++) {
@@ -378,7 +378,7 @@ TEST(arena_full)
 	unsigned big = 0;
 
 	rng_state = 3;
-	ASSERT_OK(lk_arena_init(4 * MIB, 1 * MIB));
+	ASSERT_OK(lk_arena_init(4 * MIB, 1 * MIB, true));
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.reserved, 4 * MIB);
 
@@ -432,7 +432,7 @@ TEST(arena_gives_back_what_it_cannot_use)
 	struct lk_arena_stats st;
 
 	rng_state = 12;
-	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB));
+	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, true));
 	for (unsigned k = 0; k < 8; k++) {
 		ASSERT_TRUE(do_alloc(60000, 16)); /* 15 pages with its header */
 		ASSERT_TRUE(do_alloc(5000, 16));  /* 2 pages: a live neighbour */
@@ -452,6 +452,33 @@ TEST(arena_gives_back_what_it_cannot_use)
 	ASSERT_TRUE(lk_arena_check());
 }
 
+/* Exact mode's arena (give_back false) keeps the retained runs that a block cannot use, as a heap
+ * does: the same eight runs, and the same two blocks. */
+TEST(arena_exact_keeps_what_it_cannot_use)
+{
+	struct lk_arena_stats st;
+
+	rng_state = 12;
+	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, false));
+	for (unsigned k = 0; k < 8; k++) {
+		ASSERT_TRUE(do_alloc(60000, 16));
+		ASSERT_TRUE(do_alloc(5000, 16));
+	}
+	for (int k = 7; k >= 0; k--)
+		do_free((unsigned)k * 2);
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15);
+	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: fresh ones, and nothing goes back */
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15);
+	ASSERT_TRUE(do_alloc(10 * 4096 - 64, 16));
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.dirty_pages, 8 * 15 - 10);
+	while (nlive)
+		do_free(nlive - 1);
+	ASSERT_TRUE(lk_arena_check());
+}
+
 /* Freeing much more than the retained amount keeps at most that much in dirty pages, and the
  * pages really go back to the kernel (mincore). Freed 3 MiB blocks raise it to one and a half
  * times their run, and no more: blocks of 40 MiB, above glibc's mmap threshold cap, do not. */
@@ -462,7 +489,7 @@ TEST(arena_retain)
 	struct lk_arena_stats st;
 
 	rng_state = 11;
-	ASSERT_OK(lk_arena_init(1ull << 30, retain));
+	ASSERT_OK(lk_arena_init(1ull << 30, retain, true));
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.retain, retain);
 	for (unsigned round = 0; round < 4; round++) {
@@ -499,7 +526,7 @@ TEST(arena_mappings)
 {
 	rng_state = 5;
 	unsigned before = count_mappings();
-	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB));
+	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB, true));
 	for (unsigned op = 0; op < 20000; op++) {
 		if (nlive == 0 || (nlive < MAX_LIVE && rnd_below(2)))
 			ASSERT_TRUE(do_alloc(rnd_below(4) ? rnd_below(3000) : rnd_below(MIB), random_align()));
@@ -523,7 +550,7 @@ TEST(arena_boot)
 	unsigned nboot = 0;
 
 	rng_state = 9;
-	ASSERT_OK(lk_arena_init(64 * MIB, 4 * MIB));
+	ASSERT_OK(lk_arena_init(64 * MIB, 4 * MIB, true));
 	ASSERT_TRUE(do_alloc(100, 16));
 	ASSERT_TRUE(!lk_arena_is_boot(live[0].p));
 
@@ -604,7 +631,7 @@ TEST(arena_resize)
 	struct lk_arena_stats st;
 
 	rng_state = 13;
-	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB));
+	ASSERT_OK(lk_arena_init(1ull << 30, 4 * MIB, true));
 	ASSERT_TRUE(do_alloc(100 * KIB, 16)); /* live[0], at the top */
 	ASSERT_TRUE(do_resize(0, 3 * MIB));    /* grows into the top */
 	ASSERT_TRUE(do_resize(0, 5 * MIB + 17));
