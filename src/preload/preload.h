@@ -86,6 +86,8 @@ struct lk_thread {
 	uint8_t state;       /* enum lk_thread_state */
 	uint8_t in_slow;     /* reentrancy guard: inside leek's slow path */
 	uint64_t rng[4];     /* struct lk_rng, kept flat so this header needs no rng.h */
+	int *errno_at;       /* &errno, from the first slow path on: the same for the thread's life,
+			      * and no call to __errno_location at each sample and free */
 };
 enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
 extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));

@@ -170,6 +170,7 @@ static void thread_init(struct lk_thread *t)
 	uint64_t stream = __atomic_fetch_add(&thread_seq, 1, __ATOMIC_RELAXED);
 
 	t->tid = (uint32_t)gettid();
+	t->errno_at = &errno;
 	lk_rng_seed((struct lk_rng *)t->rng, seed, stream);
 	t->state = enabled ? LK_T_ACTIVE : LK_T_OFF;
 	t->bytes_left = t->state == LK_T_ACTIVE ? next_interval(t) : UINT64_MAX;
@@ -208,7 +209,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 {
 	uint64_t buf[LK_CAPTURE_FRAMES];
 	const uint64_t *frames = buf;
-	int *err = &errno, saved = *err; /* one call for errno's address, not two */
+	int *err = t->errno_at, saved = *err; /* an active thread's: thread_init */
 	void *p = NULL;
 
 	t->in_slow = 1;
@@ -331,7 +332,7 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	int *err = &errno, saved = *err;
+	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
 	uint64_t left = t->bytes_left, now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
 
