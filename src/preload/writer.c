@@ -58,6 +58,8 @@ static struct {
 	uint64_t off, len;              /* bytes written; bytes allocated to the file */
 	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
 	uint64_t win_off;
+	uint64_t room;                  /* where the window's stores must stop: the end of the window
+					 * or of the file, the nearer; 0 without a window (set_room) */
 	uint64_t last_ns, last_rss_ns, losses_written;
 	uint64_t blocks;                /* ALLOC and INHERIT records stored: the last block's id */
 	uint64_t prev_free;             /* the block of the file's last FREE; 0 at first */
@@ -112,11 +114,20 @@ static void file_put(int fd)
 		close(fd);
 }
 
+/* W.room after a change to the window or the file's length: one compare for a record's store. */
+static void set_room(void)
+{
+	uint64_t end = W.win_off + CHUNK;
+
+	W.room = !W.win ? 0 : W.len < end ? W.len : end;
+}
+
 static void die(void)
 {
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = NULL;
+	set_room();
 	W.state = W_DEAD;
 }
 
@@ -135,6 +146,7 @@ static int grow(uint64_t end)
 	if (r)
 		return -r;
 	W.len = want;
+	set_room();
 	return 0;
 }
 
@@ -153,9 +165,11 @@ static int remap(uint64_t off)
 	file_put(fd);
 	if (W.win == MAP_FAILED) {
 		W.win = NULL;
+		set_room();
 		return -errno;
 	}
 	W.win_off = woff;
+	set_room();
 	return 0;
 }
 
@@ -201,9 +215,8 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
  * bytes into the open window, copied inline, with no call and errno left alone. */
 static bool put(const uint8_t *rec, size_t len)
 {
-	if (lk_unlikely(W.state != W_OPEN || W.use_pwrite || !W.win || W.off + len > W.len ||
-			W.off + len > W.win_off + CHUNK || len > 64))
-		return put_slow(rec, len);
+	if (lk_unlikely(W.state != W_OPEN || W.off + len > W.room || len > 64))
+		return put_slow(rec, len); /* W.room is 0 without a window, as with pwrite */
 	uint8_t *d = W.win + (W.off - W.win_off);
 	for (size_t i = 1; i < len; i++)
 		d[i] = rec[i];
@@ -291,10 +304,8 @@ static inline uint64_t small_varint(uint64_t v, unsigned *len)
  * zeros (as the file is past its last record), then its tag, which commits it. */
 static inline bool store_small(uint64_t rec, unsigned n)
 {
-	uint64_t end = W.off + 8;
-
-	if (lk_unlikely(!W.win || end > W.len || end > W.win_off + CHUNK))
-		return false; /* only a mapped window has W.win: the file is open, without pwrite */
+	if (lk_unlikely(W.off + 8 > W.room))
+		return false; /* only a mapped window has room: the file is open, without pwrite */
 	uint8_t *d = W.win + (W.off - W.win_off);
 	uint64_t payload = rec & ~(uint64_t)0xff;
 	memcpy(d, &payload, 8); /* its first byte stays 0 */
@@ -507,6 +518,7 @@ static int open_file(void)
 	W.ino = st.st_ino;
 	W.off = W.len = 0;
 	W.win = NULL;
+	set_room();
 	W.use_pwrite = false;
 	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
 	if (r == EOPNOTSUPP || r == EINVAL) {
@@ -661,6 +673,7 @@ void lk_writer_close(void)
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = NULL;
+	set_room();
 	int fd = file_get();
 	if (fd >= 0) {
 		ftruncate(fd, (off_t)W.off);
@@ -676,6 +689,7 @@ void lk_writer_atfork_child(void)
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = NULL;
+	set_room();
 	if (W.fd >= 0)
 		close(W.fd);
 	W.fd = -1;
