@@ -24,11 +24,11 @@ cd "$(dirname "$0")/.."
 rows=${ROWS:-20000}
 [ $# -gt 0 ] || set -- build/src/preload/libleek.so
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install -y valgrind)" >&2; exit 1; }
-command -v sqlite3 >/dev/null || { echo "needs sqlite3 (apt-get install -y sqlite3)" >&2; exit 1; }
 for lib in "$@"; do [ -f "$lib" ] || { echo "no library at $lib" >&2; exit 1; }; done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-awk -v rows="$rows" -f bench/workloads/sqlite-gen.awk >"$tmp/w.sql"
+. bench/workloads/exact.sh
+exact_workload sqlite "$rows" "$tmp" # sets cmd
 
 # model NAME [LIB]: one cachegrind run; its summary in $tmp/NAME.err
 model() {
@@ -37,7 +37,7 @@ model() {
                        "LEEK_OUTPUT=$tmp/p.%p.lk")
   "${pre[@]}" valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes --D1=32768,8,64 \
     --LL=2097152,16,64 --cachegrind-out-file=/dev/null \
-    sqlite3 :memory: ".read $tmp/w.sql" >/dev/null 2>"$tmp/$1.err"
+    "${cmd[@]}" >/dev/null 2>"$tmp/$1.err"
   rm -f "$tmp"/p.*.lk
 }
 

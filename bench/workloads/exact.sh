@@ -1,5 +1,5 @@
-# bench/workloads/exact.sh: the programs of the exact-mode benchmarks, for exact-ab.sh and
-# exact-heaptrack.sh (sourced from the project's root, with `set -e`).
+# bench/workloads/exact.sh: the programs of the exact-mode benchmarks, for exact-ab.sh,
+# exact-heaptrack.sh and exact-model.sh (sourced from the project's root, with `set -e`).
 #
 #   exact_workload WORKLOAD ROWS DIR   sets cmd: sqlite3 on a script of ROWS rows written to DIR
 #                                      (bench/workloads/sqlite-gen.awk), or with WORKLOAD=python

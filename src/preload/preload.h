@@ -70,12 +70,19 @@ struct dl_phdr_info;
 /* The loaded object that holds addr (its name and program headers stay valid while it is). */
 bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
-/* lk_real_usable, with glibc's common case inline: a chunk below its mmap threshold holds its size
- * rounded up to 16 with 8 bytes of header, 24 at least (real.c: glibc_usable). */
+#define LK_GLIBC_MMAP_MIN (128u << 10) /* glibc's default mmap threshold: larger blocks are mapped */
+/* glibc's chunk for a request of size bytes (malloc.c's request2size): the size and 8 bytes of
+ * header rounded up to 16, 32 at least. */
+static inline size_t lk_glibc_chunk(size_t size)
+{
+	return size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
+}
+/* lk_real_usable, with glibc's common case inline: a heap chunk, below the mmap threshold, whose
+ * usable size is the chunk but its header (real.c: glibc_usable). */
 static inline size_t lk_real_usable_fast(size_t size, size_t align)
 {
-	if (lk_real.is_glibc && !lk_real.nallocx && size < (128u << 10))
-		return size + 8 + 15 < 32 ? 24 : ((size + 8 + 15) & ~(size_t)15) - 8;
+	if (lk_real.is_glibc && !lk_real.nallocx && size < LK_GLIBC_MMAP_MIN)
+		return lk_glibc_chunk(size) - 8;
 	return lk_real_usable(size, align);
 }
 

@@ -253,9 +253,9 @@ int lk_real_init(void)
  * (tests/preload: the glibc usable-size checks leave these cases out). */
 static size_t glibc_usable(size_t size, size_t align)
 {
-	size_t nb = size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
+	size_t nb = lk_glibc_chunk(size);
 
-	if (size >= (128u << 10) && align <= 16) {
+	if (size >= LK_GLIBC_MMAP_MIN && align <= 16) {
 		size_t page = (size_t)getpagesize();
 		return ((nb + 8 + page - 1) & ~(page - 1)) - 16;
 	}

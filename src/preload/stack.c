@@ -684,7 +684,7 @@ static bool memo_checks(struct memo_walk *w)
 	uintptr_t from = 0; /* where the %rbp at frame i was reloaded from; 0: the first frame's */
 	uint32_t k = 0;
 
-	if (w->f[w->n - 1].sp - f[0].sp > INT32_MAX)
+	if (f[w->n - 1].sp - f[0].sp > INT32_MAX)
 		return false;
 	w->sp0 = f[0].sp;
 	w->ip0 = f[0].ip;

@@ -122,12 +122,18 @@ static void set_room(void)
 	W.room = !W.win ? 0 : W.len < end ? W.len : end;
 }
 
-static void die(void)
+/* No window from now on (async-signal-safe: the fork child's handler calls it). */
+static void unmap_window(void)
 {
 	if (W.win)
 		munmap(W.win, CHUNK);
 	W.win = NULL;
 	set_room();
+}
+
+static void die(void)
+{
+	unmap_window();
 	W.state = W_DEAD;
 }
 
@@ -670,10 +676,7 @@ void lk_writer_close(void)
 					   lk_counters));
 	if (W.state != W_OPEN)
 		return;
-	if (W.win)
-		munmap(W.win, CHUNK);
-	W.win = NULL;
-	set_room();
+	unmap_window();
 	int fd = file_get();
 	if (fd >= 0) {
 		ftruncate(fd, (off_t)W.off);
@@ -686,10 +689,7 @@ void lk_writer_close(void)
 /* In the child of fork: async-signal-safe calls only. */
 void lk_writer_atfork_child(void)
 {
-	if (W.win)
-		munmap(W.win, CHUNK);
-	W.win = NULL;
-	set_room();
+	unmap_window();
 	if (W.fd >= 0)
 		close(W.fd);
 	W.fd = -1;
