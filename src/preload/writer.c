@@ -137,6 +137,26 @@ static void die(void)
 	W.state = W_DEAD;
 }
 
+/* Puts [from, to) of the file, just allocated, into the page cache as zeros, PAGE_IN bytes a
+ * write. The window's first store into each page then finds it there: a store that faulted in a
+ * page of a fallocated range paid for a read-ahead of zeros, the page's buffers and a journal
+ * handle (ext4_page_mkwrite), 4 KiB a fault; a page written here is a 64 KiB folio on a kernel
+ * whose page cache has large folios, mapped whole at its first fault. On Linux 6.18 and ext4,
+ * 48 MiB cost 50 to 60 ms of faults that way and cost 10 to 18 ms this way, and the file's
+ * removal 11 to 14 ms where it now costs 4 (docs/performance.md). PAGE_IN is one write at a time
+ * on purpose: a write of 1 MiB makes folios that large, and each 4 KiB fault then dirtied the
+ * whole folio (70 to 97 ms). The zeros are what fallocate reads back anyway; a write that fails
+ * costs nothing but the faults it would have saved. */
+#define PAGE_IN ((uint64_t)64 << 10)
+static uint8_t zeros[PAGE_IN]; /* .bss: never written, so its pages are the zero page */
+
+static void page_in(int fd, uint64_t from, uint64_t to)
+{
+	for (uint64_t at = from; at < to; at += PAGE_IN)
+		if (pwrite(fd, zeros, to - at < PAGE_IN ? to - at : PAGE_IN, (off_t)at) <= 0)
+			return;
+}
+
 /* Allocates the file up to at least `end`: 64 KiB at a time while it is small (a process that
  * execs soon after starting, like env or taskset, leaves a small file), 1 MiB at a time after. */
 static int grow(uint64_t end)
@@ -148,6 +168,8 @@ static int grow(uint64_t end)
 	if (fd < 0)
 		return fd;
 	int r = posix_fallocate(fd, (off_t)W.len, (off_t)(want - W.len));
+	if (!r)
+		page_in(fd, W.len, want);
 	file_put(fd);
 	if (r)
 		return -r;
@@ -534,6 +556,7 @@ static int open_file(void)
 		close(fd);
 		return -r;
 	} else {
+		page_in(fd, 0, GROW_SMALL);
 		W.len = GROW_SMALL;
 	}
 	W.fd = fd; /* until the header is stored and the file named; then only with pwrite */
