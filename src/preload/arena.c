@@ -14,9 +14,9 @@
  * some; up to `retain` bytes of dirty pages stay (exactly: a clean run never counts as dirty), and
  * the excess is returned with MADV_DONTNEED in batches, down to half of `retain`; a request that
  * no dirty run can hold gives back as many dirty pages as it is about to fault in. A slab slot
- * freed is kept, up to LK_ARENA_RECENT a class, on a stack of its class (its bit still set, its
- * magic FREE) and handed out again first, last freed first; an allocation that finds no page
- * empties those stacks before it gives up. A later guard-page mode can place a block at the end of
+ * freed is kept, up to LK_ARENA_RECENT a class, in a list through its header (its bit still set,
+ * its magic FREE) and handed out again first, last freed first; an allocation that finds no page
+ * empties those lists before it gives up. A later guard-page mode can place a block at the end of
  * a LARGE run followed by a PROT_NONE page; nothing here assumes runs are contiguous with their
  * neighbours' contents.
  *
@@ -99,11 +99,9 @@ static struct {
 	uint32_t bins[2][NBINS];        /* free runs: [0] clean (returned), [1] dirty (retained) */
 	uint64_t binmask[2][NBINS / 64];
 	uint32_t partial[NCLASSES];
-	struct recent { /* slots freed, still marked in use, the last freed last: a stack kept
-			 * here, not a list through their headers, whose first line a pop would
-			 * wait for (perf: 6% of a sample's time, on that load) */
-		uint64_t n;                    /* at most RECENT */
-		struct lk_block *slot[RECENT];
+	struct recent { /* slots freed, still marked in use, the last freed first: a list through */
+		struct lk_block *head; /* their headers' time_ns */
+		uint64_t n;            /* at most RECENT */
 	} recent[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
 	bool give_back;      /* run_take's rule (lk_arena_init) */
@@ -408,7 +406,11 @@ void *lk_arena_boot_alloc(size_t size)
 /* The last slot freed of a class's recent ones (r->n > 0). */
 static inline struct lk_block *recent_pop(struct recent *r)
 {
-	return r->slot[--r->n];
+	struct lk_block *b = r->head;
+
+	r->head = (struct lk_block *)(uintptr_t)b->time_ns;
+	r->n--;
+	return b;
 }
 
 LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
@@ -599,13 +601,15 @@ LK_HOT void lk_arena_free(void *p)
 		run_release(i);
 		return;
 	}
-	/* A slot freed goes to its class's stack of recent ones, if it has room: the next block of
+	/* A slot freed goes to its class's list of recent ones, if it has room: the next block of
 	 * the class is the one freed last, as glibc's tcache hands out (and, as there, a full list
 	 * lets a slot go), so that a program that frees and allocates a few blocks of a size in
 	 * turn finds them where the cache holds them, rather than the lowest slot of a slab. */
 	struct recent *r = &A.recent[e->cls];
 	if (r->n < RECENT) {
-		r->slot[r->n++] = b;
+		b->time_ns = (uintptr_t)r->head;
+		r->head = b;
+		r->n++;
 		return;
 	}
 	slot_free(b);
@@ -731,18 +735,19 @@ bool lk_arena_check(void)
 	uint64_t listed = 0;
 	for (unsigned c = 0; c < NCLASSES; c++) {
 		const struct recent *r = &A.recent[c];
+		const struct lk_block *b = r->head;
 		if (r->n > RECENT)
 			return false;
-		for (uint32_t j = 0; j < r->n; j++) {
-			const struct lk_block *b = r->slot[j];
+		for (uint32_t j = 0; j < r->n; j++, b = (const struct lk_block *)(uintptr_t)b->time_ns) {
 			uintptr_t off = (uintptr_t)b - lk_arena_base;
 			uint32_t i = (uint32_t)(off >> PAGE_SHIFT);
 			if (off >= (uintptr_t)A.top << PAGE_SHIFT || A.map[i].kind != K_SLAB ||
 			    A.map[i].cls != c || b->magic != LK_BLOCK_FREE ||
 			    !slot_in_use(&A.map[i], off & (PAGE - 1)))
 				return false; /* a freed slot still marked in use, for the list */
-			for (uint32_t l = 0; l < j; l++)
-				if (r->slot[l] == b)
+			const struct lk_block *x = r->head;
+			for (uint32_t l = 0; l < j; l++, x = (const struct lk_block *)(uintptr_t)x->time_ns)
+				if (x == b)
 					return false;
 			listed++;
 		}
