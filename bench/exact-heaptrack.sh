@@ -13,7 +13,8 @@
 # meets it) and `heaptrack` once each, in a new random order. bench/real.sh shows medians of the
 # per-round ratios, which move by 5% to 15% from run to run on this machine; here the least time,
 # the 10th percentile and the median of each are shown, and the ratios of each (the noise only
-# ever adds time, so the first two columns are the ones to compare).
+# ever adds time, so the first two columns are the ones to compare), then the median and the
+# quartiles of the per-round ratio of leek run to heaptrack.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -56,11 +57,18 @@ python3 - "$tmp" <<'PY'
 import statistics, sys
 d = sys.argv[1]
 names = ["plain", "leek run --period 1", "heaptrack"]
-t = [sorted(float(x) for x in open(f"{d}/t.{i}")) for i in range(3)]
+rounds = [[float(x) for x in open(f"{d}/t.{i}")] for i in range(3)] # in round order
+t = [sorted(v) for v in rounds]
 stats = {"least": lambda v: v[0], "p10": lambda v: v[len(v) // 10], "median": statistics.median}
 print(f"{'':22s}" + "".join(f"{k:>10s}" for k in stats))
 for name, v in zip(names, t):
     print(f"{name:22s}" + "".join(f"{f(v):9.3f}s" for f in stats.values()))
 for label, a, b in (("leek run / heaptrack", 1, 2), ("leek run / plain", 1, 0), ("heaptrack / plain", 2, 0)):
     print(f"{label:22s}" + "".join(f"{f(t[a]) / f(t[b]):9.3f}x" for f in stats.values()))
+# The ratio of each round's two times, as bench/real.sh quotes it: a burst of noise that slows
+# one round slows both of its runs, and falls out of the ratio more than out of either median.
+per = sorted(x / y for x, y in zip(rounds[1], rounds[2]))
+print(f"leek run / heaptrack, per round: median {statistics.median(per):.3f}x, "
+      f"quartiles {per[len(per) // 4]:.3f}x to {per[(3 * len(per)) // 4]:.3f}x, "
+      f"{sum(x <= 0.5 for x in per)} of {len(per)} rounds at most 0.5x")
 PY
