@@ -23,7 +23,8 @@
  *
  * The file is opened by its path for each grow and window move and closed again, so the program
  * never sees a descriptor of leek's (CPython's test_subprocess lists a child's descriptors;
- * daemons close or dup2 over every descriptor): about six system calls a MiB of profile.
+ * daemons close or dup2 over every descriptor): about six system calls a MiB of profile, and the
+ * 16 writes of zeros that put its pages into the page cache (page_in).
  *
  * Never: allocate, print more than one line, raise a signal in the program, hold a descriptor
  * between two uses (but on a file system without fallocate), or write to a file that is no longer
@@ -143,9 +144,9 @@ static void die(void)
  * handle (ext4_page_mkwrite), 4 KiB a fault; a page written here is a 64 KiB folio on a kernel
  * whose page cache has large folios, mapped whole at its first fault. On Linux 6.18 and ext4,
  * 48 MiB cost 50 to 60 ms of faults that way and cost 10 to 18 ms this way, and the file's
- * removal 11 to 14 ms where it now costs 4 (docs/performance.md). PAGE_IN is one write at a time
- * on purpose: a write of 1 MiB makes folios that large, and each 4 KiB fault then dirtied the
- * whole folio (70 to 97 ms). The zeros are what fallocate reads back anyway; a write that fails
+ * removal 11 to 14 ms where it now costs 4 (bench/file-growth.c). PAGE_IN bytes a write on
+ * purpose: a write of 1 MiB makes larger folios, whose faults still came a page at a time, and
+ * cost more each (70 to 97 ms). The zeros are what fallocate reads back anyway; a write that fails
  * costs nothing but the faults it would have saved. */
 #define PAGE_IN ((uint64_t)64 << 10)
 static uint8_t zeros[PAGE_IN]; /* .bss: never written, so its pages are the zero page */
