@@ -188,8 +188,7 @@ static int remap(uint64_t off)
 
 	if (fd < 0)
 		return fd;
-	if (W.win)
-		munmap(W.win, CHUNK);
+	unmap_window();
 	W.win = mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)woff);
 	file_put(fd);
 	if (W.win == MAP_FAILED) {

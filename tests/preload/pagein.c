@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <stdbool.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,14 +24,6 @@
 
 #define MIB (1 << 20)
 #define PIECE (64 << 10)
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-
-	CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
-	return ru.ru_minflt;
-}
 
 /* LEEK_OUTPUT with its %p made this process's pid; *dir_len: the length of its directory part. */
 static void profile_path(char *out, size_t size, size_t *dir_len)
@@ -77,10 +68,10 @@ static long scratch_faults(const char *path, bool paged)
 			CHECK(pwrite(fd, zeros, PIECE, at + z) == PIECE, "pwrite %s", path);
 		char *m = mmap(NULL, MIB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, at);
 		CHECK(m != MAP_FAILED, "mmap %s", path);
-		long before = minor_faults();
+		long before = prog_minor_faults();
 		for (size_t i = 0; i < MIB; i += 64) /* a record's worth at a time, as the writer */
 			m[i] = 1;
-		faults += minor_faults() - before;
+		faults += prog_minor_faults() - before;
 		munmap(m, MIB);
 	}
 	close(fd);
@@ -93,7 +84,7 @@ static long scratch_faults(const char *path, bool paged)
 static long grow_profile(const char *path, int grows)
 {
 	off_t last = file_size(path);
-	long before = minor_faults();
+	long before = prog_minor_faults();
 
 	for (unsigned i = 0; grows > 0; i++) {
 		for (unsigned k = 0; k < 1000; k++) {
@@ -108,7 +99,7 @@ static long grow_profile(const char *path, int grows)
 		last = now;
 		CHECK(i < 100000, "the profile %s does not grow", path);
 	}
-	return minor_faults() - before;
+	return prog_minor_faults() - before;
 }
 
 int main(void)

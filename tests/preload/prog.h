@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
@@ -22,6 +23,15 @@
 			exit(1);                                                                   \
 		}                                                                                  \
 	} while (0)
+
+/* The process's minor page faults so far (getrusage). */
+static inline long prog_minor_faults(void)
+{
+	struct rusage ru;
+
+	CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
+	return ru.ru_minflt;
+}
 
 /* splitmix64, so that every run draws the same sizes. */
 static inline uint64_t prog_rand(uint64_t *state)

@@ -6,20 +6,10 @@
  * frees them all, and counts the minor page faults (getrusage) while it allocates and touches as
  * many again. It prints "pages P refaulted N": P is the pages the blocks take at two a page.
  */
-#include <sys/resource.h>
-
 #include "prog.h"
 
 #define BLOCKS 4096
 #define SIZE 2000
-
-static long minor_faults(void)
-{
-	struct rusage ru;
-
-	CHECK(getrusage(RUSAGE_SELF, &ru) == 0, "getrusage");
-	return ru.ru_minflt;
-}
 
 int main(void)
 {
@@ -32,13 +22,13 @@ int main(void)
 	}
 	for (int i = 0; i < BLOCKS; i++)
 		free(blocks[i]);
-	long before = minor_faults();
+	long before = prog_minor_faults();
 	for (int i = 0; i < BLOCKS; i++) {
 		blocks[i] = malloc(SIZE);
 		CHECK(blocks[i], "malloc(%d)", SIZE);
 		memset(blocks[i], i, SIZE);
 	}
-	long refaulted = minor_faults() - before;
+	long refaulted = prog_minor_faults() - before;
 	for (int i = 0; i < BLOCKS; i++)
 		free(blocks[i]);
 	printf("pages %d refaulted %ld\n", BLOCKS / 2, refaulted);
