@@ -435,34 +435,43 @@ struct memo_frame {
 	uint64_t rule;        /* ip's */
 };
 
-/* Four words that a walk read, each at its first frame's %rsp + off, and what they held then:
- * 12 bytes a word, not the 16 of an address and a value. */
-struct memo_four {
-	int32_t off[4];
-	uint64_t want[4];
+/* A kept walk as a find reads it: one cache line (docs/performance.md, "The kept walks' keys").
+ * The words the walk read (its checks: memo_key_fill) are not kept, only where they are, in words
+ * from the first frame's %rsp, and one sum of what they held and of what the walk was taken
+ * under (memo_sum). A find reads nothing past the furthest of them, and only where it lies below
+ * this thread's stack top: inside the thread's stack, as the walk's own reads were. */
+#define KEY_OFFS 21
+enum { KEY_BP = 1, KEY_CUT = 2, KEY_WIDE = 4 };
+struct __attribute__((aligned(64))) memo_key {
+	uint64_t sum;         /* memo_sum: the rules, the thread, its stack top, f[0]'s ip, %rsp and
+			       * %rbp (KEY_BP), and the words */
+	uint32_t id;          /* its stack's number, once interned (lk_stack_learned); 0 */
+	uint16_t tag;         /* memo_tag of f[0]'s %rsp and ip: a key of another first frame in
+			       * the same bucket is passed over without a sum */
+	uint16_t early;       /* the sum's top 16 bits after 4 words (memo_holds) */
+	uint16_t last;        /* the furthest word's offset */
+	uint8_t nw;           /* words */
+	uint8_t walk;         /* the walk in w[] */
+	uint8_t n;            /* the walk's frames */
+	uint8_t flags;        /* KEY_BP: the first frame's %rbp counts; KEY_CUT: the stack was cut
+			       * at LEEK_MAX_FRAMES, a loss counted at each use; KEY_WIDE: the
+			       * offsets are the walk's (more than KEY_OFFS) */
+	uint16_t off[KEY_OFFS]; /* in words from f[0]'s %rsp, ascending */
 };
+_Static_assert(sizeof(struct memo_key) == 64, "a key is one cache line");
 
-/* One walk: its frames and what they were taken under. What a find reads comes first, and the
- * checks right after it: a walk of sqlite3's 18 words is 5 cache lines where it was 7, and the
- * lines that the kept walks do not take are the program's (docs/performance.md). Aligned, so that
- * what a find reads first is one line, where a walk of 3680 bytes put it across two every other
- * walk (sqlite3's exact-mode run: 6% fewer first-level misses). */
-struct __attribute__((aligned(64))) memo_walk {
-	uintptr_t sp0, ip0;    /* while it is cached: f[0]'s %rsp and ip */
+/* One walk: its frames and what they were taken under, for the next walk to follow
+ * (walk_cached), and the offsets of a key too wide for its line. */
+struct memo_walk {
 	uintptr_t hi;          /* that thread's stack top then */
 	const struct rules *t; /* the rules it went by */
-	uintptr_t bp_want;
-	uint32_t id;           /* its stack's number, once interned (lk_stack_learned); 0 */
 	uint32_t tid;          /* whose */
-	uint8_t nck4;          /* while it is cached: the fours in ck (memo_checks) */
-	bool bp_top;           /* and whether the first frame's %rbp must be bp_want */
 	bool whole;            /* f holds all of it, and its last frame is where the stack ends */
-	bool cut;              /* its stack is cut at LEEK_MAX_FRAMES: a loss counted at each use */
 	int8_t pos;            /* the cache position that holds it, or -1 */
 	uint8_t bucket;        /* its first frame's bucket (memo_bucket), while it is cached */
 	uint32_t n;            /* frames in f: the walk's first ones */
-	struct memo_four ck[2 * MEMO_FRAMES / 4]; /* a return address a frame, a %rbp an FP frame */
 	struct memo_frame f[MEMO_FRAMES + 1]; /* + the end: a frame with %rsp UINTPTR_MAX */
+	uint16_t offs[2 * MEMO_FRAMES];       /* a return address a frame, a %rbp an FP one */
 };
 
 struct memo {
@@ -474,6 +483,7 @@ struct memo {
 	uint8_t hand;             /* the position the next walk kept takes (first in, first out) */
 	uint8_t at[MEMO_WALKS];   /* the cache: at each position a walk's index + 1, or 0 */
 	uint32_t bucket[1u << MEMO_BUCKETS_LG]; /* the positions whose walks' first frames go there */
+	struct memo_key key[MEMO_WALKS]; /* at each position, its walk's key */
 	struct memo_walk w[MEMO_WALKS + 2]; /* the cache's, the last if it is not cached, a spare */
 };
 
@@ -612,7 +622,6 @@ static LK_HOT enum walk walk_cached(struct cursor *c, uint64_t *buf, int max, bo
 		nw->tid = lk_tls.tid;
 		nw->hi = hi;
 		nw->t = t;
-		nw->id = 0;
 	}
 	*c = at;
 	return w;
@@ -658,10 +667,19 @@ static void memo_put(struct memo *mo)
  * place of the oldest kept: first in, first out holds as many as least recently used does here
  * (99.87% at 32; tracing sqlite3's run, docs/performance.md), with no store at each find. One
  * walk kept a first frame, as before, held 48%: its other paths put each other out. */
+static inline uint64_t memo_mix(uintptr_t sp, uintptr_t ip)
+{
+	return (sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull;
+}
+
 static inline unsigned memo_bucket(uintptr_t sp, uintptr_t ip)
 {
-	return (unsigned)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >>
-			  (64 - MEMO_BUCKETS_LG)); /* a product's top bits are its best mixed */
+	return (unsigned)(memo_mix(sp, ip) >> (64 - MEMO_BUCKETS_LG)); /* its best mixed bits */
+}
+
+static inline uint16_t memo_tag(uint64_t mix)
+{
+	return (uint16_t)(mix >> (48 - MEMO_BUCKETS_LG)); /* the next 16 */
 }
 
 /* What a walk kept must find again to be taken again: each return address (just below the
@@ -671,77 +689,157 @@ static inline unsigned memo_bucket(uintptr_t sp, uintptr_t ip)
  * word at the address of the last reload before it, which is fixed once the words before it hold.
  * Code without frame pointers keeps data in %rbp, and saves it in its frames: those words may
  * differ and do not matter (see the previous walk, above), and a walk of such code checks no %rbp
- * at all. Every word lies in [f[0].sp, hi), as the walk's own reads did, but the padding's, just
- * below it in the hook's frame. */
-static void memo_check(struct memo_walk *w, uint32_t k, uintptr_t at, uint64_t want)
+ * at all. Every word lies in [f[0].sp, hi), as the walk's own reads did.
+ *
+ * The words are summed, not kept: two lanes, each step x -> (x ^ word) * K, which for a given word
+ * is a bijection of x, so that the sums of two walks whose words differ in one place always
+ * differ, and differ by chance (one in 2^64) otherwise. The first lane starts from what the walk
+ * was taken under (the rules, the thread, its stack top, the first frame's ip and %rsp), the
+ * second from the first frame's %rbp where that counts (KEY_BP). */
+#define SUM_K 0x9e3779b97f4a7c15ull
+#define SUM_K2 0xc4ceb9fe1a85ec53ull
+#define SUM_B0 0x6a09e667f3bcc909ull
+
+static inline uint64_t sum_step(uint64_t x, uint64_t word)
 {
-	w->ck[k / 4].off[k % 4] = (int32_t)(at - w->sp0); /* fits: the walk spans < 2 GiB */
-	w->ck[k / 4].want[k % 4] = want;
+	return (x ^ word) * SUM_K;
 }
 
-/* Fills w's checks; false if a word lies too far from the first frame for an offset. */
-static bool memo_checks(struct memo_walk *w)
+static inline uint64_t sum_seed(const struct rules *t, uint32_t tid, uintptr_t hi, uintptr_t ip0,
+				uintptr_t sp0)
+{
+	return sum_step(sum_step(sum_step(sum_step((uintptr_t)t ^ tid, hi), ip0), sp0), 0);
+}
+
+static inline uint64_t sum_seed_bp(bool counts, uintptr_t bp)
+{
+	return counts ? sum_step(SUM_B0, bp) : SUM_B0;
+}
+
+static inline uint64_t sum_end(uint64_t a, uint64_t b)
+{
+	return a + b * SUM_K2;
+}
+
+static inline uint16_t sum_early(uint64_t a, uint64_t b)
+{
+	return (uint16_t)(sum_end(a, b) >> 48);
+}
+
+/* Whether the words at key's offsets off from sp0 sum to its sum now. The first four are summed
+ * first and their sum's top bits compared: a walk of another path from the same first frame parts
+ * from this one within four words most often (sqlite3's: a third of the finds meets one). */
+static inline bool memo_holds(const struct memo_key *key, const uint16_t *off, uintptr_t sp0,
+			      uint64_t a, uint64_t b)
+{
+	const uint64_t *p = (const uint64_t *)sp0;
+	uint32_t nw = key->nw;
+
+	if (nw >= 4) {
+		a = sum_step(a, p[off[0]]);
+		b = sum_step(b, p[off[1]]);
+		a = sum_step(a, p[off[2]]);
+		b = sum_step(b, p[off[3]]);
+		if (sum_early(a, b) != key->early)
+			return false;
+		off += 4;
+		nw -= 4;
+	}
+	for (const uint16_t *end = off + (nw & ~1u); off < end; off += 2) {
+		a = sum_step(a, p[off[0]]);
+		b = sum_step(b, p[off[1]]);
+	}
+	if (nw & 1)
+		a = sum_step(a, p[off[0]]);
+	return sum_end(a, b) == key->sum;
+}
+
+struct memo_word {
+	uintptr_t at;
+	uint64_t want;
+};
+
+/* Key for the walk w (index wi): its checks, in the order of their addresses, as offsets and a
+ * sum. False if it cannot have one: a word not aligned, two reads of one word that disagree, or
+ * one 512 KiB or more above the first frame. */
+static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi, bool cut)
 {
 	const struct memo_frame *f = w->f;
-	uintptr_t from = 0; /* where the %rbp at frame i was reloaded from; 0: the first frame's */
-	uint32_t k = 0;
+	struct memo_word ck[2 * MEMO_FRAMES];
+	uintptr_t from = 0, sp0 = f[0].sp; /* from: where the %rbp at frame i was reloaded */
+	uint32_t k = 0, nw = 0;
+	bool bp_top = false;
+	uintptr_t bp_want = 0;
 
-	if (f[w->n - 1].sp - f[0].sp > INT32_MAX)
-		return false;
-	w->sp0 = f[0].sp;
-	w->ip0 = f[0].ip;
-	w->bp_top = false;
 	for (uint32_t i = 0; i + 1 < w->n; i++) {
 		uint64_t r = f[i].rule;
 		bool fp = RULE_KIND(r) == RULE_FP;
 		uintptr_t cfa = f[i + 1].sp, off = fp ? 16 : RULE_RBP(r);
-		memo_check(w, k++, cfa - 8, f[i + 1].ip);
-		if (fp && from)
-			memo_check(w, k++, from, f[i].bp);
-		else if (fp) { /* the first reload is at a frame-pointer frame, so only once */
-			w->bp_top = true;
-			w->bp_want = f[i].bp;
+		ck[k++] = (struct memo_word){ cfa - 8, f[i + 1].ip };
+		if (fp && from) {
+			ck[k++] = (struct memo_word){ from, f[i].bp };
+		} else if (fp) { /* the first reload is at a frame-pointer frame, so only once */
+			bp_top = true;
+			bp_want = f[i].bp;
 		}
 		if (off)
 			from = cfa - off;
 	}
-	/* To whole fours, with a word that holds what it holds whenever the walk is found: the
-	 * hook's return address, just below the first frame's %rsp, which the find compares. */
-	for (; k % 4; k++)
-		memo_check(w, k, f[0].sp - 8, f[0].ip);
-	w->nck4 = (uint8_t)(k / 4);
-	return true;
-}
-
-/* Whether the kept walk w, from a first frame with %rbp bp, would be taken again now: its words
- * (memo_checks) all hold what they held. One branch each four words: a walk of another path from
- * the same first frame is told apart where the paths part, most often within four frames. */
-static bool memo_holds(const struct memo_walk *w, uintptr_t bp)
-{
-	const char *sp = (const char *)w->sp0;
-
-	if (w->bp_top && bp != w->bp_want)
-		return false;
-	for (const struct memo_four *c = w->ck, *end = w->ck + w->nck4; c < end; c++)
-		if ((*(const uint64_t *)(sp + c->off[0]) ^ c->want[0]) |
-		    (*(const uint64_t *)(sp + c->off[1]) ^ c->want[1]) |
-		    (*(const uint64_t *)(sp + c->off[2]) ^ c->want[2]) |
-		    (*(const uint64_t *)(sp + c->off[3]) ^ c->want[3]))
+	for (uint32_t i = 1; i < k; i++) /* nearly in order already: by frame */
+		for (uint32_t j = i; j > 0 && ck[j - 1].at > ck[j].at; j--) {
+			struct memo_word x = ck[j];
+			ck[j] = ck[j - 1];
+			ck[j - 1] = x;
+		}
+	uint64_t a = sum_seed(w->t, w->tid, w->hi, f[0].ip, sp0), b = sum_seed_bp(bp_top, bp_want);
+	uint16_t early = 0;
+	for (uint32_t i = 0; i < k; i++) {
+		if (i && ck[i].at == ck[i - 1].at) {
+			if (ck[i].want != ck[i - 1].want)
+				return false;
+			continue;
+		}
+		if (ck[i].at < sp0 || (ck[i].at - sp0) & 7 || (ck[i].at - sp0) / 8 > UINT16_MAX)
 			return false;
+		w->offs[nw] = (uint16_t)((ck[i].at - sp0) / 8);
+		if (nw++ % 2 == 0)
+			a = sum_step(a, ck[i].want);
+		else
+			b = sum_step(b, ck[i].want);
+		if (nw == 4)
+			early = sum_early(a, b);
+	}
+	*key = (struct memo_key){ .sum = sum_end(a, b), .tag = memo_tag(memo_mix(sp0, f[0].ip)),
+				  .early = early,
+				  .last = nw ? w->offs[nw - 1] : 0,
+				  .nw = (uint8_t)nw, .walk = wi, .n = (uint8_t)w->n,
+				  .flags = (uint8_t)((bp_top ? KEY_BP : 0) | (cut ? KEY_CUT : 0) |
+						     (nw > KEY_OFFS ? KEY_WIDE : 0)) };
+	if (nw <= KEY_OFFS)
+		memcpy(key->off, w->offs, nw * sizeof(key->off[0]));
 	return true;
 }
 
-/* The kept walk that this capture, from top, would take again, or NULL. */
-static struct memo_walk *memo_find(struct memo *mo, const struct cursor *top)
+/* The kept walk that this capture, from top, would take again: its key, or NULL. Only the keys'
+ * lines are read (and the walk's offsets, for a wide key), and the words of the stack, none
+ * above this thread's stack top. */
+static struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
 {
-	const struct rules *t = __atomic_load_n(&rules, __ATOMIC_ACQUIRE);
+	uint64_t room = (stack_top - top->sp) / 8, a = 0, mix = memo_mix(top->sp, top->ip);
+	uint16_t tag = memo_tag(mix);
 
-	for (uint32_t m = mo->bucket[memo_bucket(top->sp, top->ip)]; m; m &= m - 1) {
-		struct memo_walk *w = &mo->w[mo->at[__builtin_ctz(m)] - 1];
-		if (w->id && w->sp0 == top->sp && w->ip0 == top->ip &&
-		    w->tid == lk_tls.tid && w->t == t && w->hi == stack_top &&
-		    memo_holds(w, top->bp))
-			return w;
+	if (stack_top <= top->sp)
+		return NULL;
+	for (uint32_t m = mo->bucket[mix >> (64 - MEMO_BUCKETS_LG)]; m; m &= m - 1) {
+		struct memo_key *key = &mo->key[__builtin_ctz(m)];
+		if (key->tag != tag || !key->id || key->last >= room)
+			continue;
+		if (!a)
+			a = sum_seed(__atomic_load_n(&rules, __ATOMIC_ACQUIRE), lk_tls.tid, stack_top,
+				     top->ip, top->sp);
+		const uint16_t *off = key->flags & KEY_WIDE ? mo->w[key->walk].offs : key->off;
+		if (memo_holds(key, off, top->sp, a, sum_seed_bp(key->flags & KEY_BP, top->bp)))
+			return key;
 	}
 	return NULL;
 }
@@ -766,12 +864,12 @@ static void memo_keep(struct memo *mo, const struct cursor *top, bool cut)
 {
 	uint8_t nw = mo->spare, old_last = mo->last;
 	struct memo_walk *w = &mo->w[nw];
+	struct memo_key key;
 
 	w->pos = -1;
-	w->cut = cut;
 	mo->last = nw;
 	mo->pending = -1;
-	if (w->whole && w->n && memo_checks(w)) {
+	if (w->whole && w->n && memo_key_fill(&key, w, nw, cut)) {
 		uint8_t pos = mo->hand, gone = mo->at[pos];
 		mo->hand = (uint8_t)((pos + 1) % MEMO_WALKS);
 		if (gone) { /* never the spare, which the cache does not hold */
@@ -780,6 +878,7 @@ static void memo_keep(struct memo *mo, const struct cursor *top, bool cut)
 		}
 		w->pos = (int8_t)pos;
 		w->bucket = (uint8_t)memo_bucket(top->sp, top->ip);
+		mo->key[pos] = key;
 		mo->at[pos] = (uint8_t)(nw + 1);
 		mo->bucket[w->bucket] |= 1u << pos;
 		mo->pending = (int8_t)pos;
@@ -798,7 +897,7 @@ LK_HOT void lk_stack_learned(void *ticket, uint32_t id)
 	if (!mo)
 		return;
 	if (mo->pending >= 0 && id)
-		mo->w[mo->at[mo->pending] - 1].id = id;
+		mo->key[mo->pending].id = id;
 	mo->pending = -1;
 	memo_put(mo);
 }
@@ -982,11 +1081,11 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 		gen = lk_modules_refresh(false);
 	}
 	if (rules_current(gen)) {
-		struct memo_walk *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
+		struct memo_key *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
 		if (kept) {
-			mo->last = (uint8_t)(kept - mo->w);
+			mo->last = kept->walk;
 			memo_put(mo);
-			if (kept->cut)
+			if (kept->flags & KEY_CUT)
 				__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1,
 						   __ATOMIC_RELAXED);
 			if (entered)

@@ -19,7 +19,8 @@
  * with that call in the frame-pointer frame itself: the capture then begins at the same frame
  * every time, where the walks kept are found again and must be told apart, by a return address,
  * by a %rbp a frame saved, or by the first frame's own %rbp (src/preload/stack.c, "the walks
- * kept").
+ * kept"); two callers whose paths part only above a long run of frames alike, within a key's line
+ * and past it; and a frame of 640 KiB, which no kept walk can span.
  */
 #include <alloca.h>
 #include <malloc.h>
@@ -154,6 +155,50 @@ static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
 	unsigned long r = middle(k) + 2;
 	sink += r;
 	return r;
+}
+
+/* chain's frames are all alike: from twin_c and twin_d, the same %rsp and return addresses for
+ * depth frames, and then the twins' own, where the paths part: further up than the four words a
+ * kept walk's key compares first (src/preload/stack.c, memo_holds), and past the words a key's
+ * line holds when depth is large (a wide key). */
+static __attribute__((noinline, noclone)) unsigned long chain(int depth, int k)
+{
+	unsigned long r = depth > 0 ? chain(depth - 1, k) : middle(k);
+	sink += r;
+	return r + 1;
+}
+
+static __attribute__((noinline, noclone)) unsigned long twin_c(int depth, int k)
+{
+	unsigned long r = chain(depth, k) + 1;
+	sink += r;
+	return r;
+}
+
+static __attribute__((noinline, noclone)) unsigned long twin_d(int depth, int k)
+{
+	unsigned long r = chain(depth, k) + 2;
+	sink += r;
+	return r;
+}
+
+/* A frame of 640 KiB between the first frame and its callers': further than a key's offsets
+ * reach (64 Ki words), so the walk is never kept and is taken again every time. */
+static __attribute__((noinline, noclone)) unsigned long far_frame(int k)
+{
+	volatile char buf[640 << 10];
+
+	buf[k & 1023] = (char)k;
+	unsigned long r = twin_c(2, -1) + buf[k & 1023];
+	sink += r;
+	return r;
+}
+
+static void *far_main(void *arg)
+{
+	for (int i = 0; i < 6; i++)
+		sink += far_frame(i + (int)(intptr_t)arg);
+	return NULL;
 }
 
 /* Two callers of different depth reach fp_level, whose alloca makes up the difference: leaf's
@@ -296,6 +341,14 @@ int main(void)
 		sink += i & 1 ? twin_b(i) : twin_a(i);
 	for (int i = 0; i < 30; i++)
 		sink += i / 3 & 1 ? twin_b(-1) : twin_a(-1);
+	for (int depth = 5; depth <= 35; depth += 30) /* a key's line, then a wide key */
+		for (int i = 0; i < 24; i++)
+			sink += i / 2 & 1 ? twin_d(depth, -1) : twin_c(depth, -1);
+	pthread_attr_t attr; /* a stack of its own for far_frame, whatever the main one's limit */
+	CHECK(pthread_attr_init(&attr) == 0 && pthread_attr_setstacksize(&attr, 4u << 20) == 0 &&
+		      pthread_create(&t[0], &attr, far_main, NULL) == 0,
+	      "thread");
+	pthread_join(t[0], NULL);
 	same_sp_other_rbp();
 	same_site_other_rbp();
 	for (int i = 0; i < 2; i++)
