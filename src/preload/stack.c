@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <emmintrin.h>
 
 #include "preload.h"
 #include "record.h"
@@ -425,10 +426,7 @@ struct cursor {
  * there). */
 #define MEMO_FRAMES 64
 #define MEMO_SLOTS 64
-#define MEMO_WALKS 32     /* walks kept a thread (at most 32: a bucket's set is a 32-bit mask) */
-/* The kept walks' buckets by first frame: 256, so that a find meets a walk of another first frame
- * (and reads its header for nothing) 0.13 times, where 64 buckets met one 0.63 times. */
-#define MEMO_BUCKETS_LG 8
+#define MEMO_WALKS 32     /* walks kept a thread (32: a find's candidates are a 32-bit mask) */
 
 struct memo_frame {
 	uintptr_t ip, sp, bp; /* the frame's state */
@@ -440,14 +438,12 @@ struct memo_frame {
  * from the first frame's %rsp, and one sum of what they held and of what the walk was taken
  * under (memo_sum). A find reads nothing past the furthest of them, and only where it lies below
  * this thread's stack top: inside the thread's stack, as the walk's own reads were. */
-#define KEY_OFFS 21
+#define KEY_OFFS 22
 enum { KEY_BP = 1, KEY_CUT = 2, KEY_WIDE = 4 };
 struct __attribute__((aligned(64))) memo_key {
 	uint64_t sum;         /* memo_sum: the rules, the thread, its stack top, f[0]'s ip, %rsp and
 			       * %rbp (KEY_BP), and the words */
 	uint32_t id;          /* its stack's number, once interned (lk_stack_learned); 0 */
-	uint16_t tag;         /* memo_tag of f[0]'s %rsp and ip: a key of another first frame in
-			       * the same bucket is passed over without a sum */
 	uint16_t early;       /* the sum's top 16 bits after 4 words (memo_holds) */
 	uint16_t last;        /* the furthest word's offset */
 	uint8_t nw;           /* words */
@@ -468,7 +464,6 @@ struct memo_walk {
 	uint32_t tid;          /* whose */
 	bool whole;            /* f holds all of it, and its last frame is where the stack ends */
 	int8_t pos;            /* the cache position that holds it, or -1 */
-	uint8_t bucket;        /* its first frame's bucket (memo_bucket), while it is cached */
 	uint32_t n;            /* frames in f: the walk's first ones */
 	struct memo_frame f[MEMO_FRAMES + 1]; /* + the end: a frame with %rsp UINTPTR_MAX */
 	uint16_t offs[2 * MEMO_FRAMES];       /* a return address a frame, a %rbp an FP one */
@@ -482,7 +477,9 @@ struct memo {
 	int8_t pending;           /* the cache position of the walk whose id is to be learned, or -1 */
 	uint8_t hand;             /* the position the next walk kept takes (first in, first out) */
 	uint8_t at[MEMO_WALKS];   /* the cache: at each position a walk's index + 1, or 0 */
-	uint32_t bucket[1u << MEMO_BUCKETS_LG]; /* the positions whose walks' first frames go there */
+	/* At each position, the tag of its walk's first frame (memo_tag): the line a find reads
+	 * first, every time, so the one most likely to be in the cache. */
+	uint16_t tags[MEMO_WALKS] __attribute__((aligned(64)));
 	struct memo_key key[MEMO_WALKS]; /* at each position, its walk's key */
 	struct memo_walk w[MEMO_WALKS + 2]; /* the cache's, the last if it is not cached, a spare */
 };
@@ -661,25 +658,28 @@ static void memo_put(struct memo *mo)
  * less well than that: nearly every allocation comes through sqlite3MemMalloc, at one of a dozen
  * depths, and the commonest of those frames leads to 15 stacks. So each thread keeps its last 32
  * walks, whatever their first frames, with their stacks' numbers; a walk kept is found among the
- * ones that began at the same frame (a bucket of positions by first frame), and one whose every
+ * ones that began at the same frame (by a tag of the first frame), and one whose every
  * word read is still what it was (as the previous walk's shortcut requires, above) is this
  * capture's: no step is taken, and the stack is not hashed or looked up. A new walk takes the
  * place of the oldest kept: first in, first out holds as many as least recently used does here
  * (99.87% at 32; tracing sqlite3's run, docs/performance.md), with no store at each find. One
  * walk kept a first frame, as before, held 48%: its other paths put each other out. */
-static inline uint64_t memo_mix(uintptr_t sp, uintptr_t ip)
+static inline uint16_t memo_tag(uintptr_t sp, uintptr_t ip)
 {
-	return (sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull;
+	return (uint16_t)(((sp ^ ip * 0x9e3779b97f4a7c15ull) * 0xc4ceb9fe1a85ec53ull) >> 48);
 }
 
-static inline unsigned memo_bucket(uintptr_t sp, uintptr_t ip)
+/* The positions whose tags are tag: the 32 tags compared at once (SSE2, x86-64's own). Another
+ * first frame's walk passes with a chance of one in 65 536, and costs a sum. */
+static inline uint32_t memo_candidates(const struct memo *mo, uint16_t tag)
 {
-	return (unsigned)(memo_mix(sp, ip) >> (64 - MEMO_BUCKETS_LG)); /* its best mixed bits */
-}
+	const __m128i *v = (const __m128i *)mo->tags, t = _mm_set1_epi16((short)tag);
+	__m128i lo = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_load_si128(v), t),
+				     _mm_cmpeq_epi16(_mm_load_si128(v + 1), t));
+	__m128i hi = _mm_packs_epi16(_mm_cmpeq_epi16(_mm_load_si128(v + 2), t),
+				     _mm_cmpeq_epi16(_mm_load_si128(v + 3), t));
 
-static inline uint16_t memo_tag(uint64_t mix)
-{
-	return (uint16_t)(mix >> (48 - MEMO_BUCKETS_LG)); /* the next 16 */
+	return (uint32_t)_mm_movemask_epi8(lo) | (uint32_t)_mm_movemask_epi8(hi) << 16;
 }
 
 /* What a walk kept must find again to be taken again: each return address (just below the
@@ -809,8 +809,7 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 		if (nw == 4)
 			early = sum_early(a, b);
 	}
-	*key = (struct memo_key){ .sum = sum_end(a, b), .tag = memo_tag(memo_mix(sp0, f[0].ip)),
-				  .early = early,
+	*key = (struct memo_key){ .sum = sum_end(a, b), .early = early,
 				  .last = nw ? w->offs[nw - 1] : 0,
 				  .nw = (uint8_t)nw, .walk = wi, .n = (uint8_t)w->n,
 				  .flags = (uint8_t)((bp_top ? KEY_BP : 0) | (cut ? KEY_CUT : 0) |
@@ -825,14 +824,13 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
  * above this thread's stack top. */
 static struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
 {
-	uint64_t room = (stack_top - top->sp) / 8, a = 0, mix = memo_mix(top->sp, top->ip);
-	uint16_t tag = memo_tag(mix);
+	uint64_t room = (stack_top - top->sp) / 8, a = 0;
 
 	if (stack_top <= top->sp)
 		return NULL;
-	for (uint32_t m = mo->bucket[mix >> (64 - MEMO_BUCKETS_LG)]; m; m &= m - 1) {
+	for (uint32_t m = memo_candidates(mo, memo_tag(top->sp, top->ip)); m; m &= m - 1) {
 		struct memo_key *key = &mo->key[__builtin_ctz(m)];
-		if (key->tag != tag || !key->id || key->last >= room)
+		if (!key->id || key->last >= room)
 			continue;
 		if (!a)
 			a = sum_seed(__atomic_load_n(&rules, __ATOMIC_ACQUIRE), lk_tls.tid, stack_top,
@@ -872,15 +870,12 @@ static void memo_keep(struct memo *mo, const struct cursor *top, bool cut)
 	if (w->whole && w->n && memo_key_fill(&key, w, nw, cut)) {
 		uint8_t pos = mo->hand, gone = mo->at[pos];
 		mo->hand = (uint8_t)((pos + 1) % MEMO_WALKS);
-		if (gone) { /* never the spare, which the cache does not hold */
-			mo->bucket[mo->w[gone - 1].bucket] &= ~(1u << pos);
+		if (gone) /* never the spare, which the cache does not hold */
 			mo->w[gone - 1].pos = -1;
-		}
 		w->pos = (int8_t)pos;
-		w->bucket = (uint8_t)memo_bucket(top->sp, top->ip);
 		mo->key[pos] = key;
+		mo->tags[pos] = memo_tag(top->sp, top->ip);
 		mo->at[pos] = (uint8_t)(nw + 1);
-		mo->bucket[w->bucket] |= 1u << pos;
 		mo->pending = (int8_t)pos;
 		if (gone) {
 			mo->spare = gone - 1;
