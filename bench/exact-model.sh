@@ -18,7 +18,10 @@
 # serves, 40 a miss past it (an L3 hit, mostly: sqlite3's heap is tens of MiB, not GiB), 15 a
 # mispredicted branch. An estimate compares builds with one another and with the plain run; it is
 # not a time. The model knows nothing of the kernel: page faults and system calls are counted by
-# bench/faults-real.sh.
+# bench/faults-real.sh. A second table splits the first-level data misses (reads) by whose code
+# took them: the program's own (sqlite3 and libsqlite3 have no debug information: cachegrind's
+# "???", with the other libraries that have none), libc's, and leek's by source file, so that a change that makes leek's data smaller
+# shows where the program's lines it no longer puts out come back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${ROWS:-20000}
@@ -36,7 +39,7 @@ model() {
   [ $# -gt 1 ] && pre=(env ${ENV:-} "LD_PRELOAD=$(realpath "$2")" LEEK_PERIOD=1 LEEK_SEED=1
                        "LEEK_OUTPUT=$tmp/p.%p.lk")
   "${pre[@]}" valgrind --tool=cachegrind --cache-sim=yes --branch-sim=yes --D1=32768,8,64 \
-    --LL=2097152,16,64 --cachegrind-out-file=/dev/null \
+    --LL=2097152,16,64 --cachegrind-out-file="$tmp/$1.out" \
     "${cmd[@]}" >/dev/null 2>"$tmp/$1.err"
   rm -f "$tmp"/p.*.lk
 }
@@ -64,4 +67,28 @@ print(f"{'':40s} {'instr':>9s} {'D1 miss':>8s} {'LL miss':>8s} {'mispred':>8s} {
 for name, c in rows:
     print(f"{name[-40:]:40s} {c['ir']/1e6:8.1f}M {c['d1']/1e6:7.2f}M {c['ll']/1e6:7.3f}M "
           f"{c['br']/1e6:7.2f}M {c['est']/1e6:8.1f}M {(c['est']-base['est'])/1e6:11.1f}M")
+print()
+print("first-level read misses (millions), by whose code took them")
+def split(name):
+    ev, fl, out = None, None, {}
+    for line in open(f"{d}/{name}.out"):
+        if line.startswith("events:"):
+            ev = line.split()[1:]
+        elif line.startswith("fl="):
+            fl = line[3:].strip()
+            key = ("leek " + fl.split("/")[-1] if "/src/preload/" in fl or "/src/common/" in fl
+                   else "program" if fl == "???" else "libc" if fl.startswith("./") else "other")
+        elif line[:1].isdigit() and ev:
+            v, k = line.split(), 1 + ev.index("D1mr")
+            out[key] = out.get(key, 0) + (int(v[k]) if len(v) > k else 0)
+    return out
+parts = [("plain", split("plain"))] + [(lib, split(f"lib{i}")) for i, lib in enumerate(libs)]
+small = {k for _, p in parts for k in p # leek's files under 50 000 misses in every run, together
+         if k.startswith("leek ") and max(q.get(k, 0) for _, q in parts) < 50000}
+for _, p in parts:
+    p["leek, the rest"] = sum(p.pop(k, 0) for k in small)
+keys = sorted({k for _, p in parts for k in p}, key=lambda k: (k != "program", k != "libc", k))
+print(f"{'':40s}" + "".join(f"{k[-14:]:>15s}" for k in keys))
+for name, p in parts:
+    print(f"{name[-40:]:40s}" + "".join(f"{p.get(k, 0)/1e6:15.2f}" for k in keys))
 PY
