@@ -162,7 +162,8 @@ bool lk_arena_check(void);                                /* invariant checker, 
  * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
  * own that a walk from elsewhere (libunwind's) meets first are left out. It asks
  * lk_modules_gen() first, and looks at the loader when that says so; a capture that meets a
- * return address it has no rule for looks again before it goes on. */
+ * return address it has no rule for looks again before it goes on. A capture that finds its walk
+ * kept sets *known to its stack's number and returns 0 frames: nothing to intern. */
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 			  const uint64_t **frames, uint32_t *known, void **ticket);

@@ -436,25 +436,27 @@ struct memo_frame {
 /* A kept walk as a find reads it: one cache line (docs/performance.md, "The kept walks' keys").
  * The words the walk read (its checks: memo_key_fill) are not kept, only where they are, in words
  * from the first frame's %rsp, and one sum of what they held and of what the walk was taken
- * under (memo_sum). A find reads nothing past the furthest of them, and only where it lies below
- * this thread's stack top: inside the thread's stack, as the walk's own reads were. */
+ * under (memo_sum). A find reads them only for a first frame at the same depth below this
+ * thread's stack top: where the walk read them, if the top is the same, and below the top. */
 #define KEY_OFFS 22
-enum { KEY_BP = 1, KEY_CUT = 2, KEY_WIDE = 4 };
+#define KEY_WALK 0x3f /* wf: the walk in w[] */
+enum { KEY_BP = 0x40, KEY_CUT = 0x80 };
 struct __attribute__((aligned(64))) memo_key {
 	uint64_t sum;         /* memo_sum: the rules, the thread, its stack top, f[0]'s ip, %rsp and
 			       * %rbp (KEY_BP), and the words */
+	uint32_t depth;       /* the stack top then, less f[0]'s %rsp: a find reads the words of a
+			       * key of its own depth only, where the walk read them if the top is
+			       * the same, and below the top in any case */
 	uint32_t id;          /* its stack's number, once interned (lk_stack_learned); 0 */
 	uint16_t early;       /* the sum's top 16 bits after 4 words (memo_holds) */
-	uint16_t last;        /* the furthest word's offset */
-	uint8_t nw;           /* words */
-	uint8_t walk;         /* the walk in w[] */
-	uint8_t n;            /* the walk's frames */
-	uint8_t flags;        /* KEY_BP: the first frame's %rbp counts; KEY_CUT: the stack was cut
-			       * at LEEK_MAX_FRAMES, a loss counted at each use; KEY_WIDE: the
-			       * offsets are the walk's (more than KEY_OFFS) */
-	uint16_t off[KEY_OFFS]; /* in words from f[0]'s %rsp, ascending */
+	uint8_t nw;           /* words: more than KEY_OFFS, and the offsets are the walk's */
+	uint8_t wf;           /* the walk's index (KEY_WALK); KEY_BP: the first frame's %rbp counts;
+			       * KEY_CUT: the stack was cut at LEEK_MAX_FRAMES, a loss counted at
+			       * each use */
+	uint16_t off[KEY_OFFS]; /* in words from sp0, ascending */
 };
 _Static_assert(sizeof(struct memo_key) == 64, "a key is one cache line");
+_Static_assert(MEMO_WALKS + 2 <= KEY_WALK + 1, "a walk's index fits wf");
 
 /* One walk: its frames and what they were taken under, for the next walk to follow
  * (walk_cached), and the offsets of a key too wide for its line. */
@@ -727,7 +729,7 @@ static inline uint16_t sum_early(uint64_t a, uint64_t b)
 }
 
 /* Whether the words at key's offsets off from sp0 sum to its sum now. The first four are summed
- * first and their sum's top bits compared: a walk of another path from the same first frame parts
+ * first and their sum's top 16 bits compared: a walk of another path from the same first frame parts
  * from this one within four words most often (sqlite3's: a third of the finds meets one). */
 static inline bool memo_holds(const struct memo_key *key, const uint16_t *off, uintptr_t sp0,
 			      uint64_t a, uint64_t b)
@@ -771,6 +773,8 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 	bool bp_top = false;
 	uintptr_t bp_want = 0;
 
+	if (w->hi - sp0 > UINT32_MAX)
+		return false;
 	for (uint32_t i = 0; i + 1 < w->n; i++) {
 		uint64_t r = f[i].rule;
 		bool fp = RULE_KIND(r) == RULE_FP;
@@ -809,34 +813,30 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 		if (nw == 4)
 			early = sum_early(a, b);
 	}
-	*key = (struct memo_key){ .sum = sum_end(a, b), .early = early,
-				  .last = nw ? w->offs[nw - 1] : 0,
-				  .nw = (uint8_t)nw, .walk = wi, .n = (uint8_t)w->n,
-				  .flags = (uint8_t)((bp_top ? KEY_BP : 0) | (cut ? KEY_CUT : 0) |
-						     (nw > KEY_OFFS ? KEY_WIDE : 0)) };
+	*key = (struct memo_key){ .sum = sum_end(a, b), .depth = (uint32_t)(w->hi - sp0),
+				  .early = early, .nw = (uint8_t)nw,
+				  .wf = (uint8_t)(wi | (bp_top ? KEY_BP : 0) | (cut ? KEY_CUT : 0)) };
 	if (nw <= KEY_OFFS)
 		memcpy(key->off, w->offs, nw * sizeof(key->off[0]));
 	return true;
 }
 
 /* The kept walk that this capture, from top, would take again: its key, or NULL. Only the keys'
- * lines are read (and the walk's offsets, for a wide key), and the words of the stack, none
- * above this thread's stack top. */
+ * lines are read (and the walk's offsets, for a key of more than KEY_OFFS words), and the words
+ * of the stack: those the walk read, none above this thread's stack top. */
 static struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
 {
-	uint64_t room = (stack_top - top->sp) / 8, a = 0;
+	uint64_t depth = stack_top - top->sp, a = 0;
 
-	if (stack_top <= top->sp)
-		return NULL;
 	for (uint32_t m = memo_candidates(mo, memo_tag(top->sp, top->ip)); m; m &= m - 1) {
 		struct memo_key *key = &mo->key[__builtin_ctz(m)];
-		if (!key->id || key->last >= room)
+		if (key->depth != depth || !key->id) /* its words lie in [sp, sp + depth) */
 			continue;
+		const uint16_t *off = key->nw > KEY_OFFS ? mo->w[key->wf & KEY_WALK].offs : key->off;
 		if (!a)
 			a = sum_seed(__atomic_load_n(&rules, __ATOMIC_ACQUIRE), lk_tls.tid, stack_top,
 				     top->ip, top->sp);
-		const uint16_t *off = key->flags & KEY_WIDE ? mo->w[key->walk].offs : key->off;
-		if (memo_holds(key, off, top->sp, a, sum_seed_bp(key->flags & KEY_BP, top->bp)))
+		if (memo_holds(key, off, top->sp, a, sum_seed_bp(key->wf & KEY_BP, top->bp)))
 			return key;
 	}
 	return NULL;
@@ -1078,9 +1078,9 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 	if (rules_current(gen)) {
 		struct memo_key *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
 		if (kept) {
-			mo->last = kept->walk;
+			mo->last = kept->wf & KEY_WALK;
 			memo_put(mo);
-			if (kept->flags & KEY_CUT)
+			if (kept->wf & KEY_CUT)
 				__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1,
 						   __ATOMIC_RELAXED);
 			if (entered)
@@ -1088,7 +1088,7 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 			*known = kept->id;
 			*frames = buf;
 			*hash = 0;
-			return kept->n;
+			return 0;
 		}
 		w = walk_cached(&c, buf, cap, fresh, mo);
 		if (mo && w != WALK_DONE) {
