@@ -11,6 +11,7 @@
  * MAX_STACKS and counts what it drops); read outside the current thread's stack in a cached walk.
  */
 #define UNW_LOCAL_ONLY
+#include <emmintrin.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libunwind.h>
@@ -19,7 +20,6 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include <emmintrin.h>
 
 #include "preload.h"
 #include "record.h"
@@ -436,14 +436,14 @@ struct memo_frame {
 /* A kept walk as a find reads it: one cache line (docs/performance.md, "The kept walks' keys").
  * The words the walk read (its checks: memo_key_fill) are not kept, only where they are, in words
  * from the first frame's %rsp, and one sum of what they held and of what the walk was taken
- * under (memo_sum). A find reads them only for a first frame at the same depth below this
+ * under (sum_step). A find reads them only for a first frame at the same depth below this
  * thread's stack top: where the walk read them, if the top is the same, and below the top. */
 #define KEY_OFFS 22
 #define KEY_WALK 0x3f /* wf: the walk in w[] */
 enum { KEY_BP = 0x40, KEY_CUT = 0x80 };
 struct __attribute__((aligned(64))) memo_key {
-	uint64_t sum;         /* memo_sum: the rules, the thread, its stack top, f[0]'s ip, %rsp and
-			       * %rbp (KEY_BP), and the words */
+	uint64_t sum;         /* of the rules, the thread, its stack top, f[0]'s ip, %rsp and %rbp
+			       * (KEY_BP), and the words (sum_step) */
 	uint32_t depth;       /* the stack top then, less f[0]'s %rsp: a find reads the words of a
 			       * key of its own depth only, where the walk read them if the top is
 			       * the same, and below the top in any case */
@@ -453,7 +453,7 @@ struct __attribute__((aligned(64))) memo_key {
 	uint8_t wf;           /* the walk's index (KEY_WALK); KEY_BP: the first frame's %rbp counts;
 			       * KEY_CUT: the stack was cut at LEEK_MAX_FRAMES, a loss counted at
 			       * each use */
-	uint16_t off[KEY_OFFS]; /* in words from sp0, ascending */
+	uint16_t off[KEY_OFFS]; /* in words from f[0]'s %rsp, ascending */
 };
 _Static_assert(sizeof(struct memo_key) == 64, "a key is one cache line");
 _Static_assert(MEMO_WALKS + 2 <= KEY_WALK + 1, "a walk's index fits wf");
@@ -710,7 +710,7 @@ static inline uint64_t sum_step(uint64_t x, uint64_t word)
 static inline uint64_t sum_seed(const struct rules *t, uint32_t tid, uintptr_t hi, uintptr_t ip0,
 				uintptr_t sp0)
 {
-	return sum_step(sum_step(sum_step(sum_step((uintptr_t)t ^ tid, hi), ip0), sp0), 0);
+	return sum_step(sum_step(sum_step(sum_step(sum_step(0, (uintptr_t)t), tid), hi), ip0), sp0);
 }
 
 static inline uint64_t sum_seed_bp(bool counts, uintptr_t bp)
