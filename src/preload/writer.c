@@ -158,6 +158,16 @@ static void page_in(int fd, uint64_t from, uint64_t to)
 			return;
 }
 
+/* Allocates [from, to) of the file and puts it into the page cache; posix_fallocate's result. */
+static int allocate(int fd, uint64_t from, uint64_t to)
+{
+	int r = posix_fallocate(fd, (off_t)from, (off_t)(to - from));
+
+	if (!r)
+		page_in(fd, from, to);
+	return r;
+}
+
 /* Allocates the file up to at least `end`: 64 KiB at a time while it is small (a process that
  * execs soon after starting, like env or taskset, leaves a small file), 1 MiB at a time after. */
 static int grow(uint64_t end)
@@ -168,9 +178,7 @@ static int grow(uint64_t end)
 
 	if (fd < 0)
 		return fd;
-	int r = posix_fallocate(fd, (off_t)W.len, (off_t)(want - W.len));
-	if (!r)
-		page_in(fd, W.len, want);
+	int r = allocate(fd, W.len, want);
 	file_put(fd);
 	if (r)
 		return -r;
@@ -548,7 +556,7 @@ static int open_file(void)
 	W.win = NULL;
 	set_room();
 	W.use_pwrite = false;
-	int r = posix_fallocate(fd, 0, (off_t)GROW_SMALL);
+	int r = allocate(fd, 0, GROW_SMALL);
 	if (r == EOPNOTSUPP || r == EINVAL) {
 		W.use_pwrite = true; /* one pwrite per record, through a descriptor kept high */
 		fd = lk_fd_raise(fd, true);
@@ -556,7 +564,6 @@ static int open_file(void)
 		close(fd);
 		return -r;
 	} else {
-		page_in(fd, 0, GROW_SMALL);
 		W.len = GROW_SMALL;
 	}
 	W.fd = fd; /* until the header is stored and the file named; then only with pwrite */
