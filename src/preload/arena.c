@@ -413,7 +413,8 @@ static inline struct lk_block *recent_pop(struct recent *r)
 	return b;
 }
 
-LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
+/* A block for usable bytes at align, its header not written (the caller writes all of it). */
+LK_HOT struct lk_block *lk_arena_take(size_t usable, size_t align)
 {
 	size_t hdr = sizeof(struct lk_block);
 	struct lk_block *b;
@@ -430,7 +431,7 @@ LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 		if (s == NIL) {
 			s = run_take(1);
 			if (s == NIL && lk_arena_flush_recent()) /* the recent slots' slabs may hold room */
-				return lk_arena_alloc(usable, align);
+				return lk_arena_take(usable, align);
 			if (s == NIL)
 				return NULL;
 			set_run(s, 1, K_SLAB);
@@ -477,10 +478,19 @@ LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 		b = (struct lk_block *)(user - hdr);
 	}
 done:
+	A.live_blocks++;
+	return b;
+}
+
+LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
+{
+	struct lk_block *b = lk_arena_take(usable, align);
+
+	if (!b)
+		return NULL;
 	/* The whole header in one store: the bit fields one by one would read the header first, and
 	 * wait for a line the cache seldom holds (a slab's slot, a freed one's link just read). */
 	*b = (struct lk_block){ .usable = usable, .magic = LK_BLOCK_LIVE };
-	A.live_blocks++;
 	return b + 1;
 }
 

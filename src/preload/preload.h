@@ -28,6 +28,10 @@
  * beside each other instead of spread through the library (docs/performance.md). */
 #define LK_HOT __attribute__((hot))
 #define LK_NOINLINE __attribute__((noinline))
+/* A hot function of one file that the sample's path in another inlines, with link-time
+ * optimization (which left lk_writer_alloc a call: docs/performance.md). Its declaration here has
+ * no inline, so its file still defines it for a build without that optimization. */
+#define LK_INLINE __attribute__((always_inline)) inline
 /* Samples between two looks at the loader when nothing else calls for one (modules.c): a look
  * costs about 220 instructions, a tenth of a sample; one in 64 costs 3 a sample, and bounds how
  * long an unloading that no dlclose showed can go unseen. */
@@ -140,6 +144,7 @@ _Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32
  * mode's arena is the whole heap and keeps them, as a heap does (arena.c, run_take). */
 int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
 void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
+struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
 struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
 bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
 void lk_arena_free(void *p);                              /* caller holds lk_lock */
@@ -167,6 +172,9 @@ bool lk_arena_check(void);                                /* invariant checker, 
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 			  const uint64_t **frames, uint32_t *known, void **ticket);
+/* lk_stack_capture's first case alone: the number of the stack of the kept walk that a capture
+ * from frame would find (*known), or 0 when there is none or the capture has more to do. */
+uint32_t lk_stack_kept(const void *frame);
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
 void lk_stack_learned(void *ticket, uint32_t id);
@@ -256,6 +264,7 @@ void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 
 uint64_t lk_now_ns(void); /* CLOCK_MONOTONIC, or its coarse reading: lk_coarse_time() */
+void lk_clock_init(void); /* finds the vDSO's clock_gettime; may call into the dynamic linker */
 /* Exact mode reads every time from CLOCK_MONOTONIC_COARSE (LK_HDR_COARSE_TIME): the last tick's
  * time, cheaper to read, and the same for most records, whose dt is then 0. */
 static inline bool lk_coarse_time(void)

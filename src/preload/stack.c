@@ -747,12 +747,10 @@ static inline bool memo_holds(const struct memo_key *key, const uint16_t *off, u
 		off += 4;
 		nw -= 4;
 	}
-	for (const uint16_t *end = off + (nw & ~1u); off < end; off += 2) {
+	for (const uint16_t *end = off + nw; off < end; off += 2) { /* nw is even: memo_key_fill */
 		a = sum_step(a, p[off[0]]);
 		b = sum_step(b, p[off[1]]);
 	}
-	if (nw & 1)
-		a = sum_step(a, p[off[0]]);
 	return sum_end(a, b) == key->sum;
 }
 
@@ -810,6 +808,14 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 			a = sum_step(a, ck[i].want);
 		else
 			b = sum_step(b, ck[i].want);
+		if (nw == 4)
+			early = sum_early(a, b);
+	}
+	if (nw & 1) { /* the last word again, so that memo_holds sums pairs with no branch for a
+		       * last one alone (it mispredicted: keys of both kinds meet in turn) */
+		w->offs[nw] = w->offs[nw - 1];
+		b = sum_step(b, ck[k - 1].want);
+		nw++;
 		if (nw == 4)
 			early = sum_early(a, b);
 	}
@@ -1044,6 +1050,40 @@ static LK_COLD int capture_slow(struct cursor *c, const struct cursor *top, uint
 	return j.n;
 }
 
+/* A kept walk found for this capture: it becomes the one to follow. Its stack's number. */
+static inline uint32_t kept_taken(struct memo *mo, const struct memo_key *kept)
+{
+	mo->last = kept->wf & KEY_WALK;
+	memo_put(mo);
+	if (kept->wf & KEY_CUT)
+		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
+	return kept->id;
+}
+
+/* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c): the number of
+ * the stack of a kept walk that this capture would find, or 0, when it finds none or the capture
+ * has more to do first (a look at the loader due, rules to forget). No frame is read but the
+ * hook's and the words of the kept walk's checks; nothing but the walk to follow changes. */
+LK_HOT uint32_t lk_stack_kept(const void *frame)
+{
+	const uintptr_t *fp = frame;
+	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
+	bool look;
+	unsigned long long gen = lk_modules_gen(&look);
+
+	if (look || __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) != gen)
+		return 0;
+	struct memo *mo = memo_take();
+	if (!mo)
+		return 0;
+	struct memo_key *kept = memo_find(mo, &top);
+	if (!kept) {
+		memo_put(mo);
+		return 0;
+	}
+	return kept_taken(mo, kept);
+}
+
 LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 				 const uint64_t **frames, uint32_t *known, void **ticket)
 {
@@ -1078,14 +1118,9 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 	if (rules_current(gen)) {
 		struct memo_key *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
 		if (kept) {
-			mo->last = kept->wf & KEY_WALK;
-			memo_put(mo);
-			if (kept->wf & KEY_CUT)
-				__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1,
-						   __ATOMIC_RELAXED);
 			if (entered)
 				lk_loader_exit();
-			*known = kept->id;
+			*known = kept_taken(mo, kept);
 			*frames = buf;
 			*hash = 0;
 			return 0;
@@ -1211,18 +1246,25 @@ LK_HOT uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 	return id;
 }
 
-LK_HOT uint32_t lk_stack_file_id(uint32_t id)
+/* A stack written to this file for the first time: its STACK record. */
+static LK_COLD uint32_t file_id_new(uint32_t id)
+{
+	const struct entry *e = &S.ents[id];
+	uint8_t rec[LK_STACK_MAX];
+	uint64_t f = (uint64_t)S.gen << 32 | ++S.next_file_id;
+
+	S.files[id] = f;
+	lk_writer_put(rec, lk_rec_stack(rec, (uint32_t)f, S.pool + e->off, e->n));
+	return (uint32_t)f;
+}
+
+LK_HOT LK_INLINE uint32_t lk_stack_file_id(uint32_t id)
 {
 	if (id == 0 || id > S.count)
 		return 0;
 	uint64_t f = S.files[id];
-	if (f >> 32 != S.gen || (uint32_t)f == 0) {
-		const struct entry *e = &S.ents[id];
-		uint8_t rec[LK_STACK_MAX];
-		f = (uint64_t)S.gen << 32 | ++S.next_file_id;
-		S.files[id] = f;
-		lk_writer_put(rec, lk_rec_stack(rec, (uint32_t)f, S.pool + e->off, e->n));
-	}
+	if (f >> 32 != S.gen || (uint32_t)f == 0)
+		return file_id_new(id);
 	return (uint32_t)f;
 }
 

@@ -350,8 +350,8 @@ static inline bool store_small(uint64_t rec, unsigned n)
 	return true;
 }
 
-LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
-			    uint32_t stack)
+LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b,
+				       uint64_t size, uint32_t stack)
 {
 	uint64_t dt = since_last(now_ns);
 
@@ -369,7 +369,7 @@ LK_HOT void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, u
 	put_event(LK_REC_ALLOC, tid, now_ns, b, stack);
 }
 
-LK_HOT void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
+LK_HOT LK_INLINE void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 {
 	uint64_t dt = since_last(now_ns);
 	uint64_t step = lk_zigzag((int64_t)(b->id - W.prev_free));
