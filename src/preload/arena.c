@@ -413,8 +413,25 @@ static inline struct lk_block *recent_pop(struct recent *r)
 	return b;
 }
 
-/* A block for usable bytes at align, its header not written (the caller writes all of it). */
-LK_HOT struct lk_block *lk_arena_take(size_t usable, size_t align)
+static struct lk_block *take_slow(size_t usable, size_t align);
+
+/* A block for usable bytes at align, its header not written (the caller writes all of it). A
+ * small one freed lately, inline in the sample's path; anything else in take_slow. */
+LK_HOT LK_INLINE struct lk_block *lk_arena_take(size_t usable, size_t align)
+{
+	size_t hdr = sizeof(struct lk_block);
+
+	if (align <= 16 && usable <= SLAB_MAX - hdr) {
+		struct recent *r = &A.recent[class_of16[(usable + hdr + 15) / 16]];
+		if (r->n) { /* the slot freed last: the likeliest still in the cache */
+			A.live_blocks++;
+			return recent_pop(r);
+		}
+	}
+	return take_slow(usable, align);
+}
+
+static LK_NOINLINE struct lk_block *take_slow(size_t usable, size_t align)
 {
 	size_t hdr = sizeof(struct lk_block);
 	struct lk_block *b;
@@ -423,7 +440,7 @@ LK_HOT struct lk_block *lk_arena_take(size_t usable, size_t align)
 		align = 16;
 	if (align == 16 && usable <= SLAB_MAX - hdr) {
 		unsigned c = class_of16[(usable + hdr + 15) / 16];
-		if (A.recent[c].n) { /* the slot freed last: the likeliest still in the cache */
+		if (A.recent[c].n) {
 			b = recent_pop(&A.recent[c]);
 			goto done;
 		}
@@ -431,7 +448,7 @@ LK_HOT struct lk_block *lk_arena_take(size_t usable, size_t align)
 		if (s == NIL) {
 			s = run_take(1);
 			if (s == NIL && lk_arena_flush_recent()) /* the recent slots' slabs may hold room */
-				return lk_arena_take(usable, align);
+				return take_slow(usable, align);
 			if (s == NIL)
 				return NULL;
 			set_run(s, 1, K_SLAB);
@@ -554,7 +571,7 @@ bool lk_arena_resize(void *p, size_t usable)
 	return true;
 }
 
-LK_HOT struct lk_block *lk_arena_block(const void *p)
+LK_HOT LK_INLINE struct lk_block *lk_arena_block(const void *p)
 {
 	uintptr_t hdr = (uintptr_t)p - sizeof(struct lk_block);
 
@@ -589,7 +606,7 @@ bool lk_arena_flush_recent(void)
 	return any;
 }
 
-LK_HOT void lk_arena_free(void *p)
+LK_HOT LK_INLINE void lk_arena_free(void *p)
 {
 	struct lk_block *b = (struct lk_block *)p - 1;
 	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);

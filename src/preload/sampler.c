@@ -195,7 +195,7 @@ static void drain_deferred(uint32_t tid, uint64_t now)
 
 /* The block at p leaves the profile (a FREE record) if it was a sample; it stays allocated. Caller
  * holds lk_lock. */
-static void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
+static LK_INLINE void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 {
 	if (b->magic == LK_BLOCK_LIVE && b->id) {
 		lk_writer_free(tid, now, b);
@@ -342,7 +342,7 @@ LK_HOT void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero
 	return sample(t, size, align, zero, NULL, frame);
 }
 
-static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
+static LK_INLINE void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
 {
 	void *p = b + 1;
 
