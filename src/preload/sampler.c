@@ -266,14 +266,14 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 }
 
 /* Exact mode's common sample: take_sample's steps without what it does not need, for the stack of
- * a kept walk (lk_stack_kept), no block to resize, the file open and no frees deferred. NULL when
+ * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when
  * any of that is not so, with nothing done: take_sample does it all then. Apart from take_sample,
  * whose frame holds a walk's buffers (3.4 KiB, put out of the first-level cache at every sample)
  * and whose values the compiler kept on the stack beside the walk: a 128-byte malloc here is 419
  * instructions against 482, and sqlite3's exact run takes 1.3 million fewer first-level misses
  * in 20 000 rows (docs/performance.md). */
 static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, size_t align,
-					   bool zero, const void *frame)
+					   bool zero, void *old, const void *frame)
 {
 	int *err = t->errno_at, saved = *err;
 	struct lk_block *b = NULL;
@@ -284,8 +284,16 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 		size_t usable = lk_real_usable_fast(size, align);
 		uint64_t now = lk_now_ns();
 		lk_lock();
-		if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready()) &&
-		    (b = lk_arena_take(usable, align))) {
+		if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready())) {
+			/* realloc: old resized in place ends its sample, and starts this one */
+			if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+				b = (struct lk_block *)old - 1;
+				end_sample(b, t->tid, now);
+			} else {
+				b = lk_arena_take(usable, align);
+			}
+		}
+		if (b) {
 			*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
 						.usable = usable, .magic = LK_BLOCK_LIVE };
 			lk_writer_alloc(t->tid, now, b, size, lk_stack_file_id(stack));
@@ -329,8 +337,8 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 		t->bytes_left = UINT64_MAX;
 		return NULL;
 	}
-	if (lk_cfg.period <= 1 && !old) {
-		void *p = exact_take(t, size, align, zero, frame);
+	if (lk_cfg.period <= 1) {
+		void *p = exact_take(t, size, align, zero, old, frame);
 		if (p)
 			return p;
 	}

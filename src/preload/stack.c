@@ -1062,8 +1062,9 @@ static inline uint32_t kept_taken(struct memo *mo, const struct memo_key *kept)
 
 /* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c): the number of
  * the stack of a kept walk that this capture would find, or 0, when it finds none or the capture
- * has more to do first (a look at the loader due, rules to forget). No frame is read but the
- * hook's and the words of the kept walk's checks; nothing but the walk to follow changes. */
+ * has more to do first (rules to forget, a fork pending at a look). A look at the loader that is
+ * due is taken here, as the capture takes it. No frame is read but the hook's and the words of
+ * the kept walk's checks; nothing else changes but the walk to follow. */
 LK_HOT uint32_t lk_stack_kept(const void *frame)
 {
 	const uintptr_t *fp = frame;
@@ -1071,7 +1072,13 @@ LK_HOT uint32_t lk_stack_kept(const void *frame)
 	bool look;
 	unsigned long long gen = lk_modules_gen(&look);
 
-	if (look || __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) != gen)
+	if (lk_unlikely(look)) { /* one sample in LK_MODULES_LOOK_EVERY */
+		if (!lk_loader_enter(false))
+			return 0;
+		gen = lk_modules_refresh(false);
+		lk_loader_exit();
+	}
+	if (__atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) != gen)
 		return 0;
 	struct memo *mo = memo_take();
 	if (!mo)
