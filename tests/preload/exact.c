@@ -66,6 +66,24 @@ static void reallocs(void)
 	tally(13001, 10, 0, 4);
 }
 
+/* A slab block realloc'ed within its size class stays where it is: its sample ends (a FREE of 101
+ * bytes) and a new one starts (an ALLOC of 109) in the same block. */
+static void reallocs_in_place(void)
+{
+	for (int i = 0; i < 12; i++) {
+		char *p = must(malloc(101), "malloc(101)");
+		memset(p, 9, 101);
+		p = must(realloc(p, 109), "realloc(109)");
+		CHECK(p[100] == 9, "realloc lost the contents");
+		if (i < 5)
+			free(p);
+		else
+			keep[nkeep++] = p;
+	}
+	tally(101, 12, 0, 12);
+	tally(109, 12, 0, 5);
+}
+
 static void aligned(void)
 {
 	for (int i = 0; i < 20; i++) {
@@ -93,6 +111,7 @@ int main(void)
 	mallocs();
 	callocs();
 	reallocs();
+	reallocs_in_place();
 	aligned();
 	/* What is in keep[] stays live: the profile ends with those blocks unfreed. */
 	printf("live %u\n", nkeep);
