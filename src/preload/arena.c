@@ -438,12 +438,8 @@ static LK_NOINLINE struct lk_block *take_slow(size_t usable, size_t align)
 
 	if (align < 16)
 		align = 16;
-	if (align == 16 && usable <= SLAB_MAX - hdr) {
+	if (align == 16 && usable <= SLAB_MAX - hdr) { /* its class's recent slots are none */
 		unsigned c = class_of16[(usable + hdr + 15) / 16];
-		if (A.recent[c].n) {
-			b = recent_pop(&A.recent[c]);
-			goto done;
-		}
 		uint32_t s = A.partial[c];
 		if (s == NIL) {
 			s = run_take(1);
@@ -494,7 +490,6 @@ static LK_NOINLINE struct lk_block *take_slow(size_t usable, size_t align)
 		A.map[first].nused = (uint16_t)(((user - hdr) & (PAGE - 1)) >> 4);
 		b = (struct lk_block *)(user - hdr);
 	}
-done:
 	A.live_blocks++;
 	return b;
 }

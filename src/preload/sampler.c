@@ -203,6 +203,35 @@ static LK_INLINE void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
 	}
 }
 
+/* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
+ * realloc'ed) if the arena can resize it in place, which ends old's own sample, else a new one;
+ * NULL if the arena has none. */
+static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t align,
+					       uint32_t tid, uint64_t now)
+{
+	if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+		struct lk_block *b = (struct lk_block *)old - 1;
+		end_sample(b, tid, now); /* its new sample starts in record_sample */
+		return b;
+	}
+	return lk_arena_take(usable, align);
+}
+
+/* The sample in block b (caller holds lk_lock): its header and its ALLOC record, with its stack's
+ * STACK record first if this file lacks it. */
+static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usable, uint32_t stack,
+				    uint32_t tid, uint64_t now)
+{
+	/* The whole header in one store (the arena left usable as asked, and old may have been
+	 * quiet): bit fields stored one by one would each read the word first, and wait for a
+	 * header the cache does not hold yet. */
+	*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack, .usable = usable,
+				.magic = LK_BLOCK_LIVE };
+	lk_writer_alloc(tid, now, b, size, lk_stack_file_id(stack));
+	lk_counters[LK_CNT_SAMPLES]++;
+	lk_writer_rss_maybe(now);
+}
+
 /* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
  * is old itself, and the caller copies nothing). */
 static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, size_t align,
@@ -227,29 +256,16 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	drain_deferred(t->tid, now);
 	/* lk_writer_ready() before the arena: a forked child's file opens there, with an INHERIT
 	 * record for every live block, which must not include the one allocated below. */
-	bool ready = lk_writer_ready();
-	if (ready && old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
-		end_sample((struct lk_block *)old - 1, t->tid, now); /* its new sample starts below */
-		p = old;
-	}
-	struct lk_block *b = p ? (struct lk_block *)p - 1 : NULL;
-	if (!ready) {
+	struct lk_block *b = NULL;
+	if (!lk_writer_ready()) {
 		enabled = false;
-	} else if (!b && !(b = lk_arena_take(usable, align))) {
+	} else if (!(b = sample_block(old, usable, align, t->tid, now))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		p = b + 1;
 		stack = known ? known : lk_stack_intern(frames, n, hash);
-		/* The whole header in one store (the arena left usable as asked, and old may have
-		 * been quiet): bit fields stored one by one would each read the word first, and
-		 * wait for a header the cache does not hold yet. */
-		*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
-					.usable = usable, .magic = LK_BLOCK_LIVE };
-		uint32_t sid = lk_stack_file_id(stack); /* writes the stack first if new */
-		lk_writer_alloc(t->tid, now, b, size, sid);
-		lk_counters[LK_CNT_SAMPLES]++;
-		lk_writer_rss_maybe(now);
+		record_sample(b, size, usable, stack, t->tid, now);
 	}
 	lk_unlock();
 	lk_stack_learned(ticket, stack);
@@ -284,22 +300,9 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 		size_t usable = lk_real_usable_fast(size, align);
 		uint64_t now = lk_now_ns();
 		lk_lock();
-		if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready())) {
-			/* realloc: old resized in place ends its sample, and starts this one */
-			if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
-				b = (struct lk_block *)old - 1;
-				end_sample(b, t->tid, now);
-			} else {
-				b = lk_arena_take(usable, align);
-			}
-		}
-		if (b) {
-			*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
-						.usable = usable, .magic = LK_BLOCK_LIVE };
-			lk_writer_alloc(t->tid, now, b, size, lk_stack_file_id(stack));
-			lk_counters[LK_CNT_SAMPLES]++;
-			lk_writer_rss_maybe(now);
-		}
+		if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready()) &&
+		    (b = sample_block(old, usable, align, t->tid, now)))
+			record_sample(b, size, usable, stack, t->tid, now);
 		lk_unlock();
 		if (b && zero)
 			memset(b + 1, 0, usable);

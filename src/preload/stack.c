@@ -759,6 +759,18 @@ struct memo_word {
 	uint64_t want;
 };
 
+/* The next word of a key being filled: into the lanes in turn, as memo_holds reads them, and the
+ * early sum taken after the fourth. */
+static void key_add(uint64_t *a, uint64_t *b, uint32_t *nw, uint16_t *early, uint64_t want)
+{
+	if ((*nw)++ % 2 == 0)
+		*a = sum_step(*a, want);
+	else
+		*b = sum_step(*b, want);
+	if (*nw == 4)
+		*early = sum_early(*a, *b);
+}
+
 /* Key for the walk w (index wi): its checks, in the order of their addresses, as offsets and a
  * sum. False if it cannot have one: a word not aligned, two reads of one word that disagree, or
  * one 512 KiB or more above the first frame. */
@@ -804,20 +816,12 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 		if (ck[i].at < sp0 || (ck[i].at - sp0) & 7 || (ck[i].at - sp0) / 8 > UINT16_MAX)
 			return false;
 		w->offs[nw] = (uint16_t)((ck[i].at - sp0) / 8);
-		if (nw++ % 2 == 0)
-			a = sum_step(a, ck[i].want);
-		else
-			b = sum_step(b, ck[i].want);
-		if (nw == 4)
-			early = sum_early(a, b);
+		key_add(&a, &b, &nw, &early, ck[i].want);
 	}
 	if (nw & 1) { /* the last word again, so that memo_holds sums pairs with no branch for a
 		       * last one alone (it mispredicted: keys of both kinds meet in turn) */
 		w->offs[nw] = w->offs[nw - 1];
-		b = sum_step(b, ck[k - 1].want);
-		nw++;
-		if (nw == 4)
-			early = sum_early(a, b);
+		key_add(&a, &b, &nw, &early, ck[k - 1].want);
 	}
 	*key = (struct memo_key){ .sum = sum_end(a, b), .depth = (uint32_t)(w->hi - sp0),
 				  .early = early, .nw = (uint8_t)nw,
