@@ -20,8 +20,9 @@
 # not a time. The model knows nothing of the kernel: page faults and system calls are counted by
 # bench/faults-real.sh. A second table splits the first-level data misses (reads) by whose code
 # took them: the program's own (sqlite3 and libsqlite3 have no debug information: cachegrind's
-# "???", with the other libraries that have none), libc's, and leek's by source file, so that a change that makes leek's data smaller
-# shows where the program's lines it no longer puts out come back.
+# "???", with the other libraries that have none), libc's, and leek's by source file, so that a
+# change that makes leek's data smaller shows where the program's lines it no longer puts out
+# come back.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rows=${ROWS:-20000}
