@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "profile-internal.h"
 
@@ -100,6 +101,54 @@ static int cmp_live(const void *x, const void *y)
 	return a->block < b->block ? -1 : a->block > b->block;
 }
 
+/* The live blocks at the end, oldest first (by time, then number). Blocks are numbered in the
+ * order of their records, whose times never go backwards, so the order by number is nearly
+ * always that order already: a radix sort by number (11 bits a pass, and no pass over digits
+ * that every number shares), then a check, and qsort only if the times disagree (INHERITed
+ * blocks keep their parent's times). qsort alone took 0.65 s for the million blocks left live
+ * by an exact profile of redis-server; this takes a few tens of milliseconds. */
+#define RADIX_BITS 11 /* a pass's counts: 16 KiB on the stack */
+#define RADIX (1u << RADIX_BITS)
+
+static void sort_live(struct lk_live_block *v, size_t n)
+{
+	struct lk_live_block *tmp, *from = v, *to;
+	uint64_t all_or = 0, all_and = UINT64_MAX;
+
+	for (size_t i = 0; i < n; i++) {
+		all_or |= v[i].block;
+		all_and &= v[i].block;
+	}
+	tmp = n > 1 ? malloc(n * sizeof(*v)) : NULL;
+	if (n > 1 && !tmp) {
+		qsort(v, n, sizeof(*v), cmp_live);
+		return;
+	}
+	to = tmp;
+	for (unsigned shift = 0; n > 1 && shift < 64; shift += RADIX_BITS) {
+		size_t count[RADIX + 1] = { 0 };
+		if ((((all_or ^ all_and) >> shift) & (RADIX - 1)) == 0)
+			continue; /* the same digit everywhere: this pass would move nothing */
+		for (size_t i = 0; i < n; i++)
+			count[((from[i].block >> shift) & (RADIX - 1)) + 1]++;
+		for (size_t d = 1; d <= RADIX; d++)
+			count[d] += count[d - 1];
+		for (size_t i = 0; i < n; i++)
+			to[count[(from[i].block >> shift) & (RADIX - 1)]++] = from[i];
+		struct lk_live_block *x = from;
+		from = to;
+		to = x;
+	}
+	if (from != v)
+		memcpy(v, from, n * sizeof(*v));
+	free(tmp);
+	for (size_t i = 1; i < n; i++)
+		if (v[i].t_ns < v[i - 1].t_ns) {
+			qsort(v, n, sizeof(*v), cmp_live);
+			break;
+		}
+}
+
 struct at_end {
 	struct lk_profile *p;
 	const struct live_set *ls;
@@ -132,7 +181,7 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 		return -ENOMEM;
 	live_set_foreach(ls, end_block, &(struct at_end){ p, ls, &n });
 	p->nlive_blocks = n;
-	qsort(p->live_blocks, n, sizeof(*p->live_blocks), cmp_live);
+	sort_live(p->live_blocks, n);
 	lk_estimate_finish(&t->live_bytes_end);
 	lk_estimate_finish(&t->live_objects_end);
 

@@ -281,6 +281,59 @@ TEST(inherit_frees_and_crash)
 	free(s.b.p);
 }
 
+/* The live blocks at the end come oldest first (by time, then number) however many there are:
+ * radix-sorted by number when the times agree with it (several passes: numbers past 2^11), and
+ * sorted again when INHERITed blocks' times do not (here the later-numbered are the older). */
+static void expect_oldest_first(const struct lk_profile *p, size_t want)
+{
+	const struct lk_live_block *lb;
+	size_t n = lk_profile_live_blocks(p, &lb);
+
+	ASSERT_EQ(n, want);
+	for (size_t i = 1; i < n; i++)
+		ASSERT_TRUE(lb[i - 1].t_ns < lb[i].t_ns ||
+			    (lb[i - 1].t_ns == lb[i].t_ns && lb[i - 1].block < lb[i].block));
+}
+
+TEST(live_blocks_oldest_first)
+{
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX };
+	const struct lk_live_block *lb;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	for (uint64_t i = 0; i < 20000; i++) /* 4 a tick: ties broken by number */
+		sim_alloc(&s, i / 4, 0x100000 + 16 * i, 8 + i % 5, 1);
+	for (uint64_t i = 0; i < 20000; i += 2) /* every other one, the oldest first */
+		sim_free(&s, 5000, 0x100000 + 16 * i);
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	expect_oldest_first(p, 10000);
+	lk_profile_live_blocks(p, &lb);
+	ASSERT_EQ(lb[0].block, 2);
+	ASSERT_EQ(lb[9999].block, 20000);
+	lk_profile_free(p);
+	free(s.b.p);
+
+	sim_start(&s, 1, LK_HDR_EXACT | LK_HDR_FORKED);
+	sim_site(&s, 0x401000);
+	for (uint64_t i = 0; i < 3000; i++) /* numbered 1 to 3000, the last the oldest */
+		pb_inherit(&s.b, 0x100000 + 16 * i, 32, 1, SIM_START_MONO - 1 - i);
+	for (uint64_t i = 0; i < 3000; i++)
+		sim_alloc(&s, 10 + i, 0x200000 + 16 * i, 64, 1);
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	expect_oldest_first(p, 6000);
+	lk_profile_live_blocks(p, &lb);
+	ASSERT_EQ(lb[0].block, 3000);
+	ASSERT_EQ(lb[0].t_ns, -3000);
+	ASSERT_EQ(lb[2999].block, 1);
+	ASSERT_EQ(lb[3000].block, 3001);
+	lk_profile_free(p);
+	free(s.b.p);
+}
+
 TEST(stack0_and_losses)
 {
 	uint64_t loss[LK_CNT_MAX + 1] = { [LK_CNT_ARENA_FULL] = 3, [LK_CNT_UNWIND_FAILED] = 1 };
