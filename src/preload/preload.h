@@ -74,6 +74,10 @@ struct dl_phdr_info;
 /* The loaded object that holds addr (its name and program headers stay valid while it is). */
 bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
+/* nallocx's answers for requests of up to LK_NALLOCX_MEMO bytes with no alignment, by size (0: not
+ * asked yet; real.c). */
+#define LK_NALLOCX_MEMO 4096u
+extern uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
 #define LK_GLIBC_MMAP_MIN (128u << 10) /* glibc's default mmap threshold: larger blocks are mapped */
 /* glibc's chunk for a request of size bytes (malloc.c's request2size): the size and 8 bytes of
  * header rounded up to 16, 32 at least. */
@@ -81,12 +85,18 @@ static inline size_t lk_glibc_chunk(size_t size)
 {
 	return size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
 }
-/* lk_real_usable, with glibc's common case inline: a heap chunk, below the mmap threshold, whose
- * usable size is the chunk but its header (real.c: glibc_usable). */
+/* lk_real_usable, with the common cases inline: glibc's heap chunk, below the mmap threshold,
+ * whose usable size is the chunk but its header (real.c: glibc_usable), and nallocx's answer for
+ * a small size, once it has been asked. */
 static inline size_t lk_real_usable_fast(size_t size, size_t align)
 {
 	if (lk_real.is_glibc && !lk_real.nallocx && size < LK_GLIBC_MMAP_MIN)
 		return lk_glibc_chunk(size) - 8;
+	if (align <= 16 && size <= LK_NALLOCX_MEMO) {
+		uint32_t u = __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
+		if (u)
+			return u;
+	}
 	return lk_real_usable(size, align);
 }
 
