@@ -7,7 +7,7 @@
  * lk_print_escaped().
  *
  *   FILE <path>
- *   HEADER version=3 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
+ *   HEADER version=4 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
  *          page_size=.. max_frames=.. header_size=.. start_realtime=S.NS start_monotonic=S.NS
  *   EXE <path>
  *   CMDLINE <arguments, shell-quoted>

@@ -84,10 +84,13 @@ static int check_thread(struct lk_reader *r, const char *what)
 	return 0;
 }
 
-/* FREE's block: the difference from the previous FREE's block (format.h). */
-static uint64_t freed_block(const struct lk_reader *r, uint64_t delta)
+/* FREE's block from its code (format.h): version 4's age or step (lk_free_block), version 3's
+ * step alone. Either wraps like the writer's subtraction. */
+static uint64_t freed_block(const struct lk_reader *r, uint64_t code)
 {
-	return r->prev_free + (uint64_t)lk_unzigzag(delta); /* wraps like the writer's subtraction */
+	if (r->free_by_age)
+		return lk_free_block(r->blocks, r->prev_free, code);
+	return r->prev_free + (uint64_t)lk_unzigzag(code);
 }
 
 static int check_freed(struct lk_reader *r, uint64_t block)

@@ -186,14 +186,17 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 {
 	uint64_t strings = (uint64_t)h->exe_len + h->cmdline_len;
 
-	/* Version 1 differs in ALLOC and FREE, most of a file: there is nothing to salvage. */
-	if (h->version != LK_FORMAT_VERSION)
+	/* Versions 1 and 2 differ in ALLOC and FREE, most of a file: there is nothing to salvage.
+	 * Version 3 differs only in how a FREE codes its block (freed_block). */
+	if (h->version < LK_FORMAT_VERSION_MIN || h->version > LK_FORMAT_VERSION)
 		return lk_reader_fail(r, -EPROTONOSUPPORT,
 				      "offset 8: profile format version %u; this leek reads "
-				      "version %d (%s)", h->version, LK_FORMAT_VERSION,
+				      "versions %d to %d (%s)", h->version, LK_FORMAT_VERSION_MIN,
+				      LK_FORMAT_VERSION,
 				      h->version < LK_FORMAT_VERSION
 					      ? "record it again with this leek"
 					      : "a newer leek wrote it");
+	r->free_by_age = h->version >= 4;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);

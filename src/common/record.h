@@ -56,16 +56,35 @@ static inline size_t lk_rec_alloc(uint8_t *b, uint64_t dt, uint64_t size, uint64
 	return n;
 }
 
-/* FREE codes its block against *prev, the block of the file's previous FREE (0 at the start of a
- * file), and sets *prev to it. A caller that may fail to store the record passes a copy, and
- * keeps it only once the record is stored. */
-static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t *prev, uint64_t block)
+/* FREE's block_code (format.h): the block's age among the `blocks` numbered so far, odd, or its
+ * step from prev, the block of the file's previous FREE, even; whichever is smaller. Both are
+ * small for most FREEs, but for different ones: a block freed soon after it was allocated has a
+ * small age wherever the previous FREE was, and a run of blocks allocated together and freed
+ * together has steps of one. For a block numbered already (block <= blocks < 2^63) the code
+ * never overflows, and lk_free_block() gives the block back. */
+static inline uint64_t lk_free_code(uint64_t blocks, uint64_t prev, uint64_t block)
+{
+	uint64_t age = blocks - block, step = lk_zigzag((int64_t)(block - prev));
+
+	return age < step ? age << 1 | 1 : step << 1;
+}
+
+static inline uint64_t lk_free_block(uint64_t blocks, uint64_t prev, uint64_t code)
+{
+	return code & 1 ? blocks - (code >> 1) : prev + (uint64_t)lk_unzigzag(code >> 1);
+}
+
+/* FREE codes its block against `blocks`, the blocks numbered in the file so far, and *prev, the
+ * block of the file's previous FREE (0 at the start of a file), and sets *prev to it. A caller
+ * that may fail to store the record passes a copy, and keeps it only once the record is stored. */
+static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t blocks, uint64_t *prev,
+				 uint64_t block)
 {
 	size_t n = 1;
 
 	b[0] = LK_REC_FREE;
 	n += lk_varint_put(b + n, dt);
-	n += lk_varint_put(b + n, lk_zigzag((int64_t)(block - *prev)));
+	n += lk_varint_put(b + n, lk_free_code(blocks, *prev, block));
 	*prev = block;
 	return n;
 }

@@ -306,7 +306,7 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 	if (tag == LK_REC_ALLOC)
 		n += lk_rec_alloc(rec + n, dt, b->size, stack);
 	else
-		n += lk_rec_free(rec + n, dt, &prev, b->id);
+		n += lk_rec_free(rec + n, dt, W.blocks, &prev, b->id);
 	b->id = 0;
 	if (!put(rec, n))
 		return;
@@ -321,8 +321,8 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
  *
  * Most ALLOC and FREE records are the same thread's as the record before (tid 0 is none: that
  * goes through put_event, which finds it), and every value in them is below 2^14: a time step of
- * 0 (the coarse clock of exact mode), a size, a stack id, a step between two freed blocks'
- * numbers. Such a record is at most 7 bytes, and is put together in a register, with no loop
+ * 0 (the coarse clock of exact mode), a size, a stack id, a freed block's code (its age or its
+ * step from the previous FREE's, lk_free_code). Such a record is at most 7 bytes, and is put together in a register, with no loop
  * over its bytes and no copy. */
 #define SMALL (1u << 14)
 
@@ -372,11 +372,11 @@ LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_b
 LK_HOT LK_INLINE void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
 {
 	uint64_t dt = since_last(now_ns);
-	uint64_t step = lk_zigzag((int64_t)(b->id - W.prev_free));
+	uint64_t code = lk_free_code(W.blocks, W.prev_free, b->id);
 
-	if (lk_likely(tid == W.tid && tid && b->id && dt < SMALL && step < SMALL)) {
+	if (lk_likely(tid == W.tid && tid && b->id && dt < SMALL && code < SMALL)) {
 		unsigned n1, n2;
-		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(step, &n2);
+		uint64_t v1 = small_varint(dt, &n1), v2 = small_varint(code, &n2);
 		if (store_small(LK_REC_FREE | v1 << 8 | v2 << (8 + 8 * n1), 1 + n1 + n2)) {
 			W.prev_free = b->id;
 			b->id = 0;

@@ -268,7 +268,7 @@ static void add_part(struct pbuf *b, size_t size, bool good, uint64_t *x)
 			uint64_t r = *x;
 			pb_alloc(b, r >> 60, 7, addr + (r >> 20 & 0xffffff0), r >> 40 & 0xffff, 0);
 			uint64_t block = 1 + (r >> 20) % b->blocks;
-			PB_REC(b, lk_rec_free(rec, r >> 61, &b->prev_free, block));
+			PB_REC(b, lk_rec_free(rec, r >> 61, b->blocks, &b->prev_free, block));
 		} else {
 			pb_alloc(b, 0, 7, addr, 128, 0);
 			pb_free(b, 0, 7, addr);

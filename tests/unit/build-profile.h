@@ -125,7 +125,7 @@ static inline size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t
 	uint64_t block = pb_block_at(b, addr);
 
 	pb_thread(b, tid);
-	return PB_REC(b, lk_rec_free(rec, dt, &b->prev_free, block));
+	return PB_REC(b, lk_rec_free(rec, dt, b->blocks, &b->prev_free, block));
 }
 
 /* INHERIT of a block at addr, numbered like an ALLOC. */
@@ -234,14 +234,14 @@ static inline void pb_build_sample(struct pb_sample *s)
 	REC(lk_rec_thread(rec, 42));
 	REC(lk_rec_alloc(rec, 1, 1 << 20, 2));                /* block 3 */
 	REC(lk_rec_thread(rec, 43));
-	REC(lk_rec_free(rec, 50, &b->prev_free, 2));
+	REC(lk_rec_free(rec, 50, 3, &b->prev_free, 2));       /* its age: 1 */
 	REC(lk_rec_pair(rec, LK_REC_UNLOAD, 3, 2));
 	REC(lk_rec_pair(rec, LK_REC_RSS, 9, 123456789));
 	REC(lk_rec_counters(rec, LK_REC_LOSS, 2, 0, loss));
 	REC((rec[0] = 0x81, rec[1] = 5, memcpy(rec + 2, "hello", 5), 7));
 	REC((rec[0] = 0xff, rec[1] = 0, 2));
 	REC(lk_rec_inherit(rec, 64, 3, 500));                 /* block 4 */
-	REC(lk_rec_free(rec, 0, &b->prev_free, 1));           /* a negative difference */
+	REC(lk_rec_free(rec, 0, 4, &b->prev_free, 1));        /* a step back (-1) */
 	REC(lk_rec_module(rec, 1, &m4));
 	REC(lk_rec_counters(rec, LK_REC_TRAILER, 11, 1700000001000000000, trailer));
 #undef REC

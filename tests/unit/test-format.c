@@ -46,7 +46,7 @@ static void check_sample(struct lk_reader *rd, const struct pb_sample *s)
 	size_t i = 0;
 
 	ASSERT_TRUE(h);
-	ASSERT_EQ(h->h.version, 3);
+	ASSERT_EQ(h->h.version, LK_FORMAT_VERSION);
 	ASSERT_EQ(h->h.flags, LK_HDR_FORKED);
 	ASSERT_EQ(h->h.pid, 4242);
 	ASSERT_EQ(h->h.ppid, 4241);
@@ -628,7 +628,7 @@ static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fa
 		}
 		if (w->tag == LK_REC_FREE) { /* a block numbered already, or the next one */
 			uint64_t block = i == at && defect ? blocks + 1 : 1 + xorshift(&x) % blocks;
-			v[0] = lk_zigzag((int64_t)(block - prev));
+			v[0] = lk_free_code(blocks, prev, block);
 			prev = block;
 		}
 		if (w->tag == LK_REC_THREAD)
@@ -872,16 +872,19 @@ TEST(thread_switching)
 }
 
 /* Block numbers: ALLOC and INHERIT are numbered 1, 2, 3, ... in file order, and a FREE names its
- * block as the difference from the previous FREE's, 0 at the start: the first FREE costs its
- * number's width, the block after the previous FREE's 1 byte, one before it a negative
- * difference. */
+ * block by the smaller of its age among the blocks numbered so far (odd) and its step from the
+ * previous FREE's block, 0 at the start (even): the block after the previous FREE's costs 1 byte,
+ * and so does the newest block wherever the previous FREE was. */
 TEST(block_numbers)
 {
 	/* 300 blocks (INHERIT first, like a forked child's file), then FREEs of these. */
 	static const uint64_t freed[] = { 200, 201, 202, 1, 300, 299, 150 };
-	/* Each FREE's length: tag, dt, then zigzag(block - prev): 200 takes 2 bytes (400), +1 one
-	 * byte (2), -201 two (401), +299 two, -1 one (1), -149 two. */
-	static const size_t len[] = { 4, 3, 3, 4, 4, 3, 4 };
+	/* Each FREE's length: tag, dt, then its code: 200 is 100 old (2 * 100 + 1 = 201, two
+	 * bytes; its step 2 * zigzag(200) = 800), 201 and 202 a step of +1 (4, one byte), 1 is 299
+	 * old (599, two), 300 is the newest (1, one), 299 a step of -1 (2 * zigzag(-1) = 2, one;
+	 * it is one old too, and a tie goes to the step), 150 is 150 old (301, two; its step of
+	 * -149, 594). */
+	static const size_t len[] = { 4, 3, 3, 4, 3, 3, 4 };
 	struct pbuf b = { 0 };
 	size_t off[8], n = sizeof(freed) / sizeof(freed[0]), k;
 	uint64_t prev = 0;
@@ -894,10 +897,12 @@ TEST(block_numbers)
 	for (int i = 2; i <= 300; i++)
 		PB_REC(&b, lk_rec_alloc(rec, 0, (uint64_t)i, 0));
 	for (size_t i = 0; i < n; i++) {
-		off[i] = PB_REC(&b, lk_rec_free(rec, 0, &prev, freed[i]));
+		off[i] = PB_REC(&b, lk_rec_free(rec, 0, 300, &prev, freed[i]));
 		ASSERT_EQ(b.len - off[i], len[i]);
 	}
-	ASSERT_EQ(b.p[off[1] + 2], 2); /* the block after the previous FREE's: zigzag(1) */
+	ASSERT_EQ(b.p[off[1] + 2], 4); /* the block after the previous FREE's: 2 * zigzag(1) */
+	ASSERT_EQ(b.p[off[4] + 2], 1); /* the newest block: 2 * 0 + 1 */
+	ASSERT_EQ(b.p[off[5] + 2], 2); /* a step of -1 */
 	pb_zeros(&b, 2 * LK_READ_RECORD_MAX); /* then again with the fast path */
 
 	for (int pass = 0; pass < 2; pass++) {

@@ -122,9 +122,9 @@ TEST(free_of_unnumbered_block)
 				PB_REC(&b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096));
 			pb_alloc(&b, 1, 1, 0x1000, 8, 0);
 			pb_alloc(&b, 1, 1, 0x2000, 8, 0);
-			PB_REC(&b, lk_rec_free(rec, 1, &prev, 2));
+			PB_REC(&b, lk_rec_free(rec, 1, 2, &prev, 2));
 			ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
-			at = PB_REC(&b, lk_rec_free(rec, 1, &prev, bad[i]));
+			at = PB_REC(&b, lk_rec_free(rec, 1, 2, &prev, bad[i]));
 			pb_zeros(&b, far ? 2 * LK_READ_RECORD_MAX : 0);
 			snprintf(want, sizeof(want), "offset %zu: FREE of block %" PRIu64 ", but "
 				 "blocks 1 to 2 are all the file has allocated", at, bad[i]);
@@ -281,12 +281,12 @@ TEST(bad_headers)
 	uint64_t v64 = 0;
 
 	pb_simple_header(&b);
-	v16 = htole16(4);
+	v16 = htole16(5);
 	patch_header(&b, 8, &v16, 2);
 	struct lk_reader *rd = lk_reader_new();
 	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
-	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 4; this leek reads "
-					  "version 3 (a newer leek wrote it)");
+	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 5; this leek reads "
+					  "versions 3 to 4 (a newer leek wrote it)");
 	lk_reader_free(rd);
 
 	free(b.p);
@@ -363,13 +363,48 @@ TEST(older_versions)
 		struct lk_reader *rd = lk_reader_new();
 		ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
 		snprintf(want, sizeof(want), "offset 8: profile format version %u; this leek reads "
-			 "version 3 (record it again with this leek)", v);
+			 "versions 3 to 4 (record it again with this leek)", v);
 		ASSERT_STREQ(lk_reader_error(rd), want);
 		ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EPROTONOSUPPORT);
 		ASSERT_TRUE(!lk_reader_header(rd));
 		lk_reader_free(rd);
 		free(b.p);
 	}
+}
+
+/* Version 3 differs from 4 only in a FREE's block: the step from the previous FREE's alone,
+ * zigzag(block - prev), which version 4 would read as other blocks (6 as a step of +3 from 0, 3
+ * as 1 old, 2 as a step of -1). */
+TEST(version_3_is_read)
+{
+	static const uint64_t fr[] = { 1 }, want[] = { 3, 1, 2 };
+	struct pbuf b = { 0 };
+	uint16_t v16 = htole16(3);
+	struct lk_record got;
+
+	pb_simple_header(&b);
+	patch_header(&b, 8, &v16, 2);
+	PB_REC(&b, lk_rec_stack(rec, 1, fr, 1));
+	for (int i = 0; i < 3; i++)
+		pb_alloc(&b, 0, 7, 0x1000 * (uint64_t)(i + 1), 8, 1);
+	pb_put(&b, "\x02\x00\x06" "\x02\x00\x03" "\x02\x00\x02", 9); /* +3, -2, +1 */
+	for (int fast = 0; fast < 2; fast++) {
+		if (fast)
+			pb_zeros(&b, 2 * LK_READ_RECORD_MAX); /* room for the fast path */
+		struct lk_reader *rd = lk_reader_new();
+		ASSERT_OK(lk_reader_open_memory(rd, b.p, b.len));
+		ASSERT_EQ(lk_reader_header(rd)->h.version, 3);
+		for (int k = 0; k < 5; k++) /* the STACK, the THREAD, the ALLOCs */
+			ASSERT_EQ(lk_reader_next(rd, &got), 1);
+		for (int k = 0; k < 3; k++) {
+			ASSERT_EQ(lk_reader_next(rd, &got), 1);
+			ASSERT_EQ(got.tag, LK_REC_FREE);
+			ASSERT_EQ(got.free.block, want[k]);
+		}
+		ASSERT_EQ(lk_reader_next(rd, &got), 0);
+		lk_reader_free(rd);
+	}
+	free(b.p);
 }
 
 /* ALLOC and FREE belong to the last THREAD record's thread: before the first, they are nobody's. */
@@ -387,7 +422,7 @@ TEST(event_before_thread)
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
 	ASSERT_EQ(n, 1); /* the STACK */
 	b.len = at;
-	at = PB_REC(&b, lk_rec_free(rec, 3, &b.prev_free, 1));
+	at = PB_REC(&b, lk_rec_free(rec, 3, 1, &b.prev_free, 1));
 	EXPECT_ERROR(&b, fmt("offset %zu: FREE before any THREAD record", at));
 
 	/* An INHERIT has no thread: it may come first (a forked child's file starts with them). */
@@ -395,7 +430,7 @@ TEST(event_before_thread)
 	b.prev_free = 0;
 	PB_REC(&b, lk_rec_inherit(rec, 8, 1, 5));
 	PB_REC(&b, lk_rec_thread(rec, 9));
-	PB_REC(&b, lk_rec_free(rec, 3, &b.prev_free, 1));
+	PB_REC(&b, lk_rec_free(rec, 3, 1, &b.prev_free, 1));
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
 	ASSERT_EQ(n, 4);
 
