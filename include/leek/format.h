@@ -117,8 +117,10 @@ enum lk_rec_tag {
  * timed record, like STACK and INHERIT. */
 
 /* Blocks: ALLOC and INHERIT records are numbered from 1 in file order, and that number names the
- * block they allocate. FREE carries zigzag(block - prev), where prev is the block of the previous
- * FREE in the file, 0 before the first. A FREE of block 0 or of a block not numbered yet is
+ * block they allocate. FREE carries block_code (above): an odd code is the block's age,
+ * block = blocks - (code >> 1), an even one its step, block = prev + unzigzag(code >> 1), where prev
+ * is the block of the previous FREE in the file, 0 before the first (version 3: the step
+ * zigzag(block - prev) alone). A FREE of block 0 or of a block not numbered yet is
  * corruption; each block is freed at most once. Addresses are not recorded. */
 
 /* STACK: frame 0 is the innermost caller of the allocation function (libleek's own frames are
