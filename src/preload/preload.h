@@ -183,8 +183,11 @@ bool lk_arena_check(void);                                /* invariant checker, 
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 			  const uint64_t **frames, uint32_t *known, void **ticket);
 /* lk_stack_capture's first case alone: the number of the stack of the kept walk that a capture
- * from frame would find (*known), or 0 when there is none or the capture has more to do. */
-uint32_t lk_stack_kept(const void *frame);
+ * from frame would find (*known), or 0 when there is none or the capture has more to do; *cut,
+ * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
+ * has taken the sample. */
+uint32_t lk_stack_kept(const void *frame, bool *cut);
+void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
 void lk_stack_learned(void *ticket, uint32_t id);

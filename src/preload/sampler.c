@@ -295,7 +295,8 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 	struct lk_block *b = NULL;
 
 	t->in_slow = 1; /* bytes_left stays 0: a signal handler's malloc goes to sample() */
-	uint32_t stack = lk_stack_kept(frame);
+	bool cut;
+	uint32_t stack = lk_stack_kept(frame, &cut);
 	if (lk_likely(stack)) {
 		size_t usable = lk_real_usable_fast(size, align);
 		uint64_t now = lk_now_ns();
@@ -304,6 +305,8 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 		    (b = sample_block(old, usable, align, t->tid, now)))
 			record_sample(b, size, usable, stack, t->tid, now);
 		lk_unlock();
+		if (b && cut)
+			lk_stack_count_cut();
 		if (b && zero)
 			memset(b + 1, 0, usable);
 	}

@@ -1054,22 +1054,30 @@ static LK_COLD int capture_slow(struct cursor *c, const struct cursor *top, uint
 	return j.n;
 }
 
-/* A kept walk found for this capture: it becomes the one to follow. Its stack's number. */
-static inline uint32_t kept_taken(struct memo *mo, const struct memo_key *kept)
+/* A kept walk found for this capture: it becomes the one to follow. Its stack's number, and in
+ * *cut whether that stack was cut at LEEK_MAX_FRAMES (a loss the caller counts once the sample is
+ * taken: lk_stack_count_cut). */
+static inline uint32_t kept_taken(struct memo *mo, const struct memo_key *kept, bool *cut)
 {
 	mo->last = kept->wf & KEY_WALK;
 	memo_put(mo);
-	if (kept->wf & KEY_CUT)
-		__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
+	*cut = kept->wf & KEY_CUT;
 	return kept->id;
+}
+
+LK_HOT void lk_stack_count_cut(void)
+{
+	__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 }
 
 /* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c): the number of
  * the stack of a kept walk that this capture would find, or 0, when it finds none or the capture
  * has more to do first (rules to forget, a fork pending at a look). A look at the loader that is
  * due is taken here, as the capture takes it. No frame is read but the hook's and the words of
- * the kept walk's checks; nothing else changes but the walk to follow. */
-LK_HOT uint32_t lk_stack_kept(const void *frame)
+ * the kept walk's checks; nothing else changes but the walk to follow. *cut: the stack was cut at
+ * LEEK_MAX_FRAMES, not counted here (a sample that then goes to the capture would count it
+ * twice). */
+LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
 {
 	const uintptr_t *fp = frame;
 	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
@@ -1092,7 +1100,7 @@ LK_HOT uint32_t lk_stack_kept(const void *frame)
 		memo_put(mo);
 		return 0;
 	}
-	return kept_taken(mo, kept);
+	return kept_taken(mo, kept, cut);
 }
 
 LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
@@ -1129,9 +1137,12 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 	if (rules_current(gen)) {
 		struct memo_key *kept = (mo = memo_take()) ? memo_find(mo, &top) : NULL;
 		if (kept) {
+			bool cut;
 			if (entered)
 				lk_loader_exit();
-			*known = kept_taken(mo, kept);
+			*known = kept_taken(mo, kept, &cut);
+			if (cut)
+				lk_stack_count_cut();
 			*frames = buf;
 			*hash = 0;
 			return 0;

@@ -322,8 +322,8 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
  * Most ALLOC and FREE records are the same thread's as the record before (tid 0 is none: that
  * goes through put_event, which finds it), and every value in them is below 2^14: a time step of
  * 0 (the coarse clock of exact mode), a size, a stack id, a freed block's code (its age or its
- * step from the previous FREE's, lk_free_code). Such a record is at most 7 bytes, and is put together in a register, with no loop
- * over its bytes and no copy. */
+ * step from the previous FREE's, lk_free_code). Such a record is at most 7 bytes, and is put
+ * together in a register, with no loop over its bytes and no copy. */
 #define SMALL (1u << 14)
 
 /* v < SMALL as a LEB128 varint: its bytes in the low bits, and its length in *len. */

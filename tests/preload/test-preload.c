@@ -545,6 +545,29 @@ TEST(exact_counts)
 	run_cleanup(&r);
 }
 
+/* A stack cut at LEEK_MAX_FRAMES is a loss counted once a sample, whether the sample's walk was
+ * taken or found kept (stack.c, lk_stack_kept: the count waits for the sample, so one that then
+ * goes to the full capture is not counted twice). Every one of exact.c's own allocations is more
+ * than 3 frames deep (its function, main, libc's start, _start). */
+TEST(exact_cut_stacks_counted_once)
+{
+	struct run r;
+	const char *argv[] = { "exact", NULL };
+	static const uint64_t sizes[] = { 4099, 4101, 5001, 9001, 13001, 101, 109, 6007, 3001, 7013 };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_FRAMES=3" } }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	uint64_t own = 0;
+	for (size_t i = 0; i < p->nblocks; i++)
+		for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++)
+			own += p->blocks[i].size == sizes[k];
+	ASSERT_TRUE(own >= 100);
+	ASSERT_TRUE(p->counters[LK_CNT_STACK_TRUNCATED] >= own);
+	ASSERT_TRUE(p->counters[LK_CNT_STACK_TRUNCATED] <= p->counters[LK_CNT_SAMPLES]);
+	run_cleanup(&r);
+}
+
 /* Exact mode keeps 64 MiB of freed arena pages for reuse, unless LEEK_ARENA_RETAIN says otherwise
  * (src/common/options.h): the arena holds the whole heap there, and 2 MiB made python3.11 fault
  * 100 000 pages back in. retain.c frees 2048 pages of blocks and allocates them again: with 64
