@@ -48,10 +48,13 @@ fi
 server=
 trap '[ -z "$server" ] || kill -9 "$server" 2>/dev/null; rm -rf "$tmp"' EXIT
 
-# files I: the bytes of what variant I left in $tmp/out (the profiles), appended to $tmp/f.I
-files() {
+# done_run I T0 T1: variant I ran from T0 to T1; its seconds to $tmp/t.I, the bytes of what it left
+# in $tmp/out (the profiles) to $tmp/f.I, and $tmp/out emptied
+done_run() {
   find "$tmp/out" -type f ! -name redis.log -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }' \
     >>"$tmp/f.$1"
+  rm -rf "$tmp/out"
+  echo "$3 - $2" | bc -l >>"$tmp/t.$1"
 }
 
 # one I: run variant I (0 plain, 1 leek run, 2 heaptrack), append its seconds to $tmp/t.I
@@ -65,9 +68,7 @@ one() {
     2) heaptrack -o "$tmp/out/ht.%p" "${cmd[@]}" ;;
   esac >/dev/null 2>"$tmp/err" || { echo "variant $1 failed:" >&2; tail -3 "$tmp/err" >&2; exit 1; }
   t1=$EPOCHREALTIME
-  files "$1"
-  rm -rf "$tmp/out"
-  echo "$t1 - $t0" | bc -l >>"$tmp/t.$1"
+  done_run "$1" "$t0" "$t1"
 }
 
 # redis_one I: variant I of the redis run; its times to $tmp/t.I (whole), c.I (server CPU during
@@ -106,9 +107,7 @@ print(s.getsockname()[1])')
   wait "$front" || { echo "variant $1 failed:" >&2; tail -3 "$tmp/err" >&2; exit 1; }
   server=
   t1=$EPOCHREALTIME
-  files "$1"
-  rm -rf "$tmp/out"
-  echo "$t1 - $t0" | bc -l >>"$tmp/t.$1"
+  done_run "$1" "$t0" "$t1"
   echo "($c1 - $c0) / $tck" | bc -l >>"$tmp/c.$1"
   echo "$b1 - $b0" | bc -l >>"$tmp/b.$1"
 }
