@@ -18,7 +18,7 @@
 # here the least time, the 10th percentile and the median of each are shown, and the ratios of
 # each (the noise only ever adds time, so the first two columns are the ones to compare), then
 # the median and the quartiles of the per-round ratio of leek run to heaptrack, and the size of
-# each one's file (leek's .lk.gz, heaptrack's .zst).
+# each one's file (leek's .lk.zst, heaptrack's .zst).
 #
 # redis: the server is pinned to CPU 0 once it answers and the benchmark runs on CPU 1, as in
 # bench/real.sh; what each front end runs beside the program (leek's reader of the profile,

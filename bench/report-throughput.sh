@@ -73,7 +73,7 @@ mkdir "$tmp/rec"
 for i in $(seq "$rounds"); do
   rm -rf "$tmp/rec"/*
   wall "$tmp/t.plain" "$tmp/workload" "$scale"
-  # --no-compress: recording and the summary, as before `leek run` gzipped its profiles (the
+  # --no-compress: recording and the summary, as before `leek run` compressed its profiles (the
   # compression's own cost is in docs/format.md, "Compressed profiles").
   wall "$tmp/t.leekrun" "$leek" run --no-compress --period 1 -o "$tmp/rec/w.%p.lk" -- \
     "$tmp/workload" "$scale"

@@ -1,4 +1,4 @@
-/* cmd-compress.c: `leek compress FILE...`: gzip profiles written earlier (compress.c).
+/* cmd-compress.c: `leek compress FILE...`: zstd-compresses profiles written earlier (compress.c).
  *
  * What `leek run` does at the end of a run, for the profiles of a run with --no-compress, of a
  * program started under LD_PRELOAD without the launcher, or of a daemon that outlived its run.
@@ -28,7 +28,7 @@ static int compress_one(const char *path)
 		return k;
 	printf("%s -> %s (%s -> %s)\n", path, c.path,
 	       lk_format_bytes(a, sizeof(a), (double)c.raw_bytes),
-	       lk_format_bytes(b, sizeof(b), (double)c.gz_bytes));
+	       lk_format_bytes(b, sizeof(b), (double)c.packed_bytes));
 	free(c.path);
 	return 0;
 }

@@ -7,7 +7,7 @@
  * forwards signals and waits, and a thread of its own reads and compresses the program's profile
  * as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
- * its sites) and compresses it into FILE.gz (compress.c) unless --no-compress, each from where the
+ * its sites) and compresses it into FILE.zst (compress.c) unless --no-compress, each from where the
  * follower got to. Nothing after the program's exit changes leek's status: a profile that cannot
  * be compressed stays raw, with a warning.
  */
@@ -240,7 +240,7 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
  * 45 MB in exact mode), which the summary need not wait for. */
 struct compress_job {
 	const char *path;
-	struct lk_compress_stream *gz; /* the follower's start on it, or NULL */
+	struct lk_compress_stream *comp; /* the follower's start on it, or NULL */
 	int k, unlinked;               /* unlinked: 0, or -errno if the raw file could not go */
 	struct lk_compressed c;
 	char *msg;
@@ -261,9 +261,9 @@ static void *compress_job_run(void *arg)
 {
 	struct compress_job *j = arg;
 
-	j->k = lk_compress_stream_finish(j->gz, j->path, LK_COMPRESS_LEVEL, LK_COMPRESS_KEEP_RAW,
+	j->k = lk_compress_stream_finish(j->comp, j->path, LK_COMPRESS_LEVEL, LK_COMPRESS_KEEP_RAW,
 					 &j->c, &j->msg);
-	j->gz = NULL; /* finished or freed */
+	j->comp = NULL; /* finished or freed */
 	pthread_mutex_lock(&j->mu);
 	while (!j->read)
 		pthread_cond_wait(&j->cv, &j->mu);
@@ -273,7 +273,7 @@ static void *compress_job_run(void *arg)
 	return NULL;
 }
 
-/* The malloc'ed path of the profile's .gz once the job is done and the raw file removed, or NULL
+/* The malloc'ed path of the profile's .zst once the job is done and the raw file removed, or NULL
  * if it stays raw (one line says why). A failure that the next profiles would meet too (no space,
  * no permission) sets *stop, and they stay raw without more warnings. */
 static char *compress_result(struct compress_job *j, size_t left, bool *stop)
@@ -320,8 +320,8 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top, .shown_only = true };
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
-	_cleanup_(freep) char *err = NULL, *gz = NULL;
-	struct compress_job job = { .path = path, .gz = lk_run_follow_take_gz(follower, path),
+	_cleanup_(freep) char *err = NULL, *packed = NULL;
+	struct compress_job job = { .path = path, .comp = lk_run_follow_take_comp(follower, path),
 				    .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 	bool compress = arg_compress && !*stop, threaded = false;
 	const char *shown;
@@ -350,18 +350,18 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 		pthread_join(th, NULL);
 	else if (compress)
 		compress_job_run(&job);
-	lk_compress_stream_free(job.gz); /* not compressed (a stop): its temporary file goes */
+	lk_compress_stream_free(job.comp); /* not compressed (a stop): its temporary file goes */
 	pthread_cond_destroy(&job.cv);
 	pthread_mutex_destroy(&job.mu);
 	if (compress)
-		gz = compress_result(&job, left, stop);
-	shown = gz ? gz : path;
+		packed = compress_result(&job, left, stop);
+	shown = packed ? packed : path;
 	if (!sym) {
 		lk_msg("%s: written (out of memory for its summary)", shown);
 		return;
 	}
-	if (k >= 0 && gz)
-		k = lk_report_rename(r, r->nprocs - 1, gz);
+	if (k >= 0 && packed)
+		k = lk_report_rename(r, r->nprocs - 1, packed);
 	if (k < 0 && err && *err)
 		lk_msg("%s: %s", shown, err);
 	else if (k < 0)

@@ -1,10 +1,10 @@
-/* compress.c: turns a finished raw profile into FILE.gz beside it (compress.h).
+/* compress.c: turns a finished raw profile into FILE.zst beside it (compress.h).
  *
  * It must never lose a profile: the raw file is removed only once its compressed copy is complete,
  * on disk (fsync, then the directory's fsync after the rename) and under its final name; any
  * failure before that removes the temporary file and leaves the raw one as it was. The temporary
  * file is an unnamed O_TMPFILE in the same directory where the file system has them, so that a
- * Ctrl-C or a crash in the middle leaves nothing behind; elsewhere it is FILE.gz.XXXXXX. It must
+ * Ctrl-C or a crash in the middle leaves nothing behind; elsewhere it is FILE.zst.XXXXXX. It must
  * never overwrite a file either (libleek never does): the final name is taken with linkat(2) or
  * RENAME_NOREPLACE, which fail rather than replace. And it must not compress a profile that is
  * still being written, by a process that outlived `leek run`'s program: libleek keeps its profile
@@ -12,7 +12,6 @@
  * that its header's process holds is refused, and one whose size or time changed while it was
  * read is dropped at the end.
  */
-#define ZLIB_CONST
 #include <dirent.h>
 #include <endian.h>
 #include <errno.h>
@@ -26,15 +25,16 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <zstd.h>
 
 #include "compress.h"
 #include "leek/format.h"
-#include "read-gz.h"
+#include "read-z.h"
 #include "util.h"
 
 #define IO_BUF (256 * 1024)
-#define MAX_NAMES 1000 /* FILE.gz, FILE.1.gz, ... FILE.999.gz, as libleek's suffixes */
+#define MAX_NAMES 1000 /* FILE.zst, FILE.1.zst, ... FILE.999.zst, as libleek's suffixes */
+#define SUFFIX ".zst"
 
 static int fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char **msg, int r, const char *fmt, ...)
@@ -102,12 +102,13 @@ static int check_profile(int fd, const struct stat *st, char **msg)
 {
 	struct lk_file_header h;
 	ssize_t k = pread(fd, &h, sizeof(h), 0);
-	const uint8_t *b = (const uint8_t *)&h;
+	enum lk_codec codec;
 
 	if (k < 0)
 		return fail(msg, -errno, "cannot read it: %s", strerror(errno));
-	if (k >= 2 && b[0] == LK_GZ_MAGIC0 && b[1] == LK_GZ_MAGIC1)
-		return fail(msg, -EALREADY, "already gzip-compressed");
+	codec = lk_codec_of(&h, (size_t)k);
+	if (codec != LK_CODEC_NONE)
+		return fail(msg, -EALREADY, "already %s-compressed", lk_codec_name(codec));
 	if (k < 8 || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0)
 		return fail(msg, -EMEDIUMTYPE, "not a leek profile (no %s magic)", LK_FORMAT_MAGIC);
 	if (k == (ssize_t)sizeof(h) && held_open((pid_t)le32toh(h.pid), st->st_dev, st->st_ino))
@@ -131,61 +132,56 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-/* The level for a profile of `size` bytes: deflate is slow only on data in which it finds few
- * long matches, so LK_COMPRESS_PROBE bytes from the middle of the file, or from
+/* The level for a profile of `size` bytes: zstd's higher levels are slow only on data in which
+ * they find few long matches, so LK_COMPRESS_PROBE bytes from the middle of the file, or from
  * LK_COMPRESS_PROBE_AT in a larger one (past the modules and stacks at its start, either way),
- * are deflated at LK_COMPRESS_LEVEL_BEST, and a profile they show to shrink less than
- * LK_COMPRESS_GOOD_RATIO times gets LK_COMPRESS_LEVEL_FAST. One level for the whole file (zlib
- * compresses worse after a change of level in mid-stream), chosen from the bytes alone, so a
- * profile always compresses to the same file, and a large one can be compressed as it is written
- * once its first 2 * LK_COMPRESS_PROBE_AT bytes are (lk_compress_stream_feed). */
+ * are compressed at LK_COMPRESS_LEVEL_BEST, and a profile they show to shrink less than
+ * LK_COMPRESS_GOOD_RATIO times gets LK_COMPRESS_LEVEL_FAST. One level for the whole file, chosen
+ * from the bytes alone, so a profile always compresses to the same file, and a large one can be
+ * compressed as it is written once its first 2 * LK_COMPRESS_PROBE_AT bytes are
+ * (lk_compress_stream_feed). */
 static int choose_level(int fd, uint64_t size)
 {
 	_cleanup_(freep) uint8_t *in = NULL, *out = NULL;
-	z_stream zs = { 0 };
+	size_t bound = ZSTD_compressBound(LK_COMPRESS_PROBE), packed;
 	ssize_t n;
 
 	if (size <= 2 * LK_COMPRESS_PROBE)
 		return LK_COMPRESS_LEVEL_BEST;
 	in = malloc(LK_COMPRESS_PROBE);
-	out = malloc(LK_COMPRESS_PROBE);
+	out = malloc(bound);
 	if (!in || !out)
 		return LK_COMPRESS_LEVEL_FAST;
 	n = pread(fd, in, LK_COMPRESS_PROBE,
 		  (off_t)(size / 2 < LK_COMPRESS_PROBE_AT ? size / 2 : LK_COMPRESS_PROBE_AT));
-	if (n <= 0 || deflateInit2(&zs, LK_COMPRESS_LEVEL_BEST, Z_DEFLATED, -MAX_WBITS, 8,
-				   Z_DEFAULT_STRATEGY) != Z_OK)
+	if (n <= 0)
 		return LK_COMPRESS_LEVEL_FAST;
-	zs.next_in = in;
-	zs.avail_in = (uInt)n;
-	zs.next_out = out;
-	zs.avail_out = LK_COMPRESS_PROBE;
-	int z = deflate(&zs, Z_FINISH);
-	uint64_t packed = z == Z_STREAM_END ? zs.total_out : (uint64_t)n; /* did not even fit */
-	deflateEnd(&zs);
-	return (uint64_t)n >= packed * LK_COMPRESS_GOOD_RATIO ? LK_COMPRESS_LEVEL_BEST
-							       : LK_COMPRESS_LEVEL_FAST;
+	packed = ZSTD_compress(out, bound, in, (size_t)n, LK_COMPRESS_LEVEL_BEST);
+	if (ZSTD_isError(packed))
+		return LK_COMPRESS_LEVEL_FAST;
+	return (size_t)n >= packed * LK_COMPRESS_GOOD_RATIO ? LK_COMPRESS_LEVEL_BEST
+							    : LK_COMPRESS_LEVEL_FAST;
 }
 
 /* A compression in progress: the profile (read at offsets, never moved through), the temporary
- * file that takes its gzip member, and how far it has got. */
+ * file that takes its zstd frame, and how far it has got. */
 struct lk_compress_stream {
 	int in, out;
 	char *dir, *tmp;  /* tmp: the temporary file's name, NULL if it has none (O_TMPFILE) */
-	z_stream zs;
-	bool started;     /* zs set up, at the level chosen */
-	uint64_t done;    /* raw bytes deflated */
+	ZSTD_CCtx *cc;    /* set up at the level chosen; NULL before */
+	uint64_t done;    /* raw bytes compressed */
 	uint8_t *ibuf, *obuf;
+	size_t obuf_size;
 };
 
-/* Deflates the profile from s->done up to `end` (at most; the end of the file first if finish),
- * into s->out as one gzip member; finish: then ends the member. */
-static int deflate_some(struct lk_compress_stream *s, uint64_t end, bool finish)
+/* Compresses the profile from s->done up to `end` (at most; the end of the file first if
+ * finish), into s->out as one zstd frame; finish: then ends the frame. */
+static int compress_some(struct lk_compress_stream *s, uint64_t end, bool finish)
 {
-	int flush, k = 0;
+	int k = 0;
 
 	do {
-		size_t want = IO_BUF;
+		size_t want = IO_BUF, left;
 		if (end - s->done < want)
 			want = (size_t)(end - s->done);
 		ssize_t n = want ? pread(s->in, s->ibuf, want, (off_t)s->done) : 0;
@@ -194,17 +190,16 @@ static int deflate_some(struct lk_compress_stream *s, uint64_t end, bool finish)
 		if (n < 0)
 			return -errno;
 		s->done += (uint64_t)n;
-		s->zs.next_in = s->ibuf;
-		s->zs.avail_in = (uInt)n;
-		flush = n == 0 && finish ? Z_FINISH : Z_NO_FLUSH;
+		ZSTD_inBuffer in = { s->ibuf, (size_t)n, 0 };
+		ZSTD_EndDirective how = n == 0 && finish ? ZSTD_e_end : ZSTD_e_continue;
 		do {
-			s->zs.next_out = s->obuf;
-			s->zs.avail_out = IO_BUF;
-			if (deflate(&s->zs, flush) == Z_STREAM_ERROR)
-				k = -EINVAL;
-			else
-				k = write_all(s->out, s->obuf, IO_BUF - s->zs.avail_out);
-		} while (k == 0 && s->zs.avail_out == 0);
+			ZSTD_outBuffer out = { s->obuf, s->obuf_size, 0 };
+			left = ZSTD_compressStream2(s->cc, &out, &in, how);
+			if (ZSTD_isError(left))
+				return -ENOMEM; /* its only failure on valid arguments */
+			k = write_all(s->out, s->obuf, out.pos);
+			/* e_continue: until the input is taken; e_end: until the frame is out. */
+		} while (k == 0 && (how == ZSTD_e_end ? left > 0 : in.pos < in.size));
 		if (n == 0)
 			break;
 	} while (k == 0);
@@ -213,10 +208,13 @@ static int deflate_some(struct lk_compress_stream *s, uint64_t end, bool finish)
 
 static int stream_start(struct lk_compress_stream *s, int level)
 {
-	/* 16 + 15: a gzip wrapper, the largest window; 8: zlib's default memory level. */
-	if (deflateInit2(&s->zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	s->cc = ZSTD_createCCtx();
+	if (!s->cc)
 		return -ENOMEM;
-	s->started = true;
+	/* The checksum: a damaged file is told apart from a profile cut short, as gzip's CRC. */
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(s->cc, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(s->cc, ZSTD_c_checksumFlag, 1)))
+		return -EINVAL;
 	return 0;
 }
 
@@ -241,7 +239,7 @@ static int place(int fd, const char *tmp, const char *name)
 	return k;
 }
 
-/* Names the temporary file the first free one of FILE.gz, FILE.1.gz, ...: 0 and *ret, or a
+/* Names the temporary file the first free one of FILE.zst, FILE.1.zst, ...: 0 and *ret, or a
  * negative errno. Never replaces a file. */
 static int name_free(int fd, const char *tmp, const char *path, char **ret)
 {
@@ -249,7 +247,8 @@ static int name_free(int fd, const char *tmp, const char *path, char **ret)
 		char *name;
 		int k;
 
-		if ((i ? asprintf(&name, "%s.%u.gz", path, i) : asprintf(&name, "%s.gz", path)) < 0)
+		if ((i ? asprintf(&name, "%s.%u" SUFFIX, path, i)
+		       : asprintf(&name, "%s" SUFFIX, path)) < 0)
 			return -ENOMEM;
 		k = place(fd, tmp, name);
 		if (k == 0) {
@@ -283,8 +282,8 @@ static void sync_dir(const char *dir)
 	}
 }
 
-/* A temporary file in dir for FILE.gz: unnamed (*tmp NULL) where the file system allows, else
- * FILE.gz.XXXXXX (*tmp malloc'ed). The descriptor, or a negative errno. */
+/* A temporary file in dir for FILE.zst: unnamed (*tmp NULL) where the file system allows, else
+ * FILE.zst.XXXXXX (*tmp malloc'ed). The descriptor, or a negative errno. */
 static int open_temp(const char *dir, const char *path, char **tmp)
 {
 	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
@@ -292,7 +291,7 @@ static int open_temp(const char *dir, const char *path, char **tmp)
 	*tmp = NULL;
 	if (fd >= 0)
 		return fd;
-	if (asprintf(tmp, "%s.gz.XXXXXX", path) < 0) {
+	if (asprintf(tmp, "%s" SUFFIX ".XXXXXX", path) < 0) {
 		*tmp = NULL;
 		return -ENOMEM;
 	}
@@ -310,8 +309,7 @@ struct lk_compress_stream *lk_compress_stream_free(struct lk_compress_stream *s)
 {
 	if (!s)
 		return NULL;
-	if (s->started)
-		deflateEnd(&s->zs);
+	ZSTD_freeCCtx(s->cc); /* accepts NULL */
 	if (s->tmp)
 		unlink(s->tmp);
 	if (s->in >= 0)
@@ -347,8 +345,9 @@ static int stream_new(const char *path, bool check, struct stat *st,
 		k = fail(msg, -EINVAL, "not a regular file");
 	else
 		k = check ? check_profile(s->in, st, msg) : 0;
+	s->obuf_size = ZSTD_CStreamOutSize(); /* a whole block: no partial flush per call */
 	if (k == 0 && (!(s->dir = dir_of(path)) || !(s->ibuf = malloc(IO_BUF)) ||
-		       !(s->obuf = malloc(IO_BUF))))
+		       !(s->obuf = malloc(s->obuf_size))))
 		k = -ENOMEM;
 	if (k == 0)
 		k = s->out = open_temp(s->dir, path, &s->tmp);
@@ -371,7 +370,7 @@ int lk_compress_stream_feed(struct lk_compress_stream *s, uint64_t limit)
 {
 	int k;
 
-	if (!s->started) {
+	if (!s->cc) {
 		/* The level is the one the whole file will get (choose_level): known as soon as
 		 * the file is longer than twice the probe's offset. */
 		if (limit < 2 * (uint64_t)LK_COMPRESS_PROBE_AT)
@@ -380,7 +379,7 @@ int lk_compress_stream_feed(struct lk_compress_stream *s, uint64_t limit)
 		if (k < 0)
 			return k;
 	}
-	return limit > s->done ? deflate_some(s, limit, false) : 0;
+	return limit > s->done ? compress_some(s, limit, false) : 0;
 }
 
 int lk_compress_profile(const char *path, int level, unsigned flags, struct lk_compressed *ret,
@@ -401,7 +400,7 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 			k = -errno;
 			goto out;
 		}
-		if (s->started && level != LK_COMPRESS_LEVEL) {
+		if (s->cc && level != LK_COMPRESS_LEVEL) {
 			k = -EINVAL; /* a stream is only ever started at the level chosen */
 			goto out;
 		}
@@ -411,12 +410,12 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 		if (k < 0)
 			return k;
 	}
-	if (k == 0 && !s->started)
+	if (k == 0 && !s->cc)
 		k = stream_start(s, level != LK_COMPRESS_LEVEL
 					    ? level
 					    : choose_level(s->in, (uint64_t)st.st_size));
 	if (k == 0)
-		k = deflate_some(s, UINT64_MAX, true);
+		k = compress_some(s, UINT64_MAX, true);
 	/* The profile's permissions and times: its mtime is when its process stopped writing. */
 	if (k == 0 && (fchmod(s->out, st.st_mode & 0777) < 0 ||
 		       futimens(s->out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0 ||
@@ -439,7 +438,7 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 		goto out;
 	}
 	*ret = (struct lk_compressed){ .path = name, .raw_bytes = s->done,
-				       .gz_bytes = (uint64_t)ost.st_size };
+				       .packed_bytes = (uint64_t)ost.st_size };
 	name = NULL;
 out:
 	lk_compress_stream_free(s);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "profile-internal.h"
+#include "read-z.h"
 
 int profile_fail(char **msg, int r, const char *fmt, ...)
 {
@@ -48,8 +49,8 @@ int profile_fail_record(char **msg, const struct lk_record *rec, int r, const ch
 }
 
 /* Copies a pipe into an unlinked temporary file; closes fd. Only a profile is copied to its end:
- * past 8 bytes without the magic (or the 2 of gzip, still compressed: the reader inflates it) the
- * copy stops, and the reader says what the input is not (`leek report /dev/zero` must not fill
+ * past 8 bytes without the magic (or zstd's or gzip's, still compressed: the reader decompresses
+ * it) the copy stops, and the reader says what the input is not (`leek report /dev/zero` must not fill
  * the disk). */
 static int spool(int fd, int *ret, char **msg)
 {
@@ -84,7 +85,7 @@ static int spool(int fd, int *ret, char **msg)
 		for (ssize_t i = 0; i < n && got < sizeof(head); i++)
 			head[got++] = buf[i];
 		if (got == sizeof(head) && memcmp(head, LK_FORMAT_MAGIC, sizeof(head)) != 0 &&
-		    memcmp(head, "\x1f\x8b", 2) != 0)
+		    lk_codec_of(head, got) == LK_CODEC_NONE)
 			break;
 	}
 	close(fd);

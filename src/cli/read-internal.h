@@ -15,8 +15,10 @@ enum lk_reader_state { ST_NEW, ST_RECORDS, ST_AFTER_TRAILER, ST_END, ST_FAILED }
 struct lk_reader {
 	enum lk_reader_state state;
 	int fd, own_fd;          /* fd < 0: reading from memory */
-	struct lk_gz *gz;        /* a gzip profile, inflated into buf (read-gz.h); NULL if raw */
-	uint8_t *buf;            /* the window's storage, for fds and gzip */
+	struct lk_unz *unz;      /* a compressed profile, decompressed into buf (read-z.h); or NULL */
+	int unz_err;             /* its data is damaged where the uncompressed bytes reach */
+	uint64_t unz_err_at;     /* this offset: the window ends there (lk_reader_damaged) */
+	uint8_t *buf;            /* the window's storage, for fds and compressed profiles */
 	const uint8_t *p, *end;  /* unread bytes in the window */
 	uint64_t offset;         /* file offset of p */
 	bool eof;                /* nothing beyond end */
@@ -50,10 +52,20 @@ int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
 /* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. */
 int lk_reader_fill(struct lk_reader *r, size_t want);
 
+/* The damage that ended a compressed profile's input (unz_err, at unz_err_at), now that the
+ * reader has read everything before it: "<codec> data corrupt after uncompressed offset N: ...",
+ * ST_FAILED, the error. */
+int lk_reader_damaged(struct lk_reader *r);
+
+/* Reads a compressed profile on to the end of its stream, past where its records end, so that
+ * damage there (a wrong checksum) is found: 0, or lk_reader_damaged()'s error. */
+int lk_reader_drain(struct lk_reader *r);
+
 /* A record cut by the end of the input, its tag at `offset`: "offset N: <what> cut by the end of
- * the file", -EBADMSG. Except for a gzip stream that was itself cut short (a compression that a
- * crash interrupted): that ends the profile before the record, as a zero tag would, and leaves
- * the reader in ST_END, where lk_reader_next() returns 0. */
+ * the file", -EBADMSG. Except for a compressed stream that was itself cut short (a compression
+ * that a crash interrupted): that ends the profile before the record, as a zero tag would, and
+ * leaves the reader in ST_END, where lk_reader_next() returns 0; and for one whose data is
+ * damaged there, lk_reader_damaged(). */
 int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

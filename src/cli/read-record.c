@@ -328,6 +328,8 @@ static int check_tail(struct lk_reader *r)
 		size_t n = lk_reader_avail(r);
 		if (n == 0 && !r->eof)
 			return 0; /* followed: the limit */
+		if (n == 0 && r->unz_err)
+			return lk_reader_damaged(r);
 		if (n == 0) {
 			r->state = ST_END;
 			return 0;
@@ -509,9 +511,15 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	if (lk_reader_waits(r) || (r->limit != UINT64_MAX && (r->p[0] == LK_REC_END ||
 							       r->p[0] >= LK_REC_EXT_FIRST)))
 		return 0;
-	/* The end of the file, or a zero tag: the writer stopped here. */
+	/* The end of the file, or a zero tag: the writer stopped here. A compressed stream is read
+	 * on to its end first, where its checksum tells whether that zero was the writer's or one
+	 * that damaged data made. */
 	if (lk_reader_avail(r) == 0 || r->p[0] == LK_REC_END) {
-		r->end_offset = r->offset;
+		uint64_t end = r->offset;
+		k = r->unz ? lk_reader_drain(r) : 0;
+		if (k < 0)
+			return k;
+		r->end_offset = end;
 		r->state = ST_END;
 		return 0;
 	}
@@ -563,7 +571,7 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 		return 1;
 	}
 	if (k < 0)
-		return r->state == ST_END ? 0 : k; /* ST_END: a cut gzip stream (lk_reader_cut()) */
+		return r->state == ST_END ? 0 : k; /* ST_END: a cut compressed stream (lk_reader_cut()) */
 
 	lk_reader_consume(r, (size_t)(c.p - r->p));
 	r->end_offset = r->offset;

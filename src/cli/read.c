@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "read-gz.h"
+#include "read-z.h"
 #include "read-internal.h"
 
 _Static_assert(LK_ALLOC_MAX <= LK_READ_RECORD_MAX && LK_STACK_MAX <= LK_READ_RECORD_MAX &&
@@ -83,7 +83,7 @@ struct lk_reader *lk_reader_free(struct lk_reader *r)
 		return NULL;
 	if (r->own_fd >= 0)
 		close(r->own_fd);
-	lk_gz_free(r->gz);
+	lk_unz_free(r->unz);
 	lk_u64map_done(&r->loaded);
 	free(r->buf);
 	free(r->strings);
@@ -103,23 +103,41 @@ int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
-/* A gzip stream's failure, n bytes into the window. Offsets are the uncompressed profile's: the
- * only ones the rest of leek knows. */
-static int fail_gz(struct lk_reader *r, int err, size_t n)
+/* A compressed stream's failure where the uncompressed profile reaches `at`. Offsets are the
+ * uncompressed profile's: the only ones the rest of leek knows. */
+static int fail_unz(struct lk_reader *r, int err, uint64_t at)
 {
-	uint64_t at = r->offset + n;
-
 	if (err == -EBADMSG)
-		return lk_reader_fail(r, err, "gzip data corrupt after uncompressed offset %" PRIu64
-				      ": %s", at, lk_gz_error(r->gz));
+		return lk_reader_fail(r, err, "%s data corrupt after uncompressed offset %" PRIu64
+				      ": %s", lk_codec_name(lk_unz_codec(r->unz)), at,
+				      lk_unz_error(r->unz));
 	if (err == -ENOMEM)
 		return lk_reader_fail(r, err, "out of memory");
 	return lk_reader_fail(r, err, "read failed after uncompressed offset %" PRIu64 ": %s", at,
 			      strerror(-err));
 }
 
-/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. A gzip
- * profile is inflated here, a window at a time. */
+int lk_reader_damaged(struct lk_reader *r)
+{
+	return fail_unz(r, r->unz_err, r->unz_err_at);
+}
+
+int lk_reader_drain(struct lk_reader *r)
+{
+	for (;;) {
+		int k = lk_reader_fill(r, LK_READ_BUF);
+		if (k < 0)
+			return k;
+		if (lk_reader_avail(r) == 0)
+			return r->unz_err ? lk_reader_damaged(r) : 0;
+		lk_reader_consume(r, lk_reader_avail(r));
+	}
+}
+
+/* Makes at least `want` (<= LK_READ_BUF) bytes available, unless the input ends first. A
+ * compressed profile is decompressed here, a window at a time; where its data turns out damaged,
+ * the bytes before the damage are the input's end, and the error waits for the reader to reach
+ * it (lk_reader_damaged), so that every record before it is read. */
 int lk_reader_fill(struct lk_reader *r, size_t want)
 {
 	size_t n = lk_reader_avail(r);
@@ -138,10 +156,16 @@ int lk_reader_fill(struct lk_reader *r, size_t want)
 			if (r->limit - at < room)
 				room = (size_t)(r->limit - at);
 		}
-		ssize_t k = r->gz ? lk_gz_read(r->gz, r->buf + n, room)
-				  : read(r->fd, r->buf + n, room);
-		if (k < 0 && r->gz)
-			return fail_gz(r, (int)k, n);
+		ssize_t k = r->unz ? lk_unz_read(r->unz, r->buf + n, room)
+				   : read(r->fd, r->buf + n, room);
+		if (k < 0 && r->unz && n == 0)
+			return fail_unz(r, (int)k, r->offset);
+		if (k < 0 && r->unz) {
+			r->unz_err = (int)k;
+			r->unz_err_at = r->offset + n;
+			r->eof = true;
+			break;
+		}
 		if (k < 0) {
 			int err = errno;
 			if (err == EINTR)
@@ -230,13 +254,16 @@ static int read_header(struct lk_reader *r)
 	if (k < 0)
 		return k;
 	n = lk_reader_avail(r);
-	if (n == 0 && r->gz)
-		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (gzip data %s)",
-				      lk_gz_cut(r->gz) ? "cut short before any data" : "empty");
+	if (n == 0 && r->unz)
+		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (%s data %s)",
+				      lk_codec_name(lk_unz_codec(r->unz)),
+				      lk_unz_cut(r->unz) ? "cut short before any data" : "empty");
 	if (n == 0)
 		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (empty file)");
 	if (memcmp(r->p, LK_FORMAT_MAGIC, n < 8 ? n : 8) != 0)
 		return lk_reader_fail(r, -EMEDIUMTYPE, "not a leek profile (bad magic)");
+	if (n < LK_HEADER_FIXED_SIZE && r->unz_err)
+		return lk_reader_damaged(r);
 	if (n < LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 0, "header cut by the end of the file after %zu of %d "
 					 "bytes", n, LK_HEADER_FIXED_SIZE);
@@ -256,6 +283,8 @@ static int read_header(struct lk_reader *r)
 		if (k < 0)
 			return k;
 		n = lk_reader_avail(r) < left ? lk_reader_avail(r) : (size_t)left;
+		if (n == 0 && r->unz_err)
+			return lk_reader_damaged(r);
 		if (n == 0)
 			return lk_reader_fail_at(r, 0, "header cut by the end of the file at "
 						 "offset %" PRIu64 " (header size %u)",
@@ -282,7 +311,9 @@ int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ..
 	char what[128];
 	va_list ap;
 
-	if (r->gz && lk_gz_cut(r->gz)) {
+	if (r->unz_err)
+		return lk_reader_damaged(r);
+	if (r->unz && lk_unz_cut(r->unz)) {
 		r->end_offset = offset;
 		r->state = ST_END;
 		return -EBADMSG;
@@ -293,13 +324,9 @@ int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ..
 	return lk_reader_fail_at(r, offset, "%s cut by the end of the file", what);
 }
 
-static bool is_gzip(const uint8_t *p, size_t n)
-{
-	return n >= 2 && p[0] == LK_GZ_MAGIC0 && p[1] == LK_GZ_MAGIC1;
-}
-
 int lk_reader_open_fd(struct lk_reader *r, int fd)
 {
+	enum lk_codec codec;
 	int k;
 
 	if (r->state != ST_NEW || r->buf || r->p)
@@ -310,16 +337,17 @@ int lk_reader_open_fd(struct lk_reader *r, int fd)
 	r->fd = fd;
 	r->p = r->end = r->buf;
 	/* Compressed or not is told by the first bytes, whatever the file is called: the bytes
-	 * read to tell become the inflater's first input. */
-	k = lk_reader_fill(r, 2);
+	 * read to tell become the decompressor's first input. */
+	k = lk_reader_fill(r, LK_CODEC_MAGIC_MAX);
 	if (k < 0)
 		return k;
-	if (is_gzip(r->p, lk_reader_avail(r))) {
+	codec = lk_codec_of(r->p, lk_reader_avail(r));
+	if (codec != LK_CODEC_NONE) {
 		if (r->limit != UINT64_MAX)
 			return lk_reader_fail(r, -EINVAL,
 					      "a compressed profile cannot be followed");
-		r->gz = lk_gz_new(fd, r->p, lk_reader_avail(r));
-		if (!r->gz)
+		r->unz = lk_unz_new(codec, fd, r->p, lk_reader_avail(r));
+		if (!r->unz)
 			return lk_reader_fail(r, -ENOMEM, "out of memory");
 		r->p = r->end = r->buf;
 		r->eof = false;
@@ -357,13 +385,15 @@ int lk_reader_open(struct lk_reader *r, const char *path)
 int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size)
 {
 	static const uint8_t nothing;
+	enum lk_codec codec;
 
 	if (r->state != ST_NEW || r->buf || r->p)
 		return -EBUSY;
-	if (data && is_gzip(data, size)) { /* inflated into a window, as from a file */
+	codec = data ? lk_codec_of(data, size) : LK_CODEC_NONE;
+	if (codec != LK_CODEC_NONE) { /* decompressed into a window, as from a file */
 		r->buf = malloc(LK_READ_BUF);
-		r->gz = lk_gz_new(-1, data, size);
-		if (!r->buf || !r->gz)
+		r->unz = lk_unz_new(codec, -1, data, size);
+		if (!r->buf || !r->unz)
 			return lk_reader_fail(r, -ENOMEM, "out of memory");
 		r->p = r->end = r->buf;
 		return read_header(r);
@@ -381,7 +411,7 @@ const struct lk_profile_header *lk_reader_header(const struct lk_reader *r)
 
 int lk_reader_follow(struct lk_reader *r, uint64_t limit)
 {
-	if (r->gz || (r->state != ST_NEW && r->fd < 0) || r->state == ST_FAILED)
+	if (r->unz || (r->state != ST_NEW && r->fd < 0) || r->state == ST_FAILED)
 		return -EINVAL;
 	if (limit < r->limit && r->limit != UINT64_MAX)
 		limit = r->limit; /* bytes below the old limit may be in the window already */

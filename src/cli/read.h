@@ -6,9 +6,10 @@
  * modules, capped at LK_READ_MAX_LOADED. It never prints: a failure leaves a one-line message,
  * "offset N: what is wrong", for the caller to print after the file's name.
  *
- * A profile that starts with gzip's magic (1f 8b) is inflated into the window as it is read
- * (read-gz.h); every offset is then still one in the uncompressed profile. A gzip stream cut
- * short reads like a crashed profile: up to its last complete record, without a trailer.
+ * A profile that starts with zstd's magic (28 b5 2f fd) or gzip's (1f 8b) is decompressed into
+ * the window as it is read (read-z.h); every offset is then still one in the uncompressed
+ * profile. A compressed stream cut short reads like a crashed profile: up to its last complete
+ * record, without a trailer.
  *
  *   r = lk_reader_open(rd, path);            header validated, or < 0 and lk_reader_error(rd)
  *   while ((r = lk_reader_next(rd, &rec)) > 0)
@@ -135,8 +136,8 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
  * less than LK_READ_RECORD_MAX bytes before the limit (it may not be whole there), at a zero tag,
  * and at an extension record. Called again with a higher limit, it goes on from there; with
  * UINT64_MAX it reads the rest as a whole file is read, to its end. Before opening (so that the
- * header, too, is read only below the limit) or between records; a gzip profile is never
- * followed (-EINVAL). */
+ * header, too, is read only below the limit) or between records; a compressed profile is
+ * never followed (-EINVAL). */
 int lk_reader_follow(struct lk_reader *r, uint64_t limit);
 
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */

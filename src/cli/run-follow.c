@@ -145,7 +145,7 @@ struct lk_run_follower {
 	struct lk_profile_follow *f; /* NULL until its header is below the limit; after a failure */
 	bool failed;               /* give up on this file */
 	bool compress;             /* and compress it as well */
-	struct lk_compress_stream *gz; /* NULL until the profile is found, or after a failure */
+	struct lk_compress_stream *comp; /* NULL until the profile is found, or after a failure */
 	struct lk_symbolizer *sym; /* the modules its stacks name, opened ahead; NULL */
 	uint32_t sym_profile;      /* the number this file's modules have in sym */
 	size_t modules_seen;       /* the modules registered in sym */
@@ -156,7 +156,7 @@ struct lk_run_follower {
 static void drop(struct lk_run_follower *w)
 {
 	w->f = lk_profile_follow_free(w->f);
-	w->gz = lk_compress_stream_free(w->gz);
+	w->comp = lk_compress_stream_free(w->comp);
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -226,8 +226,8 @@ static void look_for_profile(struct lk_run_follower *w)
 			list[best].path = NULL;
 			w->st = st;
 			w->fd = fd;
-			if (w->compress && lk_compress_stream_new(w->path, &w->gz) < 0)
-				w->gz = NULL; /* compressed after the exit, as without one */
+			if (w->compress && lk_compress_stream_new(w->path, &w->comp) < 0)
+				w->comp = NULL; /* compressed after the exit, as without one */
 		} else {
 			close(fd);
 		}
@@ -276,8 +276,8 @@ static void follow_some(struct lk_run_follower *w)
 			w->failed = true;
 			return;
 		}
-		if (w->gz && lk_compress_stream_feed(w->gz, at) < 0)
-			w->gz = lk_compress_stream_free(w->gz);
+		if (w->comp && lk_compress_stream_feed(w->comp, at) < 0)
+			w->comp = lk_compress_stream_free(w->comp);
 		pthread_mutex_lock(&w->mu);
 		bool stop = w->stop;
 		pthread_mutex_unlock(&w->mu);
@@ -386,15 +386,15 @@ struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const ch
 	return f;
 }
 
-struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, const char *path)
+struct lk_compress_stream *lk_run_follow_take_comp(struct lk_run_follower *w, const char *path)
 {
-	struct lk_compress_stream *gz = NULL;
+	struct lk_compress_stream *comp = NULL;
 
 	if (follows(w, path)) {
-		gz = w->gz;
-		w->gz = NULL;
+		comp = w->comp;
+		w->comp = NULL;
 	}
-	return gz;
+	return comp;
 }
 
 struct lk_symbolizer *lk_run_follow_take_sym(struct lk_run_follower *w)

@@ -47,7 +47,7 @@ struct lk_run_follower *lk_run_follow_start(const char *pattern, uint64_t sessio
 					    bool compress);
 void lk_run_follow_stop(struct lk_run_follower *w);
 struct lk_profile_follow *lk_run_follow_take(struct lk_run_follower *w, const char *path);
-struct lk_compress_stream *lk_run_follow_take_gz(struct lk_run_follower *w, const char *path);
+struct lk_compress_stream *lk_run_follow_take_comp(struct lk_run_follower *w, const char *path);
 /* The symbolizer in which the follower opened the modules that the followed profile's stacks
  * name (any profile can use it: files are shared by path and build-id), or NULL. */
 struct lk_symbolizer *lk_run_follow_take_sym(struct lk_run_follower *w);

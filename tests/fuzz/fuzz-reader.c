@@ -1,16 +1,18 @@
 /* fuzz-reader.c: the profile reader's fuzz target (issue 5: the reader must survive anything).
  *
  * LLVMFuzzerTestOneInput() reads the input as a whole profile from memory, raw or, when it starts
- * with gzip's magic, inflated (lk_reader_open_memory decides), twice: with lk_reader_next on one
- * reader and lk_reader_skip on another. Beyond the sanitizers' checks it aborts when the reader
- * breaks its contract (read.h):
- *   - more records than the input can hold: one per byte, or per byte that deflate's largest
- *     ratio (1032:1) makes of it for gzip (test-damage.c's bound); more means a loop;
+ * with zstd's or gzip's magic, decompressed (lk_reader_open_memory decides), twice: with
+ * lk_reader_next on one reader and lk_reader_skip on another. Beyond the sanitizers' checks it
+ * aborts when the reader breaks its contract (read.h):
+ *   - more records than the input can hold: one per byte, or per byte that the codec's largest
+ *     ratio makes of it (test-damage.c's bounds: deflate's 1032:1, zstd's 32768:1); more means a
+ *     loop;
  *   - a record whose offset does not grow, or does not lie before the end offset;
  *   - an error without a message;
  *   - lk_reader_skip disagreeing with lk_reader_next (record count, times, result, end offset);
- *   - an input that is not gzip reading differently once gzipped (read-gz.c's window against
- *     the raw bytes in place): offsets are the uncompressed profile's, so every result is equal.
+ *   - an input that is not compressed reading differently once gzipped, or zstd-compressed
+ *     (read-z.c's window against the raw bytes in place): offsets are the uncompressed
+ *     profile's, so every result is equal.
  * Built by scripts/fuzz with clang's libFuzzer, and by meson with gcc into replay.c, which runs
  * every file of tests/fuzz/corpus through it in CI. It never prints and keeps no state.
  */
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include <zlib.h>
+#include <zstd.h>
 
 #include "read.h"
 
@@ -37,11 +40,24 @@ struct outcome {
 	uint64_t time_sum; /* of every record's time: cheap to compare, and sensitive to each */
 };
 
+static bool is_gzip(const uint8_t *data, size_t size)
+{
+	return size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+}
+
+static bool is_zstd(const uint8_t *data, size_t size)
+{
+	return size >= 4 && data[0] == 0x28 && data[1] == 0xb5 && data[2] == 0x2f &&
+	       data[3] == 0xfd;
+}
+
 static uint64_t records_max(const uint8_t *data, size_t size)
 {
-	bool gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
-
-	return gz ? (uint64_t)size * 1032 + 4096 : (uint64_t)size + 1;
+	if (is_gzip(data, size))
+		return (uint64_t)size * 1032 + 4096;
+	if (is_zstd(data, size))
+		return (uint64_t)size * 32768 + 4096; /* a 128 KiB RLE block from 4 bytes */
+	return (uint64_t)size + 1;
 }
 
 static void read_all(const uint8_t *data, size_t size, bool skip, struct outcome *o)
@@ -120,22 +136,51 @@ static uint8_t *gzip(const uint8_t *data, size_t size, size_t *gz_size)
 	return out;
 }
 
+/* data as one zstd frame with its checksum, as compress.c writes it (streamed: no content size),
+ * or NULL (out of memory); free() it. */
+static uint8_t *zstd(const uint8_t *data, size_t size, size_t *z_size)
+{
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
+	size_t cap = ZSTD_compressBound(size) + 64, left;
+	uint8_t *out = malloc(cap);
+	ZSTD_inBuffer in = { data, size, 0 };
+	ZSTD_outBuffer o = { out, cap, 0 };
+
+	if (!cc || !out) {
+		ZSTD_freeCCtx(cc);
+		free(out);
+		return NULL;
+	}
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1)));
+	CHECK(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)));
+	while (in.pos < in.size)
+		CHECK(!ZSTD_isError(ZSTD_compressStream2(cc, &o, &in, ZSTD_e_continue)));
+	do {
+		left = ZSTD_compressStream2(cc, &o, &in, ZSTD_e_end);
+		CHECK(!ZSTD_isError(left));
+	} while (left > 0);
+	*z_size = o.pos;
+	ZSTD_freeCCtx(cc);
+	return out;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct outcome next, skip, gz;
-	bool is_gz = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+	struct outcome next, skip, packed;
 
 	read_all(data, size, false, &next);
 	read_all(data, size, true, &skip);
 	CHECK(same(&next, &skip));
-	if (!is_gz && size <= 1024 * 1024) {
-		size_t gz_size;
-		uint8_t *z = gzip(data, size, &gz_size);
+	if (!is_gzip(data, size) && !is_zstd(data, size) && size <= 1024 * 1024) {
+		for (int codec = 0; codec < 2; codec++) {
+			size_t z_size;
+			uint8_t *z = codec ? zstd(data, size, &z_size) : gzip(data, size, &z_size);
 
-		if (z) {
-			read_all(z, gz_size, false, &gz);
-			CHECK(same(&next, &gz));
-			free(z);
+			if (z) {
+				read_all(z, z_size, false, &packed);
+				CHECK(same(&next, &packed));
+				free(z);
+			}
 		}
 	}
 	return 0;

@@ -22,9 +22,12 @@
  *     after at most one record per byte, at increasing offsets inside the file; lk_reader_skip
  *     gives the same result. 31 of them (every 83rd) through both binaries: exit 0 or 2, never
  *     a signal (or the 1 of a sanitizer report).
- *   - The same profile gzipped (read-gz.c), cut at every byte: a prefix of the raw records, or
- *     an error with a message; the trailer only after every record. Then the same random damage,
- *     with deflate's largest ratio (1032:1) as the bound on records.
+ *   - The same profile compressed (read-z.c), with zstd (what `leek run` writes, here in blocks
+ *     of 61 bytes so that a cut leaves some of them whole) and with gzip (what it wrote before),
+ *     cut at every byte: a prefix of the raw records, or an error with a message; the trailer
+ *     only after every record; some cuts that read as a crashed profile. Then the same random
+ *     damage, with the codec's largest ratio (deflate's 1032:1; zstd's 32768:1, a 128 KiB RLE
+ *     block from 4 bytes) as the bound on records.
  * A hang fails through the harness's alarm. Under ASan and UBSan (this is suite unit) every
  * memory error is fatal.
  */
@@ -41,6 +44,7 @@
 #include "proc.h"
 #include "read.h"
 #include "util.h"
+#include "zst-build.h"
 
 #ifndef LEEK_BIN
 #error "meson passes LEEK_BIN, the built leek"
@@ -419,46 +423,75 @@ static void damage_randomly(const char *name, const uint8_t *data, size_t len, s
 	free(p);
 }
 
-/* The gzip form of data, cut at every byte: a prefix of the raw profile's records (a stream cut
- * short reads as a crashed profile; one cut inside its header or footer may fail instead), and
- * the trailer only with every record. Then damaged at random: it must survive, nothing more (a
- * record decoded from damaged data may be wrong before the CRC-32 is checked). */
-static void gz_everywhere(const char *name, const uint8_t *data, size_t len)
+enum codec { GZIP, ZSTD };
+
+static const char *const codec_name[] = { "gzip", "zstd" };
+
+/* The compressed form of data, cut at every byte: a prefix of the raw profile's records, and the
+ * trailer only with every record. The codec's own library says how many bytes the cut leaves (u):
+ * with the header whole, a stream cut short reads as a crashed profile, exactly the records whole
+ * within u and no error; a complete stream (cut at the end of a member or frame) reads as its raw
+ * bytes would, a record cut there being corruption. Then damaged at random: it must survive,
+ * nothing more (a record decoded from damaged data may be wrong before the CRC-32 or checksum is
+ * checked). */
+static void z_everywhere(enum codec codec, const char *name, const uint8_t *data, size_t len)
 {
 	struct readout full, cut;
 	struct pbuf z = { 0 };
-	pb_gzip(&z, data, len, 6);
-	uint8_t *gz = z.p;
-	size_t gz_len = z.len;
+	const char *cn = codec_name[codec];
+	size_t crashed = 0;
 	char what[160];
 
+	if (codec == GZIP)
+		pb_gzip(&z, data, len, 6);
+	else
+		pb_zstd_flushed(&z, data, len, 9, 61);
 	read_profile(data, len, len, &full);
-	for (size_t c = 0; c <= gz_len; c++) {
-		size_t nskip;
+	for (size_t c = 0; c <= z.len; c++) {
+		size_t nskip, k = 0, u;
+		bool whole, ok;
 
-		read_profile(gz, c, full.n, &cut);
+		u = codec == GZIP ? pb_gunzip(NULL, z.p, c, &whole) : pb_unzstd(NULL, z.p, c, &whole);
+		while (k < full.n && (k + 1 < full.n ? full.off[k + 1] : full.end) <= u)
+			k++; /* the records whole within u */
+		read_profile(z.p, c, full.n, &cut);
 		for (size_t i = 0; i < cut.n; i++)
 			if (cut.off[i] != full.off[i] || strcmp(cut.text[i], full.text[i]))
-				FAIL("%s, gzip cut at %zu: record %zu is\n  %s\nbut in the whole "
+				FAIL("%s, %s cut at %zu: record %zu is\n  %s\nbut in the whole "
 				     "profile\n  %s",
-				     name, c, i, cut.text[i], full.text[i]);
+				     name, cn, c, i, cut.text[i], full.text[i]);
 		if ((cut.r < 0 && !*cut.error) || (cut.r == 0 && cut.trailer && cut.n != full.n) ||
-		    (c == gz_len && (cut.r != 0 || !cut.trailer || cut.n != full.n)))
-			FAIL("%s, gzip cut at %zu of %zu: r %d \"%s\", trailer %d, %zu records "
+		    (c == z.len && (cut.r != 0 || !cut.trailer || cut.n != full.n)))
+			FAIL("%s, %s cut at %zu of %zu: r %d \"%s\", trailer %d, %zu records "
 			     "of %zu",
-			     name, c, gz_len, cut.r, cut.error, cut.trailer, cut.n, full.n);
-		if (skip_profile(gz, c, full.n, &nskip) != cut.r || nskip != cut.n)
-			FAIL("%s, gzip cut at %zu: lk_reader_skip gives %zu records, "
+			     name, cn, c, z.len, cut.r, cut.error, cut.trailer, cut.n, full.n);
+		if (u < full.off[0]) /* the header is not whole: an error */
+			ok = cut.r < 0;
+		else if (whole && k < full.n && full.off[k] < u) /* complete, a record cut */
+			ok = cut.r == -EBADMSG && cut.n == k;
+		else /* cut short, or complete at a record's end */
+			ok = cut.r == 0 && cut.n == k && cut.trailer == (k == full.n);
+		if (!ok)
+			FAIL("%s, %s cut at %zu of %zu (%zu bytes%s of %zu): r %d \"%s\", trailer "
+			     "%d, %zu records; %zu are whole",
+			     name, cn, c, z.len, u, whole ? ", complete" : "", len, cut.r, cut.error,
+			     cut.trailer, cut.n, k);
+		crashed += cut.r == 0 && !cut.trailer && cut.n > 0;
+		if (skip_profile(z.p, c, full.n, &nskip) != cut.r || nskip != cut.n)
+			FAIL("%s, %s cut at %zu: lk_reader_skip gives %zu records, "
 			     "lk_reader_next %zu",
-			     name, c, nskip, cut.n);
+			     name, cn, c, nskip, cut.n);
 		readout_free(&cut);
 	}
-	/* Inflated, a damaged stream may be longer than the profile, but not more than deflate's
-	 * largest ratio (1032:1) allows. */
-	snprintf(what, sizeof(what), "%s, gzip", name);
-	damage_randomly(what, gz, gz_len, gz_len * 1032 + 4096);
+	if (crashed < full.n / 4)
+		FAIL("%s, %s: only %zu cuts of %zu read as a crashed profile", name, cn, crashed,
+		     z.len);
+	/* Decompressed, a damaged stream may be longer than the profile, but not more than the
+	 * codec's largest ratio allows. */
+	snprintf(what, sizeof(what), "%s, %s", name, cn);
+	damage_randomly(what, z.p, z.len, z.len * (codec == GZIP ? 1032 : 32768) + 4096);
 	readout_free(&full);
-	free(gz);
+	free(z.p);
 }
 
 TEST(sample_cut)
@@ -479,16 +512,25 @@ TEST(sample_damaged)
 	free(s.b.p);
 }
 
-/* $LEEK_DAMAGE_PROFILE: a raw profile recorded elsewhere (for a sanitizer build). */
 TEST(sample_gzip)
 {
 	struct pb_sample s;
 
 	pb_build_sample(&s);
-	gz_everywhere("build-profile.h's sample", s.b.p, s.b.len);
+	z_everywhere(GZIP, "build-profile.h's sample", s.b.p, s.b.len);
 	free(s.b.p);
 }
 
+TEST(sample_zstd)
+{
+	struct pb_sample s;
+
+	pb_build_sample(&s);
+	z_everywhere(ZSTD, "build-profile.h's sample", s.b.p, s.b.len);
+	free(s.b.p);
+}
+
+/* $LEEK_DAMAGE_PROFILE: a raw profile recorded elsewhere (for a sanitizer build). */
 TEST(given_profile)
 {
 	const char *path = getenv("LEEK_DAMAGE_PROFILE");
@@ -500,7 +542,8 @@ TEST(given_profile)
 	data = read_file(path, &len);
 	cut_everywhere(path, (const uint8_t *)data, len);
 	damage_randomly(path, (const uint8_t *)data, len, len);
-	gz_everywhere(path, (const uint8_t *)data, len);
+	z_everywhere(GZIP, path, (const uint8_t *)data, len);
+	z_everywhere(ZSTD, path, (const uint8_t *)data, len);
 	free(data);
 }
 
@@ -551,7 +594,16 @@ TEST(recorded_gzip)
 	size_t len;
 	char *data = record_golden(&len);
 
-	gz_everywhere("fx-golden's profile", (const uint8_t *)data, len);
+	z_everywhere(GZIP, "fx-golden's profile", (const uint8_t *)data, len);
+	free(data);
+}
+
+TEST(recorded_zstd)
+{
+	size_t len;
+	char *data = record_golden(&len);
+
+	z_everywhere(ZSTD, "fx-golden's profile", (const uint8_t *)data, len);
 	free(data);
 }
 #endif

@@ -33,7 +33,7 @@ static const char *base(const char *path)
 	return s ? s + 1 : path;
 }
 
-/* `leek run --period 1 --seed 1 -o DIR/x.%p.lk -- FIXTURE ARG`: the profile's path (x.PID.lk.gz:
+/* `leek run --period 1 --seed 1 -o DIR/x.%p.lk -- FIXTURE ARG`: the profile's path (x.PID.lk.zst:
  * the goldens read compressed profiles; --no-compress for the tests that cut raw bytes). */
 static char *run_exact_with(const char *dir, struct proc *p, const char *fixture, const char *arg,
 			    int want_status, bool raw)

@@ -81,7 +81,7 @@ lk_profiles_read() {
 	local name=$1 mode=$2 dir=$lk_scratch/prof-$2 f n=0 bad=
 	[[ $mode == plain ]] && return 0
 	rm -f "$lk_scratch/dump.err"
-	for f in "$dir"/*.lk "$dir"/*.lk.gz; do
+	for f in "$dir"/*.lk "$dir"/*.lk.zst; do
 		[[ -e $f ]] || continue
 		n=$((n + 1))
 		"$LEEK" dump --summary "$f" >/dev/null 2>"$lk_scratch/dump.1" && continue

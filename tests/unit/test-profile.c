@@ -15,6 +15,7 @@
 #include "profile-sim.h"
 #include "gz-build.h"
 #include "recent.h"
+#include "zst-build.h"
 
 /* An exact estimate: the point, no interval, never "too few". */
 #define ASSERT_EXACT(e, v)                                                                         \
@@ -955,24 +956,30 @@ TEST(followed_as_loaded)
 	}
 }
 
-/* A gzip profile is read only once it is whole. */
-TEST(follow_refuses_gzip)
+/* A compressed profile, zstd or gzip, is read only once it is whole. */
+TEST(follow_refuses_compressed)
 {
-	struct lk_profile_follow *f = NULL;
-	char *err = NULL, path[64];
-	struct pbuf gz = { 0 };
 	struct sim s;
-	int fd;
 
 	build_exact(&s);
-	pb_gzip(&gz, s.b.p, s.b.len, 6);
-	fd = memfd_create("gz", MFD_CLOEXEC);
-	ASSERT_EQ(write(fd, gz.p, gz.len), (ssize_t)gz.len);
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	ASSERT_EQ(lk_profile_follow_open(path, gz.len, &f, &err), -EINVAL);
-	ASSERT_CONTAINS(err, "cannot be followed");
-	free(err);
-	close(fd);
-	free(gz.p);
+	for (int zstd = 0; zstd < 2; zstd++) {
+		struct lk_profile_follow *f = NULL;
+		char *err = NULL, path[64];
+		struct pbuf z = { 0 };
+		int fd;
+
+		if (zstd)
+			pb_zstd(&z, s.b.p, s.b.len, 9);
+		else
+			pb_gzip(&z, s.b.p, s.b.len, 6);
+		fd = memfd_create("z", MFD_CLOEXEC);
+		ASSERT_EQ(write(fd, z.p, z.len), (ssize_t)z.len);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		ASSERT_EQ(lk_profile_follow_open(path, z.len, &f, &err), -EINVAL);
+		ASSERT_CONTAINS(err, "cannot be followed");
+		free(err);
+		close(fd);
+		free(z.p);
+	}
 	free(s.b.p);
 }
