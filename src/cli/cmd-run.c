@@ -241,7 +241,7 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 struct compress_job {
 	const char *path;
 	struct lk_compress_stream *comp; /* the follower's start on it, or NULL */
-	int k, unlinked;               /* unlinked: 0, or -errno if the raw file could not go */
+	int k, unlinked;                 /* unlinked: 0, or -errno if the raw file could not go */
 	struct lk_compressed c;
 	char *msg;
 	pthread_mutex_t mu;

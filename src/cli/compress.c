@@ -170,8 +170,7 @@ struct lk_compress_stream {
 	char *dir, *tmp;  /* tmp: the temporary file's name, NULL if it has none (O_TMPFILE) */
 	ZSTD_CCtx *cc;    /* set up at the level chosen; NULL before */
 	uint64_t done;    /* raw bytes compressed */
-	uint8_t *ibuf, *obuf;
-	size_t obuf_size;
+	uint8_t *ibuf, *obuf; /* obuf: ZSTD_CStreamOutSize(), a whole block, no partial flush */
 };
 
 /* Compresses the profile from s->done up to `end` (at most; the end of the file first if
@@ -193,7 +192,7 @@ static int compress_some(struct lk_compress_stream *s, uint64_t end, bool finish
 		ZSTD_inBuffer in = { s->ibuf, (size_t)n, 0 };
 		ZSTD_EndDirective how = n == 0 && finish ? ZSTD_e_end : ZSTD_e_continue;
 		do {
-			ZSTD_outBuffer out = { s->obuf, s->obuf_size, 0 };
+			ZSTD_outBuffer out = { s->obuf, ZSTD_CStreamOutSize(), 0 };
 			left = ZSTD_compressStream2(s->cc, &out, &in, how);
 			if (ZSTD_isError(left))
 				return -ENOMEM; /* its only failure on valid arguments */
@@ -345,9 +344,8 @@ static int stream_new(const char *path, bool check, struct stat *st,
 		k = fail(msg, -EINVAL, "not a regular file");
 	else
 		k = check ? check_profile(s->in, st, msg) : 0;
-	s->obuf_size = ZSTD_CStreamOutSize(); /* a whole block: no partial flush per call */
 	if (k == 0 && (!(s->dir = dir_of(path)) || !(s->ibuf = malloc(IO_BUF)) ||
-		       !(s->obuf = malloc(s->obuf_size))))
+		       !(s->obuf = malloc(ZSTD_CStreamOutSize()))))
 		k = -ENOMEM;
 	if (k == 0)
 		k = s->out = open_temp(s->dir, path, &s->tmp);

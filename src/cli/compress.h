@@ -19,7 +19,6 @@
 #define LK_COMPRESS_LEVEL 0
 #define LK_COMPRESS_LEVEL_BEST 9
 #define LK_COMPRESS_LEVEL_FAST 1
-#define LK_COMPRESS_LEVEL_MAX 19 /* zstd's last level without --ultra's larger windows */
 #define LK_COMPRESS_PROBE (1u << 20) /* bytes from the middle of the file that decide, */
 #define LK_COMPRESS_PROBE_AT (8u << 20) /* or from here, in a file of twice this or more */
 #define LK_COMPRESS_GOOD_RATIO 8     /* level 9 shrinks the probe at least this much: level 9 */

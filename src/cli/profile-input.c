@@ -50,8 +50,8 @@ int profile_fail_record(char **msg, const struct lk_record *rec, int r, const ch
 
 /* Copies a pipe into an unlinked temporary file; closes fd. Only a profile is copied to its end:
  * past 8 bytes without the magic (or zstd's or gzip's, still compressed: the reader decompresses
- * it) the copy stops, and the reader says what the input is not (`leek report /dev/zero` must not fill
- * the disk). */
+ * it) the copy stops, and the reader says what the input is not (`leek report /dev/zero` must not
+ * fill the disk). */
 static int spool(int fd, int *ret, char **msg)
 {
 	const char *dir = getenv("TMPDIR");

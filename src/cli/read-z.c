@@ -81,7 +81,7 @@ struct lk_unz *lk_unz_new(enum lk_codec codec, int fd, const void *head, size_t 
 		return NULL;
 	z->codec = codec;
 	if (codec_init(z) < 0) {
-		z->codec = codec == LK_CODEC_ZSTD ? codec : LK_CODEC_NONE; /* nothing to end */
+		z->codec = LK_CODEC_NONE; /* no zlib state to end; a zstd one, if any, is freed */
 		return lk_unz_free(z);
 	}
 	z->fd = fd;

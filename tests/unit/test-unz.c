@@ -466,59 +466,6 @@ static void expect_error(const struct pbuf *z, const char *want)
 	ASSERT_STREQ(got.error, want);
 }
 
-TEST(corrupt_gzip)
-{
-	struct pb_sample s;
-	struct pbuf gz;
-	size_t first;
-	char want[256];
-
-	pb_build_sample(&s);
-	/* zlib writes a 10-byte header with no name: byte 10 starts the first deflate block, and
-	 * 0x07 makes it final (1) of the reserved type 3. */
-	gz = packed(GZIP, &s.b, 1);
-	gz.p[10] = 0x07;
-	expect_error(&gz, "gzip data corrupt after uncompressed offset 0: invalid block type");
-	free(gz.p);
-
-	/* The same in a second member: the first one's bytes were read. */
-	gz = (struct pbuf){ 0 };
-	member(GZIP, &gz, &s.b, 0, s.off[5], 1);
-	first = gz.len;
-	member(GZIP, &gz, &s.b, s.off[5], s.b.len, 1);
-	gz.p[first + 10] = 0x07;
-	snprintf(want, sizeof(want),
-		 "gzip data corrupt after uncompressed offset %zu: invalid block type", s.off[5]);
-	expect_error(&gz, want);
-	free(gz.p);
-
-	/* The CRC-32, then the length, at the end of the member: found after the last record. */
-	gz = packed(GZIP, &s.b, 1);
-	gz.p[gz.len - 8] ^= 1;
-	snprintf(want, sizeof(want),
-		 "gzip data corrupt after uncompressed offset %zu: incorrect data check", s.b.len);
-	expect_error(&gz, want);
-	gz.p[gz.len - 8] ^= 1;
-	gz.p[gz.len - 1] ^= 1;
-	snprintf(want, sizeof(want),
-		 "gzip data corrupt after uncompressed offset %zu: incorrect length check", s.b.len);
-	expect_error(&gz, want);
-	gz.p[gz.len - 1] ^= 1;
-
-	/* Bytes after the last member that are not a member: anything, or a zstd frame. */
-	size_t end = gz.len;
-	snprintf(want, sizeof(want),
-		 "gzip data corrupt after uncompressed offset %zu: bytes after the last member "
-		 "that are not another gzip member", s.b.len);
-	pb_put(&gz, "LEEK", 4);
-	expect_error(&gz, want);
-	gz.len = end;
-	member(ZSTD, &gz, &s.b, 0, s.b.len, 1);
-	expect_error(&gz, want);
-	free(gz.p);
-	free(s.b.p);
-}
-
 /* The offset of the first block header of the zstd frame at p (RFC 8878, 3.1.1.1): after the
  * magic, the frame header descriptor, the window descriptor unless it is a single segment, the
  * dictionary id and the content size. */
@@ -547,6 +494,83 @@ static size_t zstd_block_size(const uint8_t *p)
 
 /* A zstd block header of the reserved type 3 (RFC 8878, 3.1.1.2.2). */
 #define ZSTD_RESERVED_BLOCK 0x06
+
+/* Breaks the first block of the gzip member or zstd frame at p: zlib writes a 10-byte header
+ * with no name, so byte 10 starts the first deflate block, and 0x07 makes it final (1) of the
+ * reserved type 3; zstd's first block header gets the reserved type. */
+static void break_first_block(enum codec c, uint8_t *p, size_t n)
+{
+	if (c == GZIP)
+		p[10] = 0x07;
+	else
+		p[zstd_first_block(p, n)] |= ZSTD_RESERVED_BLOCK;
+}
+
+/* A damaged first block, of the only member or frame, then of the second: the first one's bytes
+ * were read (both codecs return at the end of a member or frame, so the offset is exact). */
+TEST(corrupt_first_block)
+{
+	static const char *const words[] = { "invalid block type", "Data corruption detected" };
+	struct pb_sample s;
+	char want[256];
+
+	pb_build_sample(&s);
+	for (enum codec c = 0; c < NCODECS; c++) {
+		struct pbuf z = packed(c, &s.b, 1);
+		size_t first;
+
+		break_first_block(c, z.p, z.len);
+		snprintf(want, sizeof(want), "%s data corrupt after uncompressed offset 0: %s",
+			 codec_name[c], words[c]);
+		expect_error(&z, want);
+		free(z.p);
+
+		z = (struct pbuf){ 0 };
+		member(c, &z, &s.b, 0, s.off[5], 1);
+		first = z.len;
+		member(c, &z, &s.b, s.off[5], s.b.len, 1);
+		break_first_block(c, z.p + first, z.len - first);
+		snprintf(want, sizeof(want), "%s data corrupt after uncompressed offset %zu: %s",
+			 codec_name[c], s.off[5], words[c]);
+		expect_error(&z, want);
+		free(z.p);
+	}
+	free(s.b.p);
+}
+
+TEST(corrupt_gzip)
+{
+	struct pb_sample s;
+	struct pbuf gz;
+	char want[256];
+
+	pb_build_sample(&s);
+	/* The CRC-32, then the length, at the end of the member: found after the last record. */
+	gz = packed(GZIP, &s.b, 1);
+	gz.p[gz.len - 8] ^= 1;
+	snprintf(want, sizeof(want),
+		 "gzip data corrupt after uncompressed offset %zu: incorrect data check", s.b.len);
+	expect_error(&gz, want);
+	gz.p[gz.len - 8] ^= 1;
+	gz.p[gz.len - 1] ^= 1;
+	snprintf(want, sizeof(want),
+		 "gzip data corrupt after uncompressed offset %zu: incorrect length check", s.b.len);
+	expect_error(&gz, want);
+	gz.p[gz.len - 1] ^= 1;
+
+	/* Bytes after the last member that are not a member: anything, or a zstd frame. */
+	size_t end = gz.len;
+	snprintf(want, sizeof(want),
+		 "gzip data corrupt after uncompressed offset %zu: bytes after the last member "
+		 "that are not another gzip member", s.b.len);
+	pb_put(&gz, "LEEK", 4);
+	expect_error(&gz, want);
+	gz.len = end;
+	member(ZSTD, &gz, &s.b, 0, s.b.len, 1);
+	expect_error(&gz, want);
+	free(gz.p);
+	free(s.b.p);
+}
 
 /* The reader on damaged zstd data, damage that zstd finds where the uncompressed profile reaches
  * `at` (from memory and from a file): "zstd data corrupt after uncompressed offset N: what", with
@@ -584,31 +608,11 @@ TEST(corrupt_zstd)
 {
 	struct pb_sample s;
 	struct pbuf z;
-	size_t first, at, blocks = 0;
+	size_t at, blocks = 0;
 	char want[256];
 
 	pb_build_sample(&s);
 	read_way(&raw, s.b.p, s.b.len, MEMORY);
-	/* The first block of the frame, of the reserved type. */
-	z = packed(ZSTD, &s.b, 1);
-	at = zstd_first_block(z.p, z.len);
-	z.p[at] |= ZSTD_RESERVED_BLOCK;
-	expect_error(&z, "zstd data corrupt after uncompressed offset 0: Data corruption detected");
-	free(z.p);
-
-	/* The same in a second frame: the first one's bytes were read (zstd returns at the end of
-	 * a frame, so here the offset is exact). */
-	z = (struct pbuf){ 0 };
-	member(ZSTD, &z, &s.b, 0, s.off[5], 1);
-	first = z.len;
-	member(ZSTD, &z, &s.b, s.off[5], s.b.len, 1);
-	z.p[first + zstd_first_block(z.p + first, z.len - first)] |= ZSTD_RESERVED_BLOCK;
-	snprintf(want, sizeof(want),
-		 "zstd data corrupt after uncompressed offset %zu: Data corruption detected",
-		 s.off[5]);
-	expect_error(&z, want);
-	free(z.p);
-
 	/* In a frame of blocks of 37 bytes, each block in turn (the last, empty, block ends the
 	 * frame). */
 	z = packed_flushed(ZSTD, &s.b, 9, 37);
