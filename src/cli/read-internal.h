@@ -33,6 +33,7 @@ struct lk_reader {
 	uint64_t blocks, prev_free; /* ALLOC and INHERIT records so far; the last FREE's block */
 	bool thread, trailer;    /* a THREAD record was read; a TRAILER */
 	bool free_by_age;        /* version 4's FREE block code (format.h); version 3's step alone */
+	bool fixed;              /* version 5's ALLOC_FIXED and FREE_FIXED are known tags */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 
 	/* What the pointers of the last lk_record point at. */

@@ -139,6 +139,55 @@ static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *
 	return 0;
 }
 
+/* ALLOC_FIXED and FREE_FIXED (format.h): an ALLOC and a FREE at dt 0, handed on as those. */
+static uint64_t get_fixed(struct cursor *c, unsigned n)
+{
+	const uint8_t *p = get_bytes(c, n);
+	uint64_t v = 0;
+
+	for (unsigned i = 0; p && i < n; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+static int decode_alloc_fixed(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	int k;
+
+	rec->tag = LK_REC_ALLOC;
+	rec->alloc.size = get_fixed(c, 2);
+	rec->alloc.stack = get_fixed(c, 3);
+	k = check(r, c, "ALLOC_FIXED");
+	if (k == 0)
+		k = check_thread(r, "ALLOC_FIXED");
+	if (k == 0)
+		k = check_stack(r, "ALLOC_FIXED", rec->alloc.stack);
+	if (k < 0)
+		return k;
+	rec->alloc.tid = r->tid;
+	rec->alloc.block = ++r->blocks;
+	return 0;
+}
+
+static int decode_free_fixed(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+{
+	uint64_t block;
+	int k;
+
+	rec->tag = LK_REC_FREE;
+	block = freed_block(r, get_fixed(c, 3));
+	k = check(r, c, "FREE_FIXED");
+	if (k == 0)
+		k = check_thread(r, "FREE_FIXED");
+	if (k == 0)
+		k = check_freed(r, block);
+	if (k < 0)
+		return k;
+	rec->free.tid = r->tid;
+	rec->free.block = r->prev_free = block;
+	return 0;
+}
+
 static int decode_thread(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
 {
 	int k;
@@ -431,6 +480,39 @@ static inline unsigned take_free(struct lk_reader *r, unsigned end[2])
 	return 1 + end[1];
 }
 
+/* The 8 bytes at p, little-endian: a fixed record's tag and payload, and what follows them. */
+static inline uint64_t word_at(const uint8_t *p)
+{
+	uint64_t x;
+
+	memcpy(&x, p, 8);
+	return le64toh(x);
+}
+
+/* An ALLOC_FIXED the fast path takes (its stack defined): its length, its block counted; or 0. */
+static inline unsigned take_alloc_fixed(struct lk_reader *r, uint64_t *size, uint64_t *stack)
+{
+	uint64_t x = word_at(r->p);
+
+	*size = x >> 8 & 0xffff;
+	*stack = x >> 24 & 0xffffff;
+	if (!r->fixed || *stack >= r->next_stack)
+		return 0;
+	r->blocks++;
+	return 6;
+}
+
+/* A FREE_FIXED of a block numbered already: its length, its block the previous FREE's; or 0. */
+static inline unsigned take_free_fixed(struct lk_reader *r)
+{
+	uint64_t block = freed_block(r, word_at(r->p) >> 8 & 0xffffff);
+
+	if (!r->fixed || block - 1 >= r->blocks)
+		return 0;
+	r->prev_free = block;
+	return 4;
+}
+
 /* Consumes an ALLOC or FREE of n bytes (dt first). */
 static inline void fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
 {
@@ -465,6 +547,27 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
 					   .free = { .tid = r->tid, .block = r->prev_free } };
 		fast_done(r, end, n);
+		break;
+	case LK_REC_ALLOC_FIXED: {
+		uint64_t size, stack;
+		n = take_alloc_fixed(r, &size, &stack);
+		if (!n)
+			return false;
+		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
+					   .alloc = { .tid = r->tid, .block = r->blocks,
+						      .size = size, .stack = stack } };
+		lk_reader_consume(r, n);
+		r->end_offset = r->offset;
+		break;
+	}
+	case LK_REC_FREE_FIXED:
+		n = take_free_fixed(r);
+		if (!n)
+			return false;
+		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
+					   .free = { .tid = r->tid, .block = r->prev_free } };
+		lk_reader_consume(r, n);
+		r->end_offset = r->offset;
 		break;
 	case LK_REC_THREAD:
 		if (!split(p, 1, end))
@@ -559,6 +662,16 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	case LK_REC_THREAD:
 		k = decode_thread(r, &c, rec);
 		break;
+	case LK_REC_ALLOC_FIXED:
+	case LK_REC_FREE_FIXED:
+		if (r->fixed) {
+			k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc_fixed(r, &c, rec)
+							   : decode_free_fixed(r, &c, rec);
+			break;
+		}
+		return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x in a version %u "
+					 "profile (version 5 has it)", rec->tag,
+					 (unsigned)lk_reader_header(r)->h.version);
 	default:
 		if (rec->tag < LK_REC_EXT_FIRST)
 			return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x",
@@ -591,6 +704,17 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 	int k;
 
 	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
+		uint64_t size, stack;
+		if (r->p[0] == LK_REC_ALLOC_FIXED)
+			n = take_alloc_fixed(r, &size, &stack);
+		else if (r->p[0] == LK_REC_FREE_FIXED)
+			n = take_free_fixed(r);
+		if (n) { /* dt 0 */
+			lk_reader_consume(r, n);
+			r->end_offset = r->offset;
+			*time_ns = r->time_ns;
+			return 1;
+		}
 		if (r->p[0] == LK_REC_ALLOC)
 			n = take_alloc(r, end);
 		else if (r->p[0] == LK_REC_FREE)

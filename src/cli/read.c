@@ -37,6 +37,8 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_INHERIT] = "INHERIT",
 	[LK_REC_TRAILER] = "TRAILER",
 	[LK_REC_THREAD] = "THREAD",
+	[LK_REC_ALLOC_FIXED] = "ALLOC_FIXED",
+	[LK_REC_FREE_FIXED] = "FREE_FIXED",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -221,6 +223,7 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 					      ? "record it again with this leek"
 					      : "a newer leek wrote it");
 	r->free_by_age = h->version >= 4;
+	r->fixed = h->version >= 5;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);

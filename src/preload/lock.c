@@ -25,6 +25,8 @@
 
 int lk_lock_word;
 bool lk_lock_elided;
+static const char never_single; /* before lk_clock_init, and without glibc's flag: take the lock */
+const char *lk_single_at = &never_single;
 
 /* Spins this many times, reading, before it sleeps: the lock is held for a sample, about 100 ns
  * to 1 us, shorter than a futex wait and wake. */
@@ -72,30 +74,33 @@ void lk_lock_atfork(int phase)
 
 /* The kernel's own clock_gettime in the vDSO, called without glibc's wrapper in front of it:
  * exact mode reads the clock at every sample and every free, and the wrapper's checks and calls
- * took a quarter of each reading (8.4 ns against 11.5 ns here; docs/performance.md). NULL without
- * a vDSO (or before lk_clock_init): glibc's clock_gettime, which makes the system call. */
-static int (*vdso_clock_gettime)(clockid_t, struct timespec *);
+ * took a quarter of each reading (8.4 ns against 11.5 ns here; docs/performance.md). glibc's
+ * clock_gettime without a vDSO (or before lk_clock_init). The clock is chosen once, here: the
+ * coarse one in exact mode (lk_coarse_time), the same clock as of the last tick; no system call
+ * either way. */
+static int (*clock_read)(clockid_t, struct timespec *) = clock_gettime;
+static clockid_t clock_id = CLOCK_MONOTONIC;
 
 void lk_clock_init(void)
 {
 	void *vdso = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
+	int (*f)(clockid_t, struct timespec *) =
+		vdso ? (int (*)(clockid_t, struct timespec *))dlsym(vdso, "__vdso_clock_gettime")
+		     : NULL;
 
-	if (vdso)
-		vdso_clock_gettime = (int (*)(clockid_t, struct timespec *))dlsym(
-			vdso, "__vdso_clock_gettime");
+	clock_id = lk_coarse_time() ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC;
+	if (f)
+		clock_read = f;
+	if (&__libc_single_threaded)
+		lk_single_at = &__libc_single_threaded;
 }
 
 /* Every time in a file comes from here, so its dts never go backwards between clocks. */
 LK_HOT uint64_t lk_now_ns(void)
 {
 	struct timespec ts;
-	/* No system call either way. The coarse clock is the same clock as of the last tick. */
-	clockid_t id = lk_coarse_time() ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC;
 
-	if (lk_likely(vdso_clock_gettime != NULL))
-		vdso_clock_gettime(id, &ts);
-	else
-		clock_gettime(id, &ts);
+	clock_read(clock_id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

@@ -67,6 +67,7 @@ struct lk_real {
 	size_t (*nallocx)(size_t, int); /* jemalloc/tcmalloc: exact usable size of a request */
 	bool realloc_zero_frees;        /* realloc(p, 0) frees p and returns NULL (glibc) */
 	bool is_glibc;
+	bool glibc_sizes;               /* is_glibc and no nallocx: lk_real_usable_fast's sum */
 };
 extern struct lk_real lk_real;
 int lk_real_init(void);
@@ -90,7 +91,7 @@ static inline size_t lk_glibc_chunk(size_t size)
  * a small size, once it has been asked. */
 static inline size_t lk_real_usable_fast(size_t size, size_t align)
 {
-	if (lk_real.is_glibc && !lk_real.nallocx && size < LK_GLIBC_MMAP_MIN)
+	if (lk_real.glibc_sizes && size < LK_GLIBC_MMAP_MIN)
 		return lk_glibc_chunk(size) - 8;
 	if (align <= 16 && size <= LK_NALLOCX_MEMO) {
 		uint32_t u = __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
@@ -244,11 +245,15 @@ extern bool lk_lock_elided; /* held while the process had one thread: not taken 
 void lk_lock_wait(void);
 void lk_lock_wake(void);
 
+/* &__libc_single_threaded where glibc has it, or a byte that stays 0 (lk_clock_init): the weak
+ * symbol's address tested once, not at each of the three reads a sample and its free make. */
+extern const char *lk_single_at;
+
 /* True while the process has never had a second thread: then nothing can run leek's slow path
  * beside this thread (a signal handler on it cannot either: in_slow). */
 static inline bool lk_single_threaded(void)
 {
-	return &__libc_single_threaded && __libc_single_threaded;
+	return *lk_single_at;
 }
 
 static inline void lk_lock(void)
@@ -277,7 +282,9 @@ void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 
 uint64_t lk_now_ns(void); /* CLOCK_MONOTONIC, or its coarse reading: lk_coarse_time() */
-void lk_clock_init(void); /* finds the vDSO's clock_gettime; may call into the dynamic linker */
+/* Chooses the clock, finds the vDSO's clock_gettime and glibc's single-thread flag; may call into
+ * the dynamic linker. */
+void lk_clock_init(void);
 /* Exact mode reads every time from CLOCK_MONOTONIC_COARSE (LK_HDR_COARSE_TIME): the last tick's
  * time, cheaper to read, and the same for most records, whose dt is then 0. */
 static inline bool lk_coarse_time(void)

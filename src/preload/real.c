@@ -230,6 +230,7 @@ int lk_real_init(void)
 	FIND(free_aligned_sized, via_free_free_aligned_sized);
 	FIND(nallocx, NULL);
 #undef FIND
+	lk_real.glibc_sizes = lk_real.is_glibc && !lk_real.nallocx;
 
 	/* What does realloc(p, 0) do here? glibc frees p and returns NULL; jemalloc may not. */
 	void *p = lk_real.malloc(1);

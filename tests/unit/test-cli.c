@@ -110,7 +110,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_STREQ(res.err, "");
-	ASSERT_CONTAINS(res.out, "HEADER version=4 pid=4242 ppid=4241 flags=0x2(forked) "
+	ASSERT_CONTAINS(res.out, "HEADER version=5 pid=4242 ppid=4241 flags=0x2(forked) "
 				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
 				 "max_frames=128 header_size=112 "
 				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"
@@ -193,7 +193,8 @@ TEST(dump_errors)
 	strcpy(path, "/tmp/leek-cli-XXXXXX");
 	write_temp(path, s.b.p, s.b.len);
 	snprintf(want, sizeof(want), "leek: %s: offset 8: profile format version 1; this leek "
-		 "reads versions 3 to 4 (record it again with this leek)\n", path);
+		 "reads versions 3 to %d (record it again with this leek)\n", path,
+		 LK_FORMAT_VERSION);
 	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_STREQ(res.err, want);

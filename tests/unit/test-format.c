@@ -588,11 +588,14 @@ enum fast_defect {
 	FAST_UNDEFINED_STACK,
 	FAST_VARINT_11,
 	FAST_VARINT_OVERFLOW,
-	FAST_FREE_UNNUMBERED /* a FREE of the block after the last one numbered */
+	FAST_FREE_UNNUMBERED, /* a FREE of the block after the last one numbered */
+	FAST_FIXED_UNDEFINED_STACK, /* the same two in ALLOC_FIXED and FREE_FIXED */
+	FAST_FIXED_FREE_UNNUMBERED
 };
 
 /* FAST_RECORDS random THREAD, ALLOC, FREE and RSS records after FAST_STACKS stacks, a THREAD
- * first; record `at` is an ALLOC (a FREE for FAST_FREE_UNNUMBERED) with the defect, if any. */
+ * first, half the ALLOCs and FREEs in their fixed form (dt 0); record `at` is an ALLOC (a FREE
+ * for the *_FREE_UNNUMBERED defects; fixed for the FAST_FIXED_ ones) with the defect, if any. */
 static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fast_defect defect)
 {
 	uint64_t x = 0x5eed0f5a57ull, time = 0, frame = 0x401000, tid = 0, blocks = 0, prev = 0;
@@ -614,8 +617,12 @@ static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fa
 				     : LK_REC_RSS;
 		if (w->tag == LK_REC_FREE && blocks == 0)
 			w->tag = LK_REC_ALLOC; /* nothing to free yet */
+		bool unnumbered = defect == FAST_FREE_UNNUMBERED ||
+				  defect == FAST_FIXED_FREE_UNNUMBERED;
 		if (i == at && defect != FAST_FINE)
-			w->tag = defect == FAST_FREE_UNNUMBERED ? LK_REC_FREE : LK_REC_ALLOC;
+			w->tag = unnumbered ? LK_REC_FREE : LK_REC_ALLOC;
+		bool fixed = w->tag != LK_REC_THREAD && w->tag != LK_REC_RSS &&
+			     (i == at ? defect >= FAST_FIXED_UNDEFINED_STACK : xorshift(&x) % 2);
 		nf = w->tag == LK_REC_ALLOC ? 2 : 1;
 		for (unsigned k = 0; k < nf; k++)
 			v[k] = any_width(&x);
@@ -626,17 +633,27 @@ static void build_fast(struct pbuf *b, struct fast_rec *want, size_t at, enum fa
 			for (unsigned k = 0; k < nf; k++)
 				v[k] &= 0xffffffff;
 		}
+		if (fixed) {
+			v[0] &= 0xffff; /* the size (a FREE's is replaced below) */
+			if (i == at && defect == FAST_FIXED_UNDEFINED_STACK)
+				v[1] = FAST_STACKS + 1;
+		}
+		uint64_t code_prev = prev, block = 0;
 		if (w->tag == LK_REC_FREE) { /* a block numbered already, or the next one */
-			uint64_t block = i == at && defect ? blocks + 1 : 1 + xorshift(&x) % blocks;
+			block = i == at && unnumbered ? blocks + 1 : 1 + xorshift(&x) % blocks;
 			v[0] = lk_free_code(blocks, prev, block);
 			prev = block;
 		}
-		if (w->tag == LK_REC_THREAD)
+		if (w->tag == LK_REC_THREAD || fixed)
 			dt = 0; /* it has none */
 		enc[0] = w->tag;
-		if (w->tag != LK_REC_THREAD)
+		if (fixed)
+			n = (unsigned)(w->tag == LK_REC_ALLOC
+					       ? lk_rec_alloc_fixed(enc, v[0], v[1])
+					       : lk_rec_free_fixed(enc, blocks, &code_prev, block));
+		else if (w->tag != LK_REC_THREAD)
 			n += put_padded(enc + n, dt, i == at ? 0 : any_pad(&x));
-		for (unsigned k = 0; k < nf; k++) {
+		for (unsigned k = 0; k < nf && !fixed; k++) {
 			uint8_t *f = enc + n;
 			n += put_padded(f, v[k], i == at ? 0 : any_pad(&x));
 			if (i != at)
@@ -753,6 +770,8 @@ TEST(fast_path_records)
 		{ FAST_VARINT_11, "ALLOC record holds a varint over 64 bits" },
 		{ FAST_VARINT_OVERFLOW, "ALLOC record holds a varint over 64 bits" },
 		{ FAST_FREE_UNNUMBERED, NULL },
+		{ FAST_FIXED_UNDEFINED_STACK, "ALLOC_FIXED names stack 301, which is not defined yet" },
+		{ FAST_FIXED_FREE_UNNUMBERED, NULL },
 	};
 	struct pbuf b;
 	char msg[256];

@@ -58,7 +58,7 @@ TEST(unknown_tag)
 	pb_put(&b, "\x2a\x01\x02", 3);
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x2a", at));
 	b.p[at] = LK_REC_MAX_KNOWN + 1; /* the first reserved tag */
-	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0b", at));
+	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0d", at));
 	b.p[at] = 0x7f;
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x7f", at));
 	free(b.p);
@@ -281,12 +281,13 @@ TEST(bad_headers)
 	uint64_t v64 = 0;
 
 	pb_simple_header(&b);
-	v16 = htole16(5);
+	v16 = htole16(LK_FORMAT_VERSION + 1);
 	patch_header(&b, 8, &v16, 2);
 	struct lk_reader *rd = lk_reader_new();
 	ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
-	ASSERT_STREQ(lk_reader_error(rd), "offset 8: profile format version 5; this leek reads "
-					  "versions 3 to 4 (a newer leek wrote it)");
+	snprintf(msg, sizeof(msg), "offset 8: profile format version %d; this leek reads versions "
+		 "3 to %d (a newer leek wrote it)", LK_FORMAT_VERSION + 1, LK_FORMAT_VERSION);
+	ASSERT_STREQ(lk_reader_error(rd), msg);
 	lk_reader_free(rd);
 
 	free(b.p);
@@ -363,7 +364,7 @@ TEST(older_versions)
 		struct lk_reader *rd = lk_reader_new();
 		ASSERT_EQ(lk_reader_open_memory(rd, b.p, b.len), -EPROTONOSUPPORT);
 		snprintf(want, sizeof(want), "offset 8: profile format version %u; this leek reads "
-			 "versions 3 to 4 (record it again with this leek)", v);
+			 "versions 3 to %d (record it again with this leek)", v, LK_FORMAT_VERSION);
 		ASSERT_STREQ(lk_reader_error(rd), want);
 		ASSERT_EQ(lk_reader_next(rd, &(struct lk_record){ 0 }), -EPROTONOSUPPORT);
 		ASSERT_TRUE(!lk_reader_header(rd));
@@ -404,6 +405,56 @@ TEST(version_3_is_read)
 		ASSERT_EQ(lk_reader_next(rd, &got), 0);
 		lk_reader_free(rd);
 	}
+	free(b.p);
+}
+
+/* ALLOC_FIXED and FREE_FIXED: read as ALLOC and FREE; cut off, or in a file older than version 5,
+ * an error at their tag. */
+TEST(fixed_records)
+{
+	static const uint64_t fr[] = { 1 };
+	struct pbuf b = { 0 };
+	struct lk_record got;
+	size_t at, n;
+	char msg[256];
+
+	pb_simple_header(&b);
+	PB_REC(&b, lk_rec_stack(rec, 1, fr, 1));
+	PB_REC(&b, lk_rec_thread(rec, 7));
+	PB_REC(&b, lk_rec_alloc(rec, 5, 100000, 1)); /* block 1, at t = 5 */
+	PB_REC(&b, lk_rec_alloc_fixed(rec, 65535, 1)); /* block 2 */
+	at = PB_REC(&b, lk_rec_free_fixed(rec, 2, &b.prev_free, 1));
+	struct lk_reader *rd = lk_reader_new();
+	ASSERT_OK(lk_reader_open_memory(rd, b.p, b.len));
+	for (int k = 0; k < 3; k++)
+		ASSERT_EQ(lk_reader_next(rd, &got), 1);
+	ASSERT_EQ(lk_reader_next(rd, &got), 1);
+	ASSERT_EQ(got.tag, LK_REC_ALLOC);
+	ASSERT_EQ(got.time_ns, 5);
+	ASSERT_EQ(got.alloc.tid, 7);
+	ASSERT_EQ(got.alloc.block, 2);
+	ASSERT_EQ(got.alloc.size, 65535);
+	ASSERT_EQ(got.alloc.stack, 1);
+	ASSERT_EQ(lk_reader_next(rd, &got), 1);
+	ASSERT_EQ(got.tag, LK_REC_FREE);
+	ASSERT_EQ(got.offset, at);
+	ASSERT_EQ(got.time_ns, 5);
+	ASSERT_EQ(got.free.block, 1);
+	ASSERT_EQ(lk_reader_next(rd, &got), 0);
+	lk_reader_free(rd);
+
+	b.len = at + 3;
+	EXPECT_ERROR(&b, fmt("offset %zu: FREE_FIXED record cut by the end of the file", at));
+	b.len = at - 6 + 5;
+	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC_FIXED record cut by the end of the file", at - 6));
+	b.len = at + 4;
+	uint16_t v16 = htole16(4);
+	patch_header(&b, 8, &v16, 2);
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
+	ASSERT_EQ(n, 3);
+	snprintf(msg, sizeof(msg), "offset %zu: unknown record tag 0x0b in a version 4 profile "
+		 "(version 5 has it)", at - 6);
+	EXPECT_ERROR(&b, msg);
 	free(b.p);
 }
 
