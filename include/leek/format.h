@@ -35,9 +35,9 @@
  * in ALLOC, FREE and INHERIT): a FREE names its block by number, not by address, and nothing
  * carries an address. Where the allocator placed a block is what an exact-mode profile compressed
  * worst. A malloc/free pair of one site cost 7 bytes in exact mode, where dt is mostly 0
- * (LK_HDR_COARSE_TIME), and costs 10 in version 5's fixed records. Version 5 (version 4 had no fixed-width records): ALLOC_FIXED and
+ * (LK_HDR_COARSE_TIME), and costs 8 in version 5's fixed records. Version 5 (version 4 had no fixed-width records): ALLOC_FIXED and
  * FREE_FIXED, an ALLOC or a FREE at dt 0 in fields of fixed width, which a writer puts together
- * with no varint to measure (exact mode's pair: 62 instructions fewer, for a file 4% larger
+ * with no varint to measure (exact mode's pair: 62 instructions fewer, and the file as small
  * after zstd; docs/format.md). The reader reads versions 3 to 5.
  */
 #ifndef LEEK_FORMAT_H
@@ -108,8 +108,8 @@ enum lk_rec_tag {
 	LK_REC_INHERIT = 8, /* size stack alloc_monotonic_ns               4..31 B, typically 12 */
 	LK_REC_TRAILER = 9, /* dt end_realtime_ns n (counter value)...     clean exit; nothing follows */
 	LK_REC_THREAD = 10, /* tid                                         2..11 B, typically 4 */
-	LK_REC_ALLOC_FIXED = 11, /* size:16 stack:24, dt 0 (version 5)      6 B */
-	LK_REC_FREE_FIXED = 12,  /* block_code:24, dt 0 (version 5)         4 B */
+	LK_REC_ALLOC_FIXED = 11, /* size:16 stack:16, dt 0 (version 5)      5 B */
+	LK_REC_FREE_FIXED = 12,  /* block_code:16, dt 0 (version 5)         3 B */
 	LK_REC_MAX_KNOWN = 12,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
 	 * skips the ones it does not know. Tags 13..0x7f are reserved and are an error. */
@@ -122,8 +122,8 @@ enum lk_rec_tag {
  * timed record, like STACK and INHERIT. */
 
 /* ALLOC_FIXED and FREE_FIXED: an ALLOC and a FREE whose dt is 0, their fields little-endian
- * integers of fixed width rather than varints: ALLOC_FIXED's size in 2 bytes and its stack in 3,
- * FREE_FIXED's block_code in 3. They mean what an ALLOC and a FREE with those fields mean, and a
+ * integers of fixed width rather than varints: ALLOC_FIXED's size and stack in 2 bytes each,
+ * FREE_FIXED's block_code in 2. They mean what an ALLOC and a FREE with those fields mean, and a
  * reader hands them on as ALLOC and FREE. A writer uses them where the fields fit (exact mode's
  * coarse clock makes dt 0 for nearly every record); before version 5 they are unknown tags. */
 

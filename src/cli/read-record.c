@@ -156,7 +156,7 @@ static int decode_alloc_fixed(struct lk_reader *r, struct cursor *c, struct lk_r
 
 	rec->tag = LK_REC_ALLOC;
 	rec->alloc.size = get_fixed(c, 2);
-	rec->alloc.stack = get_fixed(c, 3);
+	rec->alloc.stack = get_fixed(c, 2);
 	k = check(r, c, "ALLOC_FIXED");
 	if (k == 0)
 		k = check_thread(r, "ALLOC_FIXED");
@@ -175,7 +175,7 @@ static int decode_free_fixed(struct lk_reader *r, struct cursor *c, struct lk_re
 	int k;
 
 	rec->tag = LK_REC_FREE;
-	block = freed_block(r, get_fixed(c, 3));
+	block = freed_block(r, get_fixed(c, 2));
 	k = check(r, c, "FREE_FIXED");
 	if (k == 0)
 		k = check_thread(r, "FREE_FIXED");
@@ -495,22 +495,22 @@ static inline unsigned take_alloc_fixed(struct lk_reader *r, uint64_t *size, uin
 	uint64_t x = word_at(r->p);
 
 	*size = x >> 8 & 0xffff;
-	*stack = x >> 24 & 0xffffff;
+	*stack = x >> 24 & 0xffff;
 	if (!r->fixed || *stack >= r->next_stack)
 		return 0;
 	r->blocks++;
-	return 6;
+	return 5;
 }
 
 /* A FREE_FIXED of a block numbered already: its length, its block the previous FREE's; or 0. */
 static inline unsigned take_free_fixed(struct lk_reader *r)
 {
-	uint64_t block = freed_block(r, word_at(r->p) >> 8 & 0xffffff);
+	uint64_t block = freed_block(r, word_at(r->p) >> 8 & 0xffff);
 
 	if (!r->fixed || block - 1 >= r->blocks)
 		return 0;
 	r->prev_free = block;
-	return 4;
+	return 3;
 }
 
 /* Consumes an ALLOC or FREE of n bytes (dt first). */

@@ -90,7 +90,7 @@ static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t blocks, uint6
 }
 
 /* ALLOC_FIXED and FREE_FIXED (format.h): an ALLOC and a FREE at dt 0 whose fields fit their
- * fixed widths (size < 2^16 and stack < 2^24; a code < 2^24). The profile writer puts the same
+ * fixed widths (size and stack below 2^16; a code below 2^16). The profile writer puts the same
  * bytes together in a register (src/preload/writer.c); these are for the CLI and the tests. */
 static inline size_t lk_rec_alloc_fixed(uint8_t *b, uint64_t size, uint64_t stack)
 {
@@ -99,8 +99,7 @@ static inline size_t lk_rec_alloc_fixed(uint8_t *b, uint64_t size, uint64_t stac
 	b[2] = (uint8_t)(size >> 8);
 	b[3] = (uint8_t)stack;
 	b[4] = (uint8_t)(stack >> 8);
-	b[5] = (uint8_t)(stack >> 16);
-	return 6;
+	return 5;
 }
 
 static inline size_t lk_rec_free_fixed(uint8_t *b, uint64_t blocks, uint64_t *prev,
@@ -111,9 +110,8 @@ static inline size_t lk_rec_free_fixed(uint8_t *b, uint64_t blocks, uint64_t *pr
 	b[0] = LK_REC_FREE_FIXED;
 	b[1] = (uint8_t)code;
 	b[2] = (uint8_t)(code >> 8);
-	b[3] = (uint8_t)(code >> 16);
 	*prev = block;
-	return 4;
+	return 3;
 }
 
 /* INHERIT: a block that was live in the parent when this process forked. */

@@ -321,12 +321,11 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
  *
  * Most ALLOC and FREE records are the same thread's as the record before (tid 0 is none: that
  * goes through put_event, which finds it) and come at the time of the record before (dt 0: exact
- * mode's coarse clock ticks every few milliseconds), with a size below 2^16, a stack id below 2^24
- * and a freed block's code (its age or its step from the previous FREE's, lk_free_code) below
- * 2^24. Such a record is an ALLOC_FIXED or a FREE_FIXED (format.h), whose fields sit at fixed
+ * mode's coarse clock ticks every few milliseconds), with a size and a stack id below 2^16, and
+ * a freed block's code (its age or its step from the previous FREE's, lk_free_code) below 2^16. Such a record is an ALLOC_FIXED or a FREE_FIXED (format.h), whose fields sit at fixed
  * places: it is put together in a register with two shifts, where varints would each need their
- * length found and the fields after them moved (62 instructions more a malloc and free pair;
- * the file is a fifth larger raw, and 4% after zstd: docs/format.md). Anything else goes through put_event. */
+ * length found and the fields after them moved (62 instructions more a malloc and free pair, for
+ * a file of the same size after zstd: docs/format.md). Anything else goes through put_event. */
 
 /* The record rec (tag in its low byte, n bytes in all) at the end of the open window, if it is
  * open and has 8 bytes of room: its payload first, as a word whose bytes past the record are
@@ -347,8 +346,8 @@ LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_b
 				       uint64_t size, uint32_t stack)
 {
 	if (lk_likely(tid == W.tid && tid && now_ns <= W.last_ns && size < (1u << 16) &&
-		      stack < (1u << 24)) &&
-	    store_small(LK_REC_ALLOC_FIXED | size << 8 | (uint64_t)stack << 24, 6)) {
+		      stack < (1u << 16)) &&
+	    store_small(LK_REC_ALLOC_FIXED | size << 8 | (uint64_t)stack << 24, 5)) {
 		b->id = ++W.blocks;
 		return;
 	}
@@ -359,8 +358,8 @@ LK_HOT LK_INLINE void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_bl
 {
 	uint64_t code = lk_free_code(W.blocks, W.prev_free, b->id);
 
-	if (lk_likely(tid == W.tid && tid && b->id && now_ns <= W.last_ns && code < (1u << 24)) &&
-	    store_small(LK_REC_FREE_FIXED | code << 8, 4)) {
+	if (lk_likely(tid == W.tid && tid && b->id && now_ns <= W.last_ns && code < (1u << 16)) &&
+	    store_small(LK_REC_FREE_FIXED | code << 8, 3)) {
 		W.prev_free = b->id;
 		b->id = 0;
 		return;

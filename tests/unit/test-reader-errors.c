@@ -443,17 +443,17 @@ TEST(fixed_records)
 	ASSERT_EQ(lk_reader_next(rd, &got), 0);
 	lk_reader_free(rd);
 
-	b.len = at + 3;
+	b.len = at + 2;
 	EXPECT_ERROR(&b, fmt("offset %zu: FREE_FIXED record cut by the end of the file", at));
-	b.len = at - 6 + 5;
-	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC_FIXED record cut by the end of the file", at - 6));
-	b.len = at + 4;
+	b.len = at - 5 + 4;
+	EXPECT_ERROR(&b, fmt("offset %zu: ALLOC_FIXED record cut by the end of the file", at - 5));
+	b.len = at + 3;
 	uint16_t v16 = htole16(4);
 	patch_header(&b, 8, &v16, 2);
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
 	ASSERT_EQ(n, 3);
 	snprintf(msg, sizeof(msg), "offset %zu: unknown record tag 0x0b in a version 4 profile "
-		 "(version 5 has it)", at - 6);
+		 "(version 5 has it)", at - 5);
 	EXPECT_ERROR(&b, msg);
 	free(b.p);
 }
