@@ -105,13 +105,22 @@ static inline size_t lk_real_usable_fast(size_t size, size_t align)
 struct lk_thread {
 	uint64_t bytes_left; /* countdown; 0 = take the slow path; UINT64_MAX = never sample */
 	uint32_t tid;
-	uint8_t state;       /* enum lk_thread_state */
-	uint8_t in_slow;     /* reentrancy guard: inside leek's slow path */
+	union {
+		struct {
+			uint8_t state;   /* enum lk_thread_state */
+			uint8_t in_slow; /* reentrancy guard: inside leek's slow path */
+		};
+		uint16_t gate; /* LK_T_GO: state LK_T_ACTIVE, in_slow 0, in one compare */
+	};
 	uint64_t rng[4];     /* struct lk_rng, kept flat so this header needs no rng.h */
 	int *errno_at;       /* &errno, from the first slow path on: the same for the thread's life,
 			      * and no call to __errno_location at each sample and free */
 };
 enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "lk_thread's gate reads state as its low byte"
+#endif
+#define LK_T_GO ((uint16_t)LK_T_ACTIVE) /* gate: active, and not inside the slow path */
 extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
 
 /* NULL: forward. frame: __builtin_frame_address(0) in the hook's slow half, whose caller's frame

@@ -324,6 +324,12 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 		t->bytes_left -= size;
 		return NULL;
 	}
+	/* Exact mode's common case first, as the checks below would find it: a thread is active
+	 * only once init is done (thread_init), and its gate holds in_slow too. */
+	if (lk_likely(t->gate == LK_T_GO && lk_cfg.period <= 1 && enabled)) {
+		void *p = exact_take(t, size, align, zero, old, frame);
+		return p ? p : take_sample(t, size, align, zero, old, frame);
+	}
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE) {
 		lk_init();
 		if (booting) /* dlsym's calloc, before lk_real exists */
@@ -390,16 +396,16 @@ LK_HOT void lk_free_sampled(void *p)
 		return;
 	}
 	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
-	uint64_t left = t->bytes_left, now = lk_now_ns();
+	uint64_t now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
 
+	/* The countdown is left as it is: a signal handler's malloc here counts down as anywhere
+	 * else, and one that would sample finds in_slow and is forwarded (sample()). */
 	t->in_slow = 1;
-	t->bytes_left = UINT64_MAX;
 	lk_lock();
 	drain_deferred(tid, now);
 	free_locked(b, tid, now);
 	lk_unlock();
-	t->bytes_left = left;
 	t->in_slow = 0;
 	*err = saved;
 }

@@ -834,7 +834,7 @@ static bool memo_key_fill(struct memo_key *key, struct memo_walk *w, uint8_t wi,
 /* The kept walk that this capture, from top, would take again: its key, or NULL. Only the keys'
  * lines are read (and the walk's offsets, for a key of more than KEY_OFFS words), and the words
  * of the stack: those the walk read, none above this thread's stack top. */
-static struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
+static LK_INLINE struct memo_key *memo_find_inline(struct memo *mo, const struct cursor *top)
 {
 	uint64_t depth = stack_top - top->sp, a = 0;
 
@@ -850,6 +850,13 @@ static struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
 			return key;
 	}
 	return NULL;
+}
+
+/* memo_find_inline out of line, for the capture; exact mode's common sample has it inline
+ * (lk_stack_kept), in a frame that has saved the registers it needs already. */
+static LK_NOINLINE struct memo_key *memo_find(struct memo *mo, const struct cursor *top)
+{
+	return memo_find_inline(mo, top);
 }
 
 /* A walk the cache does not hold and that is not mo->last nor `not`: the spare for the next
@@ -1095,7 +1102,7 @@ LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
 	struct memo *mo = memo_take();
 	if (!mo)
 		return 0;
-	struct memo_key *kept = memo_find(mo, &top);
+	struct memo_key *kept = memo_find_inline(mo, &top);
 	if (!kept) {
 		memo_put(mo);
 		return 0;
