@@ -589,6 +589,23 @@ LK_HOT LK_INLINE struct lk_block *lk_arena_block(const void *p)
 	return b->magic == LK_BLOCK_LIVE || b->magic == LK_BLOCK_QUIET ? b : NULL;
 }
 
+/* malloc_usable_size of an arena pointer: the header's, if the header is that of a live block, with
+ * no look at the page map, whose line a program that asks at each malloc and free (redis-server's
+ * memory accounting) would otherwise miss in the cache every time: 3.2% of its time in exact
+ * mode, docs/performance.md. For a pointer that malloc returned this is lk_arena_block's answer;
+ * for one it did not (inside a block, say) glibc's answer is no more defined, and only pages
+ * the arena has used are read. No lock: A.top only grows. */
+size_t lk_arena_usable(const void *p)
+{
+	uintptr_t hdr = (uintptr_t)p - sizeof(struct lk_block);
+
+	if ((uintptr_t)p & 15 ||
+	    hdr - lk_arena_base > ((uintptr_t)A.top << PAGE_SHIFT) - sizeof(struct lk_block))
+		return 0;
+	const struct lk_block *b = (const struct lk_block *)hdr;
+	return b->magic == LK_BLOCK_LIVE || b->magic == LK_BLOCK_QUIET ? b->usable : 0;
+}
+
 static void slot_free(struct lk_block *b);
 
 bool lk_arena_flush_recent(void)

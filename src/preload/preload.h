@@ -86,19 +86,24 @@ static inline size_t lk_glibc_chunk(size_t size)
 {
 	return size + 8 + 15 < 32 ? 32 : (size + 8 + 15) & ~(size_t)15;
 }
-/* lk_real_usable, with the common cases inline: glibc's heap chunk, below the mmap threshold,
- * whose usable size is the chunk but its header (real.c: glibc_usable), and nallocx's answer for
- * a small size, once it has been asked. */
-static inline size_t lk_real_usable_fast(size_t size, size_t align)
+/* lk_real_usable's common cases, inline and with no call: glibc's heap chunk, below the mmap
+ * threshold, whose usable size is the chunk but its header (real.c: glibc_usable), and nallocx's
+ * answer for a small size, once it has been asked; 0 when the allocator must be asked (no usable
+ * size is 0: a request of 0 bytes gets a block of some size). */
+static inline size_t lk_real_usable_known(size_t size, size_t align)
 {
 	if (lk_real.glibc_sizes && size < LK_GLIBC_MMAP_MIN)
 		return lk_glibc_chunk(size) - 8;
-	if (align <= 16 && size <= LK_NALLOCX_MEMO) {
-		uint32_t u = __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
-		if (u)
-			return u;
-	}
-	return lk_real_usable(size, align);
+	if (align <= 16 && size <= LK_NALLOCX_MEMO)
+		return __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
+	return 0;
+}
+
+static inline size_t lk_real_usable_fast(size_t size, size_t align)
+{
+	size_t u = lk_real_usable_known(size, align);
+
+	return u ? u : lk_real_usable(size, align);
 }
 
 /* ---- sampler.c: per-thread state and the slow paths ---- */
@@ -166,6 +171,7 @@ int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
 void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
 struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
 struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
+size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
 bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
 void lk_arena_free(void *p);                              /* caller holds lk_lock */
 bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
@@ -196,7 +202,8 @@ uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64
  * from frame would find (*known), or 0 when there is none or the capture has more to do; *cut,
  * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
  * has taken the sample. */
-uint32_t lk_stack_kept(const void *frame, bool *cut);
+bool lk_stack_kept_ready(void);                        /* no lock held */
+uint32_t lk_stack_kept(const void *frame, bool *cut); /* caller holds lk_lock */
 void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */

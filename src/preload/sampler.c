@@ -295,15 +295,25 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 	struct lk_block *b = NULL;
 
 	t->in_slow = 1; /* bytes_left stays 0: a signal handler's malloc goes to sample() */
-	bool cut;
-	uint32_t stack = lk_stack_kept(frame, &cut);
-	if (lk_likely(stack)) {
-		size_t usable = lk_real_usable_fast(size, align);
-		uint64_t now = lk_now_ns();
-		lk_lock();
-		if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready()) &&
-		    (b = sample_block(old, usable, align, t->tid, now)))
-			record_sample(b, size, usable, stack, t->tid, now);
+	if (lk_likely(lk_stack_kept_ready())) {
+		bool cut = false;
+		size_t usable = lk_real_usable_known(size, align);
+		lk_lock(); /* the kept walks' too (lk_stack_kept) */
+		uint32_t stack = lk_stack_kept(frame, &cut);
+		if (lk_unlikely(stack && !usable)) {
+			/* The allocator is asked outside lk_lock, and only for a sample that will be
+			 * taken here: mimalloc's answer is a block it allocates and frees. */
+			lk_unlock();
+			usable = lk_real_usable(size, align);
+			lk_lock();
+		}
+		if (lk_likely(stack)) {
+			uint64_t now = lk_now_ns();
+			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
+				      lk_writer_ready()) &&
+			    (b = sample_block(old, usable, align, t->tid, now)))
+				record_sample(b, size, usable, stack, t->tid, now);
+		}
 		lk_unlock();
 		if (b && cut)
 			lk_stack_count_cut();
@@ -412,9 +422,7 @@ LK_HOT void lk_free_sampled(void *p)
 
 size_t lk_usable_sampled(const void *p)
 {
-	struct lk_block *b = lk_arena_block(p);
-
-	return b ? b->usable : 0;
+	return lk_arena_usable(p);
 }
 
 /* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no

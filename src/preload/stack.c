@@ -635,15 +635,31 @@ void lk_stack_atfork_child(void)
 			memos[i].busy = 0;
 }
 
-/* This thread's memo slot, taken; NULL if another thread has it now (a walk without the
- * shortcuts). */
+/* This thread's memo slot, taken for a capture (no lk_lock held); NULL if another thread has it
+ * now (a walk without the shortcuts). busy is set under lk_lock, so that exact mode's common
+ * sample, which holds lk_lock anyway, reads it with no atomic of its own (memo_take_locked). */
 static struct memo *memo_take(void)
 {
 	struct memo *mo = &memos[lk_tls.tid & (MEMO_SLOTS - 1)];
 
 	if (lk_single_threaded())
 		return mo; /* no other thread to share it with, and never a signal handler (in_slow) */
-	return __atomic_exchange_n(&mo->busy, 1, __ATOMIC_ACQUIRE) ? NULL : mo;
+	lk_lock();
+	bool got = !__atomic_load_n(&mo->busy, __ATOMIC_ACQUIRE); /* memo_put stores it unlocked */
+	if (got)
+		__atomic_store_n(&mo->busy, 1, __ATOMIC_RELAXED);
+	lk_unlock();
+	return got ? mo : NULL;
+}
+
+/* This thread's memo slot for the length of a critical section of lk_lock, which the caller holds;
+ * NULL if a capture has it. */
+static struct memo *memo_take_locked(void)
+{
+	struct memo *mo = &memos[lk_tls.tid & (MEMO_SLOTS - 1)];
+
+	/* never 1 while the process has one thread: memo_take */
+	return __atomic_load_n(&mo->busy, __ATOMIC_ACQUIRE) ? NULL : mo;
 }
 
 static void memo_put(struct memo *mo)
@@ -1077,37 +1093,36 @@ LK_HOT void lk_stack_count_cut(void)
 	__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 }
 
-/* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c): the number of
- * the stack of a kept walk that this capture would find, or 0, when it finds none or the capture
- * has more to do first (rules to forget, a fork pending at a look). A look at the loader that is
- * due is taken here, as the capture takes it. No frame is read but the hook's and the words of
- * the kept walk's checks; nothing else changes but the walk to follow. *cut: the stack was cut at
- * LEEK_MAX_FRAMES, not counted here (a sample that then goes to the capture would count it
+/* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c), in two halves.
+ * lk_stack_kept_ready, with no lock held: false when the capture has more to do first (rules to
+ * forget, a fork pending at a look); a look at the loader that is due is taken here, as the
+ * capture takes it. lk_stack_kept, under lk_lock: the number of the stack of a kept walk that
+ * this capture would find, or 0 when it finds none. No frame is read but the hook's and the words
+ * of the kept walk's checks; nothing else changes but the walk to follow. *cut: the stack was cut
+ * at LEEK_MAX_FRAMES, not counted here (a sample that then goes to the capture would count it
  * twice). */
-LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
+LK_HOT bool lk_stack_kept_ready(void)
 {
-	const uintptr_t *fp = frame;
-	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
 	bool look;
 	unsigned long long gen = lk_modules_gen(&look);
 
 	if (lk_unlikely(look)) { /* one sample in LK_MODULES_LOOK_EVERY */
 		if (!lk_loader_enter(false))
-			return 0;
+			return false;
 		gen = lk_modules_refresh(false);
 		lk_loader_exit();
 	}
-	if (__atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) != gen)
-		return 0;
-	struct memo *mo = memo_take();
-	if (!mo)
-		return 0;
-	struct memo_key *kept = memo_find_inline(mo, &top);
-	if (!kept) {
-		memo_put(mo);
-		return 0;
-	}
-	return kept_taken(mo, kept, cut);
+	return __atomic_load_n(&rules_gen, __ATOMIC_ACQUIRE) == gen;
+}
+
+LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
+{
+	const uintptr_t *fp = frame;
+	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
+	struct memo *mo = memo_take_locked();
+	struct memo_key *kept = mo ? memo_find_inline(mo, &top) : NULL;
+
+	return kept ? kept_taken(mo, kept, cut) : 0;
 }
 
 LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
