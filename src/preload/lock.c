@@ -6,13 +6,18 @@
  * the loader lock while another thread, holding the loader lock, waits for us in malloc), and
  * must never allocate through libc.
  *
- * The lock is a futex word (Drepper, "Futexes are tricky", mutex 2): taking it free and giving it
- * back with no waiter is one atomic instruction each, inline in preload.h, against about 100
- * instructions for pthread_mutex_lock and unlock. While the process has a single thread (glibc's
- * __libc_single_threaded, which glibc's own malloc trusts the same way to skip its arena locks)
- * it is not taken at all: nothing else could hold it, and a signal handler on this thread never
- * reaches it (in_slow, sampler.c).
- */
+ * The lock is a futex word taken with one compare-and-swap and given back with a plain store: no
+ * atomic instruction at the unlock, whose exchange, a full barrier, waited for the critical
+ * section's stores to drain (18% of exact mode's sample in redis-server, which has threads from
+ * its start; docs/performance.md). A waiter spins, then sleeps on the word with a timeout,
+ * counted in lk_lock_sleepers, which the unlock reads after its store: without a barrier between
+ * the two, a waiter that began to sleep just then is not woken, and wakes at its timeout
+ * (SLEEP_NS), the price of that race, which a lock held for a sample meets seldom. Taking it free
+ * and giving it back with no waiter: one atomic instruction in all, inline in preload.h, against
+ * about 100 instructions for pthread_mutex_lock and unlock. While the process has a single thread
+ * (glibc's __libc_single_threaded, which glibc's own malloc trusts the same way to skip its arena
+ * locks) it is not taken at all: nothing else could hold it, and a signal handler on this thread
+ * never reaches it (in_slow, sampler.c). */
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
@@ -24,29 +29,47 @@
 #include "preload.h"
 
 int lk_lock_word;
+int lk_lock_sleepers;
 bool lk_lock_elided;
 static const char never_single; /* before lk_clock_init, and without glibc's flag: take the lock */
 const char *lk_single_at = &never_single;
 
 /* Spins this many times, reading, before it sleeps: the lock is held for a sample, about 100 ns
- * to 1 us, shorter than a futex wait and wake. */
+ * to 1 us, shorter than a futex wait and wake. A sleep ends at a wake or after SLEEP_NS, the
+ * longest a waiter waits on an unlock that missed it (above). */
 #define SPINS 100
+#define SLEEP_NS 200000
+
+static bool try_take(void)
+{
+	int c = 0;
+
+	return __atomic_load_n(&lk_lock_word, __ATOMIC_RELAXED) == 0 &&
+	       __atomic_compare_exchange_n(&lk_lock_word, &c, 1, false, __ATOMIC_ACQUIRE,
+					   __ATOMIC_RELAXED);
+}
 
 void lk_lock_wait(void)
 {
 	int saved = errno;
 
 	for (int i = 0; i < SPINS; i++) {
-		int c = 0;
-		if (__atomic_load_n(&lk_lock_word, __ATOMIC_RELAXED) == 0 &&
-		    __atomic_compare_exchange_n(&lk_lock_word, &c, 1, false, __ATOMIC_ACQUIRE,
-						__ATOMIC_RELAXED))
+		if (try_take())
 			goto out;
 		__builtin_ia32_pause();
 	}
-	/* 2: held, and someone may be waiting, so that its holder wakes one at the unlock. */
-	while (__atomic_exchange_n(&lk_lock_word, 2, __ATOMIC_ACQUIRE) != 0)
-		syscall(SYS_futex, &lk_lock_word, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+	for (;;) {
+		/* Counted before the last look, so that an unlock after that look sees the count. */
+		__atomic_fetch_add(&lk_lock_sleepers, 1, __ATOMIC_SEQ_CST);
+		bool got = try_take();
+		if (!got) {
+			struct timespec ts = { 0, SLEEP_NS };
+			syscall(SYS_futex, &lk_lock_word, FUTEX_WAIT_PRIVATE, 1, &ts, NULL, 0);
+		}
+		__atomic_fetch_sub(&lk_lock_sleepers, 1, __ATOMIC_RELAXED);
+		if (got || try_take())
+			break;
+	}
 out:
 	errno = saved;
 }
@@ -68,6 +91,7 @@ void lk_lock_atfork(int phase)
 		lk_unlock();
 	} else {
 		lk_lock_word = 0;
+		lk_lock_sleepers = 0;
 		lk_lock_elided = false;
 	}
 }

@@ -256,7 +256,8 @@ void lk_loader_atfork(int phase);
 /* ---- lock.c: the one lock of the slow path ---- */
 /* glibc 2.32: no thread created yet; glibc's, so not hidden like the rest of this header */
 extern char __libc_single_threaded __attribute__((weak, visibility("default")));
-extern int lk_lock_word;    /* 0 free, 1 held, 2 held and maybe waited for */
+extern int lk_lock_word;    /* 0 free, 1 held */
+extern int lk_lock_sleepers; /* waiters asleep on lk_lock_word, or about to be (lock.c) */
 extern bool lk_lock_elided; /* held while the process had one thread: not taken at all */
 void lk_lock_wait(void);
 void lk_lock_wake(void);
@@ -291,7 +292,8 @@ static inline void lk_unlock(void)
 		lk_lock_elided = false;
 		return;
 	}
-	if (__atomic_exchange_n(&lk_lock_word, 0, __ATOMIC_RELEASE) == 2)
+	__atomic_store_n(&lk_lock_word, 0, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&lk_lock_sleepers, __ATOMIC_RELAXED))
 		lk_lock_wake();
 }
 void lk_lock_atfork(int phase);
