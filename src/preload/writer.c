@@ -322,10 +322,11 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
  * Most ALLOC and FREE records are the same thread's as the record before (tid 0 is none: that
  * goes through put_event, which finds it) and come at the time of the record before (dt 0: exact
  * mode's coarse clock ticks every few milliseconds), with a size and a stack id below 2^16, and
- * a freed block's code (its age or its step from the previous FREE's, lk_free_code) below 2^16. Such a record is an ALLOC_FIXED or a FREE_FIXED (format.h), whose fields sit at fixed
- * places: it is put together in a register with two shifts, where varints would each need their
- * length found and the fields after them moved (62 instructions more a malloc and free pair, for
- * a file of the same size after zstd: docs/format.md). Anything else goes through put_event. */
+ * a freed block's code (its age or its step from the previous FREE's, lk_free_code) below 2^16.
+ * Such a record is an ALLOC_FIXED or a FREE_FIXED (format.h), whose fields sit at fixed places:
+ * it is put together in a register with two shifts, where varints would each need their length
+ * found and the fields after them moved (62 instructions more a malloc and free pair, for a file
+ * about as large after zstd: docs/format.md). Anything else goes through put_event. */
 
 /* The record rec (tag in its low byte, n bytes in all) at the end of the open window, if it is
  * open and has 8 bytes of room: its payload first, as a word whose bytes past the record are
