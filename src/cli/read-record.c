@@ -101,45 +101,8 @@ static int check_freed(struct lk_reader *r, uint64_t block)
 	return 0;
 }
 
-static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
-{
-	int k;
-
-	*dt = get(c);
-	rec->alloc.size = get(c);
-	rec->alloc.stack = get(c);
-	k = check(r, c, "ALLOC");
-	if (k == 0)
-		k = check_thread(r, "ALLOC");
-	if (k == 0)
-		k = check_stack(r, "ALLOC", rec->alloc.stack);
-	if (k < 0)
-		return k;
-	rec->alloc.tid = r->tid;
-	rec->alloc.block = ++r->blocks;
-	return 0;
-}
-
-static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
-{
-	uint64_t block;
-	int k;
-
-	*dt = get(c);
-	block = freed_block(r, get(c));
-	k = check(r, c, "FREE");
-	if (k == 0)
-		k = check_thread(r, "FREE");
-	if (k == 0)
-		k = check_freed(r, block);
-	if (k < 0)
-		return k;
-	rec->free.tid = r->tid;
-	rec->free.block = r->prev_free = block;
-	return 0;
-}
-
-/* ALLOC_FIXED and FREE_FIXED (format.h): an ALLOC and a FREE at dt 0, handed on as those. */
+/* ALLOC_FIXED and FREE_FIXED (format.h) are an ALLOC and a FREE at dt 0 with fixed-width fields:
+ * the same decoders read them (fixed), and hand them on as ALLOC and FREE. */
 static uint64_t get_fixed(struct cursor *c, unsigned n)
 {
 	const uint8_t *p = get_bytes(c, n);
@@ -150,18 +113,21 @@ static uint64_t get_fixed(struct cursor *c, unsigned n)
 	return v;
 }
 
-static int decode_alloc_fixed(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt,
+			bool fixed)
 {
+	const char *what = fixed ? "ALLOC_FIXED" : "ALLOC";
 	int k;
 
 	rec->tag = LK_REC_ALLOC;
-	rec->alloc.size = get_fixed(c, 2);
-	rec->alloc.stack = get_fixed(c, 2);
-	k = check(r, c, "ALLOC_FIXED");
+	*dt = fixed ? 0 : get(c);
+	rec->alloc.size = fixed ? get_fixed(c, 2) : get(c);
+	rec->alloc.stack = fixed ? get_fixed(c, 2) : get(c);
+	k = check(r, c, what);
 	if (k == 0)
-		k = check_thread(r, "ALLOC_FIXED");
+		k = check_thread(r, what);
 	if (k == 0)
-		k = check_stack(r, "ALLOC_FIXED", rec->alloc.stack);
+		k = check_stack(r, what, rec->alloc.stack);
 	if (k < 0)
 		return k;
 	rec->alloc.tid = r->tid;
@@ -169,16 +135,19 @@ static int decode_alloc_fixed(struct lk_reader *r, struct cursor *c, struct lk_r
 	return 0;
 }
 
-static int decode_free_fixed(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
+static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt,
+		       bool fixed)
 {
+	const char *what = fixed ? "FREE_FIXED" : "FREE";
 	uint64_t block;
 	int k;
 
 	rec->tag = LK_REC_FREE;
-	block = freed_block(r, get_fixed(c, 2));
-	k = check(r, c, "FREE_FIXED");
+	*dt = fixed ? 0 : get(c);
+	block = freed_block(r, fixed ? get_fixed(c, 2) : get(c));
+	k = check(r, c, what);
 	if (k == 0)
-		k = check_thread(r, "FREE_FIXED");
+		k = check_thread(r, what);
 	if (k == 0)
 		k = check_freed(r, block);
 	if (k < 0)
@@ -499,7 +468,7 @@ static inline unsigned take_alloc_fixed(struct lk_reader *r, uint64_t *size, uin
 	if (!r->fixed || *stack >= r->next_stack)
 		return 0;
 	r->blocks++;
-	return 5;
+	return LK_ALLOC_FIXED_SIZE;
 }
 
 /* A FREE_FIXED of a block numbered already: its length, its block the previous FREE's; or 0. */
@@ -510,13 +479,13 @@ static inline unsigned take_free_fixed(struct lk_reader *r)
 	if (!r->fixed || block - 1 >= r->blocks)
 		return 0;
 	r->prev_free = block;
-	return 3;
+	return LK_FREE_FIXED_SIZE;
 }
 
-/* Consumes an ALLOC or FREE of n bytes (dt first). */
-static inline void fast_done(struct lk_reader *r, const unsigned end[], unsigned n)
+/* Consumes an ALLOC or FREE of n bytes and time step dt. */
+static inline void fast_done(struct lk_reader *r, uint64_t dt, unsigned n)
 {
-	r->time_ns += field(r->p + 1, end, 0);
+	r->time_ns += dt;
 	lk_reader_consume(r, n);
 	r->end_offset = r->offset;
 }
@@ -538,7 +507,7 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 					   .alloc = { .tid = r->tid, .block = r->blocks,
 						      .size = field(p, end, 1),
 						      .stack = field(p, end, 2) } };
-		fast_done(r, end, n);
+		fast_done(r, field(p, end, 0), n);
 		break;
 	case LK_REC_FREE:
 		n = take_free(r, end);
@@ -546,7 +515,7 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
 					   .free = { .tid = r->tid, .block = r->prev_free } };
-		fast_done(r, end, n);
+		fast_done(r, field(p, end, 0), n);
 		break;
 	case LK_REC_ALLOC_FIXED: {
 		uint64_t size, stack;
@@ -556,8 +525,7 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
 					   .alloc = { .tid = r->tid, .block = r->blocks,
 						      .size = size, .stack = stack } };
-		lk_reader_consume(r, n);
-		r->end_offset = r->offset;
+		fast_done(r, 0, n);
 		break;
 	}
 	case LK_REC_FREE_FIXED:
@@ -566,8 +534,7 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 			return false;
 		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
 					   .free = { .tid = r->tid, .block = r->prev_free } };
-		lk_reader_consume(r, n);
-		r->end_offset = r->offset;
+		fast_done(r, 0, n);
 		break;
 	case LK_REC_THREAD:
 		if (!split(p, 1, end))
@@ -633,10 +600,10 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	c = (struct cursor){ .p = r->p + 1, .end = r->end };
 	switch (rec->tag) {
 	case LK_REC_ALLOC:
-		k = decode_alloc(r, &c, rec, &dt);
+		k = decode_alloc(r, &c, rec, &dt, false);
 		break;
 	case LK_REC_FREE:
-		k = decode_free(r, &c, rec, &dt);
+		k = decode_free(r, &c, rec, &dt, false);
 		break;
 	case LK_REC_STACK:
 		k = decode_stack(r, &c, rec);
@@ -665,8 +632,8 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	case LK_REC_ALLOC_FIXED:
 	case LK_REC_FREE_FIXED:
 		if (r->fixed) {
-			k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc_fixed(r, &c, rec)
-							   : decode_free_fixed(r, &c, rec);
+			k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc(r, &c, rec, &dt, true)
+							   : decode_free(r, &c, rec, &dt, true);
 			break;
 		}
 		return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x in a version %u "
@@ -704,23 +671,19 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 	int k;
 
 	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
-		uint64_t size, stack;
-		if (r->p[0] == LK_REC_ALLOC_FIXED)
-			n = take_alloc_fixed(r, &size, &stack);
-		else if (r->p[0] == LK_REC_FREE_FIXED)
-			n = take_free_fixed(r);
-		if (n) { /* dt 0 */
-			lk_reader_consume(r, n);
-			r->end_offset = r->offset;
-			*time_ns = r->time_ns;
-			return 1;
-		}
+		uint64_t size, stack, dt = 0; /* the fixed records' */
 		if (r->p[0] == LK_REC_ALLOC)
 			n = take_alloc(r, end);
 		else if (r->p[0] == LK_REC_FREE)
 			n = take_free(r, end);
+		if (n)
+			dt = field(r->p + 1, end, 0);
+		else if (r->p[0] == LK_REC_ALLOC_FIXED)
+			n = take_alloc_fixed(r, &size, &stack);
+		else if (r->p[0] == LK_REC_FREE_FIXED)
+			n = take_free_fixed(r);
 		if (n) {
-			fast_done(r, end, n);
+			fast_done(r, dt, n);
 			*time_ns = r->time_ns;
 			return 1;
 		}

@@ -90,16 +90,32 @@ static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t blocks, uint6
 }
 
 /* ALLOC_FIXED and FREE_FIXED (format.h): an ALLOC and a FREE at dt 0 whose fields fit their
- * fixed widths (size and stack below 2^16; a code below 2^16). The profile writer puts the same
- * bytes together in a register (src/preload/writer.c); these are for the CLI and the tests. */
+ * fixed widths (size and stack below 2^16; a code below 2^16). The record as a little-endian
+ * word, its tag in the low byte and zeros past its end: the profile writer stores it whole
+ * (src/preload/writer.c); lk_rec_*_fixed write its bytes. */
+#define LK_ALLOC_FIXED_SIZE 5
+#define LK_FREE_FIXED_SIZE 3
+
+static inline uint64_t lk_rec_alloc_fixed_word(uint64_t size, uint64_t stack)
+{
+	return LK_REC_ALLOC_FIXED | size << 8 | stack << 24;
+}
+
+static inline uint64_t lk_rec_free_fixed_word(uint64_t code)
+{
+	return LK_REC_FREE_FIXED | code << 8;
+}
+
+static inline size_t lk_rec_word_put(uint8_t *b, uint64_t word, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(word >> (8 * i));
+	return n;
+}
+
 static inline size_t lk_rec_alloc_fixed(uint8_t *b, uint64_t size, uint64_t stack)
 {
-	b[0] = LK_REC_ALLOC_FIXED;
-	b[1] = (uint8_t)size;
-	b[2] = (uint8_t)(size >> 8);
-	b[3] = (uint8_t)stack;
-	b[4] = (uint8_t)(stack >> 8);
-	return 5;
+	return lk_rec_word_put(b, lk_rec_alloc_fixed_word(size, stack), LK_ALLOC_FIXED_SIZE);
 }
 
 static inline size_t lk_rec_free_fixed(uint8_t *b, uint64_t blocks, uint64_t *prev,
@@ -107,11 +123,8 @@ static inline size_t lk_rec_free_fixed(uint8_t *b, uint64_t blocks, uint64_t *pr
 {
 	uint64_t code = lk_free_code(blocks, *prev, block);
 
-	b[0] = LK_REC_FREE_FIXED;
-	b[1] = (uint8_t)code;
-	b[2] = (uint8_t)(code >> 8);
 	*prev = block;
-	return 3;
+	return lk_rec_word_put(b, lk_rec_free_fixed_word(code), LK_FREE_FIXED_SIZE);
 }
 
 /* INHERIT: a block that was live in the parent when this process forked. */

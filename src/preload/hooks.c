@@ -164,7 +164,7 @@ LK_EXPORT void *pvalloc(size_t size)
 LK_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (lk_unlikely(lk_arena_owns(p)))
-		return lk_usable_sampled(p);
+		return lk_arena_usable(p);
 	return lk_real.malloc_usable_size ? lk_real.malloc_usable_size(p) : 0;
 }
 

@@ -133,7 +133,6 @@ extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")
 void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame);
 void *lk_realloc_slow(void *p, size_t size);
 void lk_free_sampled(void *p);
-size_t lk_usable_sampled(const void *p);
 
 /* ---- arena.c: where sampled blocks live ---- */
 struct lk_arena_stats {

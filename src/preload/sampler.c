@@ -420,11 +420,6 @@ LK_HOT void lk_free_sampled(void *p)
 	*err = saved;
 }
 
-size_t lk_usable_sampled(const void *p)
-{
-	return lk_arena_usable(p);
-}
-
 /* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no
  * longer a sample), if the arena can resize it in place: a growing buffer is then neither copied
  * out to the real allocator nor back into the arena at its next sample. Only from QUIET_MIN

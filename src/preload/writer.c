@@ -348,7 +348,7 @@ LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_b
 {
 	if (lk_likely(tid == W.tid && tid && now_ns <= W.last_ns && size < (1u << 16) &&
 		      stack < (1u << 16)) &&
-	    store_small(LK_REC_ALLOC_FIXED | size << 8 | (uint64_t)stack << 24, 5)) {
+	    store_small(lk_rec_alloc_fixed_word(size, stack), LK_ALLOC_FIXED_SIZE)) {
 		b->id = ++W.blocks;
 		return;
 	}
@@ -360,7 +360,7 @@ LK_HOT LK_INLINE void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_bl
 	uint64_t code = lk_free_code(W.blocks, W.prev_free, b->id);
 
 	if (lk_likely(tid == W.tid && tid && b->id && now_ns <= W.last_ns && code < (1u << 16)) &&
-	    store_small(LK_REC_FREE_FIXED | code << 8, 3)) {
+	    store_small(lk_rec_free_fixed_word(code), LK_FREE_FIXED_SIZE)) {
 		W.prev_free = b->id;
 		b->id = 0;
 		return;
