@@ -18,7 +18,10 @@
 # here the least time, the 10th percentile and the median of each are shown, and the ratios of
 # each (the noise only ever adds time, so the first two columns are the ones to compare), then
 # the median and the quartiles of the per-round ratio of leek run to heaptrack, and the size of
-# each one's file (leek's .lk.zst, heaptrack's .zst).
+# each one's file (leek's .lk.zst, heaptrack's .zst). For sqlite3 and python3.11 the same table
+# is given for the CPU time of all of a variant's processes (the program, leek run's reader of
+# the profile, heaptrack_interpret), which a second core running the front end hides from the
+# whole run's time.
 #
 # redis: the server is pinned to CPU 0 once it answers and the benchmark runs on CPU 1, as in
 # bench/real.sh; what each front end runs beside the program (leek's reader of the profile,
@@ -57,10 +60,20 @@ done_run() {
   echo "$3 - $2" | bc -l >>"$tmp/t.$1"
 }
 
-# one I: run variant I (0 plain, 1 leek run, 2 heaptrack), append its seconds to $tmp/t.I
+# cpu: the user and system seconds of every child this shell has waited for (`times`' second
+# line), in $tmp/cpu; `times` runs in this shell, since a subshell's children are its own
+cpu() {
+  times >"$tmp/times"
+  awk 'NR == 2 { split($0, f, /[ms ]+/); print f[1] * 60 + f[2] + f[3] * 60 + f[4] }' \
+    "$tmp/times" >"$tmp/cpu"
+}
+
+# one I: run variant I (0 plain, 1 leek run, 2 heaptrack), append its seconds to $tmp/t.I and the
+# CPU seconds of all its processes (the front end's, the program's, heaptrack_interpret's) to u.I
 one() {
-  local t0 t1
+  local t0 t1 u0
   mkdir -p "$tmp/out"
+  cpu; u0=$(<"$tmp/cpu")
   t0=$EPOCHREALTIME
   case $1 in
     0) "${cmd[@]}" ;;
@@ -68,6 +81,7 @@ one() {
     2) heaptrack -o "$tmp/out/ht.%p" "${cmd[@]}" ;;
   esac >/dev/null 2>"$tmp/err" || { echo "variant $1 failed:" >&2; tail -3 "$tmp/err" >&2; exit 1; }
   t1=$EPOCHREALTIME
+  cpu; echo "$(<"$tmp/cpu") - $u0" | bc -l >>"$tmp/u.$1"
   done_run "$1" "$t0" "$t1"
 }
 
@@ -146,6 +160,9 @@ def table(prefix, what):
           f"{sum(x <= 0.5 for x in per)} of {len(per)} rounds at most 0.5x")
 
 table("t", "whole run")
+if os.path.exists(f"{d}/u.0"):
+    print()
+    table("u", "CPU, all processes")
 if os.path.exists(f"{d}/c.0"):
     print()
     table("c", "server CPU, benchmark")
