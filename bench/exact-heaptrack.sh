@@ -60,20 +60,21 @@ done_run() {
   echo "$3 - $2" | bc -l >>"$tmp/t.$1"
 }
 
-# cpu: the user and system seconds of every child this shell has waited for (`times`' second
-# line), in $tmp/cpu; `times` runs in this shell, since a subshell's children are its own
-cpu() {
-  times >"$tmp/times"
-  awk 'NR == 2 { split($0, f, /[ms ]+/); print f[1] * 60 + f[2] + f[3] * 60 + f[4] }' \
-    "$tmp/times" >"$tmp/cpu"
+# cpu_since FILE: the user and system seconds of the children this shell has waited for since
+# `times >FILE` (the second line of each), appended to stdout; `times` runs in this shell, since a
+# subshell's children are its own
+cpu_since() {
+  times >"$tmp/times.now"
+  awk 'FNR == 2 { split($0, f, /[ms ]+/); s[FILENAME] = f[1] * 60 + f[2] + f[3] * 60 + f[4] }
+       END { print s[ARGV[2]] - s[ARGV[1]] }' "$1" "$tmp/times.now"
 }
 
 # one I: run variant I (0 plain, 1 leek run, 2 heaptrack), append its seconds to $tmp/t.I and the
 # CPU seconds of all its processes (the front end's, the program's, heaptrack_interpret's) to u.I
 one() {
-  local t0 t1 u0
+  local t0 t1
   mkdir -p "$tmp/out"
-  cpu; u0=$(<"$tmp/cpu")
+  times >"$tmp/times.start"
   t0=$EPOCHREALTIME
   case $1 in
     0) "${cmd[@]}" ;;
@@ -81,7 +82,7 @@ one() {
     2) heaptrack -o "$tmp/out/ht.%p" "${cmd[@]}" ;;
   esac >/dev/null 2>"$tmp/err" || { echo "variant $1 failed:" >&2; tail -3 "$tmp/err" >&2; exit 1; }
   t1=$EPOCHREALTIME
-  cpu; echo "$(<"$tmp/cpu") - $u0" | bc -l >>"$tmp/u.$1"
+  cpu_since "$tmp/times.start" >>"$tmp/u.$1"
   done_run "$1" "$t0" "$t1"
 }
 
