@@ -87,7 +87,10 @@ one() {
 }
 
 # redis_one I: variant I of the redis run; its times to $tmp/t.I (whole), c.I (server CPU during
-# the benchmark) and b.I (the benchmark's wall time).
+# the benchmark), b.I (the benchmark's wall time) and u.I (the CPU of all of the variant's
+# processes, the whole run: the server's, leek run's reader's, heaptrack_interpret's; the
+# benchmark's own, counted apart by `times` around it, left out, and redis-cli's few
+# milliseconds left in).
 redis_one() {
   local t0 t1 b0 b1 c0 c1 port pid front i tck
   mkdir -p "$tmp/out"
@@ -96,6 +99,7 @@ redis_one() {
 print(s.getsockname()[1])')
   local srv=(redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no
              --daemonize no --logfile "$tmp/out/redis.log")
+  times >"$tmp/times.start"
   t0=$EPOCHREALTIME
   case $1 in
     0) "${srv[@]}" ;;
@@ -112,16 +116,20 @@ print(s.getsockname()[1])')
   pid=$(redis-cli -p "$port" info server | awk -F: '/^process_id:/ { print $2 + 0 }')
   taskset -p -c 0 "$pid" >/dev/null
   c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  times >"$tmp/times.bench"
   b0=$EPOCHREALTIME
   taskset -c 1 redis-benchmark -p "$port" -P 16 -c 50 -n "$requests" -r 1000000 -d 64 \
     -t set,get,lpush,lpop --csv >/dev/null 2>"$tmp/bench.err" || {
     echo "variant $1: redis-benchmark failed" >&2; tail -3 "$tmp/bench.err" >&2; exit 1; }
   b1=$EPOCHREALTIME
   c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+  cpu_since "$tmp/times.bench" >"$tmp/bench.cpu"
   redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   wait "$front" || { echo "variant $1 failed:" >&2; tail -3 "$tmp/err" >&2; exit 1; }
   server=
   t1=$EPOCHREALTIME
+  cpu_since "$tmp/times.start" >"$tmp/run.cpu"
+  paste "$tmp/run.cpu" "$tmp/bench.cpu" | awk '{ print $1 - $2 }' >>"$tmp/u.$1"
   done_run "$1" "$t0" "$t1"
   echo "($c1 - $c0) / $tck" | bc -l >>"$tmp/c.$1"
   echo "$b1 - $b0" | bc -l >>"$tmp/b.$1"
