@@ -316,7 +316,6 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 			  uint32_t index, const char *path, size_t top, size_t left, bool *stop)
 {
 	struct lk_profile_follow *f = lk_run_follow_take(follower, path);
-	static const struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top, .shown_only = true };
 	_cleanup_(lk_report_freep) struct lk_report *r = NULL;
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
@@ -334,7 +333,7 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	k = sym && f ? lk_profile_follow_finish(f, &p, NULL) : -ENOMEM;
 	lk_profile_follow_free(f);
 	if (sym && k < 0)
-		k = lk_profile_load(path, &po, &p, &err);
+		k = lk_profile_load(path, &lk_run_summary_opts, &p, &err);
 	compress_job_read(&job);
 	/* The report while the job ends (k < 0 without sym), under the raw file's name until the job
 	 * says which. */

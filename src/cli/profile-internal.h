@@ -181,19 +181,17 @@ int profile_fail_reader(char **msg, const struct lk_reader *rd, int r);
 int profile_fail_record(char **msg, const struct lk_record *rec, int r, const char *what);
 
 /* profile-result.c: snapshots of the live set into per-stack estimates, and the end. */
-enum profile_snap {
-	PROFILE_SNAP_LIVE, /* live_*: at opts.at_ns */
-	PROFILE_SNAP_PEAK, /* peak_*: at the live set's mark, taken right after the record where
-			    * H(t) peaked (at the end of the pass: the set at the mark is known
-			    * then, the mark itself only once H(t) has peaked for good) */
-	PROFILE_SNAP_OLD,  /* old_*: at the end, at least opts.age_ns old at end_ns */
-};
 void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
 		       const struct live_weight *wt);
-void profile_snapshot(struct lk_profile *p, const struct live_set *ls, enum profile_snap which,
-		      uint64_t end_ns);
-/* The old blocks, the live blocks at the end, totals, intervals, growth. 0 or -ENOMEM. */
-int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns);
+/* live_*: the set now (opts.at_ns has just passed). */
+void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls);
+/* At the end, in one pass over the set: peak_* (the blocks live at the set's mark, taken right
+ * after the record where H(t) peaked: the set at the mark is known only then), live_* too if
+ * live (opts.at_ns not passed), old_* (at least opts.age_ns old at duration_ns), the blocks live
+ * at the end (their totals, and their list unless opts.no_live_list); then the intervals and the
+ * growth verdicts. 0 or -ENOMEM. */
+int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns,
+		   bool live);
 
 /* profile-tables.c: copies of STACK and MODULE records. 0, -ENOMEM or -E2BIG (*what says). */
 int profile_add_stack(struct lk_profile *p, const struct lk_record *rec, const char **what);

@@ -266,7 +266,7 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 		const char *what = NULL;
 
 		if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
-			profile_snapshot(p, &sp->ls, PROFILE_SNAP_LIVE, 0);
+			profile_snapshot_live(p, &sp->ls);
 			sp->at_done = true;
 		}
 		while (sp->bucket + 1 < p->nbuckets && rec->time_ns > sp->ends[sp->bucket])
@@ -291,16 +291,14 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 	return r;
 }
 
-/* After the last record: the peak's and the end's snapshots, and the buckets closed. */
-static void end_replay(struct lk_profile *p, struct second_pass *sp)
+/* After the last record: the buckets closed, and the end's pass (profile_finish). */
+static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t duration_ns)
 {
 	p->totals.peak_ns = sp->peak_ns;
-	profile_snapshot(p, &sp->ls, PROFILE_SNAP_PEAK, 0);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */
 		close_bucket(p, sp);
 	close_bucket(p, sp);
-	if (!sp->at_done)
-		profile_snapshot(p, &sp->ls, PROFILE_SNAP_LIVE, 0);
+	return profile_finish(p, &sp->ls, duration_ns, !sp->at_done);
 }
 
 static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
@@ -320,8 +318,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	lk_reader_free(rd);
 	if (r < 0)
 		return r;
-	end_replay(p, sp);
-	return 0;
+	return end_replay(p, sp, a->duration_ns);
 }
 
 static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char **msg)
@@ -377,8 +374,6 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 	if (r >= 0) {
 		live_set_init(&sp.ls, p->totals.period);
 		r = second_pass(p, fd, &a, &sp, &msg);
-		if (r >= 0)
-			r = profile_finish(p, &sp.ls, a.duration_ns);
 		live_set_done(&sp.ls);
 	}
 	if (fd >= 0)
@@ -438,11 +433,13 @@ static int follow_fail(struct lk_profile_follow *f, int r, char **err)
 	return r;
 }
 
-int lk_profile_follow_open(const char *path, uint64_t limit, struct lk_profile_follow **ret,
-			   char **err)
+int lk_profile_follow_open(const char *path, uint64_t limit, const struct lk_profile_opts *opts,
+			   struct lk_profile_follow **ret, char **err)
 {
-	static const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1 };
+	struct lk_profile_opts one = opts ? *opts : (struct lk_profile_opts){ .at_ns = UINT64_MAX };
 	struct lk_profile_follow *f = calloc(1, sizeof(*f));
+
+	one.buckets = 1; /* no first pass, so no duration to cut the timeline by */
 	struct stat st;
 	char *msg = NULL;
 	int r;
@@ -509,8 +506,7 @@ int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **re
 		return r;
 	f->p->totals.trailer = lk_reader_has_trailer(f->rd);
 	f->sp.ends[0] = f->sp.last_ns;
-	end_replay(f->p, &f->sp);
-	r = profile_finish(f->p, &f->sp.ls, f->sp.last_ns);
+	r = end_replay(f->p, &f->sp, f->sp.last_ns);
 	if (r < 0)
 		return follow_fail(f, r, err);
 	*ret = f->p;

@@ -84,6 +84,9 @@ struct lk_profile_opts {
 	uint64_t age_ns;     /* old_*: live at the end and allocated at least age_ns before it
 			      * (end - t >= age_ns, so 0 takes every live block) */
 	unsigned buckets;    /* timeline points, <= LK_TIMELINE_BUCKETS; 0 = the maximum */
+	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
+			      * run`'s summary, which shows no block, spares the list's memory and
+			      * its sort (a million blocks live at an exact redis-server's exit) */
 };
 
 struct lk_profile_totals {
@@ -124,19 +127,20 @@ struct lk_profile *lk_profile_free(struct lk_profile *p); /* NULL-safe, returns 
 
 /* A raw profile read while its program still writes it, in one pass (`leek run`'s summary):
  *
- *   lk_profile_follow_open(path, limit, &f, &err);   the header, below limit
+ *   lk_profile_follow_open(path, limit, &opts, &f, &err);   the header, below limit
  *   lk_profile_follow_step(f, limit, &err);          the records that end well before limit
  *   ...                                              (limit only grows)
  *   lk_profile_follow_finish(f, &p, &err);           the rest, once the writer has stopped
  *   lk_profile_follow_free(f);
  *
  * `limit` is a file offset before which every byte is written for good (docs/format.md, "Reading
- * a profile being written"). The profile has one timeline bucket, so no growth verdicts; all else
- * is what lk_profile_load() gives for the finished file. Errors as lk_profile_load()'s; after one,
+ * a profile being written"). opts as lk_profile_load()'s (NULL: the defaults), but the profile
+ * has one timeline bucket whatever opts.buckets says, so no growth verdicts; all else is what
+ * lk_profile_load() gives for the finished file with the same opts. Errors as lk_profile_load()'s; after one,
  * every call returns it again. */
 struct lk_profile_follow;
-int lk_profile_follow_open(const char *path, uint64_t limit, struct lk_profile_follow **ret,
-			   char **err);
+int lk_profile_follow_open(const char *path, uint64_t limit, const struct lk_profile_opts *opts,
+			   struct lk_profile_follow **ret, char **err);
 int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **err);
 int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err);
 /* The file offset after the last record read so far. */

@@ -262,7 +262,7 @@ static void follow_some(struct lk_run_follower *w)
 		    pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 		    le32toh(h.header_size) > w->limit - LK_HEADER_FIXED_SIZE)
 			return; /* its header is not all below the limit yet */
-		if (lk_profile_follow_open(w->path, w->limit, &w->f, NULL) < 0) {
+		if (lk_profile_follow_open(w->path, w->limit, &lk_run_summary_opts, &w->f, NULL) < 0) {
 			w->failed = true;
 			return;
 		}

@@ -36,6 +36,11 @@ struct lk_run_profile {
 size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
 			    struct lk_run_profile **ret);
 
+/* How the summary after the run reads a profile, whether the follower read it or the summary
+ * reads it all: at the end, with no list of the blocks live then (it shows none). */
+static const struct lk_profile_opts lk_run_summary_opts = { .at_ns = UINT64_MAX,
+							      .no_live_list = true };
+
 /* The follower: a thread that reads the profile of pid while the program runs, and compresses
  * it too if asked (run-follow.c). start: NULL if no thread could be made (the summary then reads
  * everything after the exit). stop: once the program has ended; the thread is joined. take: the

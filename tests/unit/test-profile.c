@@ -803,8 +803,10 @@ static void expect_same_estimate(const struct lk_estimate *a, const struct lk_es
 	ASSERT_EQ(a->samples, b->samples);
 }
 
-/* What a followed profile gives is what lk_profile_load() gives with one bucket. */
-static void expect_same_profile(const struct lk_profile *a, const struct lk_profile *b)
+/* What a followed profile gives is what lk_profile_load() gives with one bucket; a's list of the
+ * blocks live at the end, unless it was loaded without one (no_live_list), b's. */
+static void expect_same_profile(const struct lk_profile *a, const struct lk_profile *b,
+				bool list)
 {
 	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
 	const struct lk_stack_stats *sa, *sb;
@@ -834,10 +836,15 @@ static void expect_same_profile(const struct lk_profile *a, const struct lk_prof
 		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
 		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
 		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
+		expect_same_estimate(&sa[i].old_bytes, &sb[i].old_bytes);
 		expect_same_estimate(&sa[i].old_objects, &sb[i].old_objects);
 		ASSERT_EQ(sa[i].series[0], sb[i].series[0]);
 	}
 	n = lk_profile_live_blocks(a, &la);
+	if (!list) {
+		ASSERT_EQ(n, 0);
+		return;
+	}
 	ASSERT_EQ(n, lk_profile_live_blocks(b, &lb));
 	ASSERT_TRUE(n == 0 || memcmp(la, lb, n * sizeof(*la)) == 0);
 }
@@ -873,6 +880,33 @@ static void build_random(struct sim *s, uint64_t period, uint64_t seed, size_t r
 	}
 	if (trailer)
 		sim_trailer(s, t + 3, counters);
+}
+
+/* Without the list of the blocks live at the end, everything else is what it is with it: the
+ * peak, the old blocks and the live snapshot at the end or before it come from the same pass. */
+TEST(no_live_list_changes_only_the_list)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		for (unsigned k = 0; k < 2; k++) {
+			struct lk_profile_opts with = { .at_ns = k ? 20000 : UINT64_MAX,
+							.age_ns = 5000, .buckets = 1 };
+			struct lk_profile_opts without = with;
+			struct lk_profile *a = NULL, *b = NULL;
+			const struct lk_live_block *l;
+			char *err = NULL;
+			struct sim s;
+
+			without.no_live_list = true;
+			build_random(&s, seed == 2 ? 1 : 4096, seed, 60000, true);
+			ASSERT_OK(sim_load(&s, &without, &a, &err));
+			ASSERT_OK(sim_load(&s, &with, &b, &err));
+			ASSERT_TRUE(lk_profile_live_blocks(b, &l) > 0); /* the list left out is not empty */
+			expect_same_profile(a, b, false);
+			lk_profile_free(a);
+			lk_profile_free(b);
+			free(s.b.p);
+		}
+	}
 }
 
 /* The file as a writer leaves it: garbage (a reserved tag, everywhere), which a reader that looked
@@ -916,7 +950,7 @@ static void follow_check(uint64_t period, uint64_t seed, bool trailer)
 	/* The header must be below the limit to open. */
 	write_junk(fd, s.b.len + 4096);
 	write_real(fd, &s.b, 0, header - 1);
-	ASSERT_TRUE(lk_profile_follow_open(path, header - 1, &f, &err) < 0);
+	ASSERT_TRUE(lk_profile_follow_open(path, header - 1, NULL, &f, &err) < 0);
 	ASSERT_TRUE(err && *err);
 	free(err);
 	err = NULL;
@@ -924,7 +958,7 @@ static void follow_check(uint64_t period, uint64_t seed, bool trailer)
 	lk_rng_seed(&rng, seed, 1);
 	limit = header;
 	write_real(fd, &s.b, header - 1, limit);
-	ASSERT_OK(lk_profile_follow_open(path, limit, &f, &err));
+	ASSERT_OK(lk_profile_follow_open(path, limit, NULL, &f, &err));
 	while (limit < s.b.len) {
 		/* Steps from one byte to 64 KiB: records cut by the limit everywhere. */
 		size_t step = 1 + lk_rng_next(&rng) % (lk_rng_next(&rng) % 2 ? 64 : 65536);
@@ -940,7 +974,7 @@ static void follow_check(uint64_t period, uint64_t seed, bool trailer)
 	ASSERT_EQ(ftruncate(fd, (off_t)s.b.len), 0); /* the writer's end: no garbage after it */
 	ASSERT_OK(lk_profile_follow_finish(f, &followed, &err));
 	lk_profile_follow_free(f);
-	expect_same_profile(followed, whole);
+	expect_same_profile(followed, whole, true);
 	ASSERT_EQ(lk_profile_totals(followed)->trailer, trailer);
 	lk_profile_free(followed);
 	lk_profile_free(whole);
@@ -975,7 +1009,7 @@ TEST(follow_refuses_compressed)
 		fd = memfd_create("z", MFD_CLOEXEC);
 		ASSERT_EQ(write(fd, z.p, z.len), (ssize_t)z.len);
 		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-		ASSERT_EQ(lk_profile_follow_open(path, z.len, &f, &err), -EINVAL);
+		ASSERT_EQ(lk_profile_follow_open(path, z.len, NULL, &f, &err), -EINVAL);
 		ASSERT_CONTAINS(err, "cannot be followed");
 		free(err);
 		close(fd);
