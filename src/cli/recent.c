@@ -26,6 +26,16 @@ static inline unsigned char *elem_at(const struct lk_recent *r, const struct lk_
 	return (unsigned char *)pg->elem + (size_t)i * r->elem;
 }
 
+/* An element's copy: the live set's 32 bytes inline, where a copy of r->elem bytes was a call
+ * (4% of `leek report`'s time on an exact profile of redis-server, docs/performance.md). */
+static inline void copy_elem(void *to, const void *from, size_t n)
+{
+	if (n == 32)
+		memcpy(to, from, 32);
+	else
+		memcpy(to, from, n);
+}
+
 /* Page p's live blocks go to evict, and its memory is left empty for page p + PAGES. */
 static int page_out(struct lk_recent *r, uint64_t p, const struct lk_recent_evict *evict)
 {
@@ -89,7 +99,7 @@ int lk_recent_add(struct lk_recent *r, uint64_t block, const void *elem,
 	uint64_t bit = 1ull << (i % 64);
 	r->count += !(pg->live[i / 64] & bit);
 	pg->live[i / 64] |= bit;
-	memcpy(elem_at(r, pg, i), elem, r->elem);
+	copy_elem(elem_at(r, pg, i), elem, r->elem);
 	return 0;
 }
 
@@ -106,7 +116,7 @@ int lk_recent_remove(struct lk_recent *r, uint64_t block, void *out)
 	pg->live[i / 64] &= ~bit;
 	r->count--;
 	if (out)
-		memcpy(out, elem_at(r, pg, i), r->elem);
+		copy_elem(out, elem_at(r, pg, i), r->elem);
 	return 1;
 }
 
