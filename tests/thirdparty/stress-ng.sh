@@ -12,6 +12,13 @@
 # stressor faults on purpose: leek must leave its handler alone. It must never leave a stress-ng
 # process behind or write outside its scratch directory.
 #
+# The pthread stressor is left out: stress-ng 0.15.06's never joins the last thread it creates and
+# hands every thread a pointer into its own stack frame, so that thread dies of SIGSEGV in
+# stress-ng's code whenever it first runs after the stressor has returned. Anything that makes
+# the process take a little longer to leave lets it: plain stress-ng whose _exit waits 1 ms
+# fails 10 runs of 100 under load (docs/compatibility.md). tests/preload/tlsdtor.c and
+# tests/preload/exitrace.c cover the thread creation, teardown and exit that it exercised.
+#
 # LK_QUICK=1 runs every stressor with a third of the operations (about half a minute).
 
 # shellcheck source=tests/thirdparty/lib.sh
@@ -25,7 +32,6 @@ stressors=(
 	"fork|--fork 2 --fork-max 4 --fork-ops 2000|"
 	"vfork|--vfork 2 --vfork-max 4 --vfork-ops 2000|"
 	"clone|--clone 1 --clone-ops 400|"
-	"pthread|--pthread 2 --pthread-max 32 --pthread-ops 2000|"
 	"exec|--exec 2 --exec-max 4 --exec-method all --exec-ops 150|nobody"
 	"exec-vfork|--exec 1 --exec-max 2 --exec-fork-method vfork --exec-ops 100|nobody"
 	"spawn|--spawn 2 --spawn-ops 150|nobody"
