@@ -2,7 +2,7 @@
  *
  * Usage: test-foo [--no-fork] [FILTER]. Each test runs in a forked child under an alarm
  * (LK_TEST_TIMEOUT seconds, default 60), so one crash or hang costs one test, not the run. The
- * last line of output is always "N passed, N failed". Never share state between tests.
+ * last line of output is always "N passed, N failed, N skipped". Never share state between tests.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -23,6 +23,10 @@ extern const struct lk_test *const __stop_lk_tests[] __attribute__((weak));
 
 static jmp_buf fail_jmp;
 
+/* How a test ended; a forked child exits with its number. EXIT_SKIP is automake's and meson's
+ * code for a skipped test. */
+enum { PASSED = 0, FAILED = 1, SKIPPED = 77 };
+
 void lk_test_fail(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
@@ -33,7 +37,20 @@ void lk_test_fail(const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	fflush(stderr);
-	longjmp(fail_jmp, 1);
+	longjmp(fail_jmp, FAILED);
+}
+
+void lk_test_skip(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("skipped: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	fflush(stderr);
+	longjmp(fail_jmp, SKIPPED);
 }
 
 bool lk_test_streq(const char *a, const char *b)
@@ -51,16 +68,18 @@ const char *lk_test_strerror(int e)
 	return strerror(e);
 }
 
-/* true if the test passed; runs in whatever process calls it. */
-static bool run_here(const struct lk_test *t)
+/* PASSED, FAILED or SKIPPED; runs in whatever process calls it. */
+static int run_here(const struct lk_test *t)
 {
-	if (setjmp(fail_jmp))
-		return false;
+	int r = setjmp(fail_jmp);
+
+	if (r)
+		return r;
 	t->fn();
-	return true;
+	return PASSED;
 }
 
-static bool run_forked(const struct lk_test *t, unsigned timeout)
+static int run_forked(const struct lk_test *t, unsigned timeout)
 {
 	int status;
 	pid_t pid;
@@ -69,28 +88,30 @@ static bool run_forked(const struct lk_test *t, unsigned timeout)
 	pid = fork();
 	if (pid < 0) {
 		fprintf(stderr, "%s: fork: %s\n", t->name, strerror(errno));
-		return false;
+		return FAILED;
 	}
 	if (pid == 0) {
 		alarm(timeout);
-		_exit(run_here(t) ? 0 : 1);
+		_exit(run_here(t));
 	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
-			return false;
+			return FAILED;
 	if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		fprintf(stderr, "%s: killed by signal SIG%s (%s)%s\n", t->name, sigabbrev_np(sig),
 			strsignal(sig), sig == SIGALRM ? ": timed out" : "");
-		return false;
+		return FAILED;
 	}
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == SKIPPED)
+		return SKIPPED;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? PASSED : FAILED;
 }
 
 int main(int argc, char *argv[])
 {
 	const char *filter = NULL, *s = getenv("LK_TEST_TIMEOUT");
-	unsigned timeout = s ? (unsigned)atoi(s) : 60, passed = 0, failed = 0;
+	unsigned timeout = s ? (unsigned)atoi(s) : 60, passed = 0, failed = 0, skipped = 0;
 	bool fork_tests = true;
 
 	for (int i = 1; i < argc; i++) {
@@ -106,14 +127,13 @@ int main(int argc, char *argv[])
 	for (const struct lk_test *const *t = __start_lk_tests; t && t < __stop_lk_tests; t++) {
 		if (!*t || (filter && !strstr((*t)->name, filter)))
 			continue;
-		bool ok = fork_tests ? run_forked(*t, timeout) : run_here(*t);
-		printf("%s %s\n", ok ? "ok  " : "FAIL", (*t)->name);
+		int r = fork_tests ? run_forked(*t, timeout) : run_here(*t);
+		printf("%s %s\n", r == PASSED ? "ok  " : r == SKIPPED ? "skip" : "FAIL", (*t)->name);
 		fflush(stdout);
-		if (ok)
-			passed++;
-		else
-			failed++;
+		passed += r == PASSED;
+		failed += r == FAILED;
+		skipped += r == SKIPPED;
 	}
-	printf("%u passed, %u failed\n", passed, failed);
+	printf("%u passed, %u failed, %u skipped\n", passed, failed, skipped);
 	return failed ? 1 : 0;
 }

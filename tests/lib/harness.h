@@ -3,8 +3,8 @@
  * TEST(name) { ... } defines a test and registers it in the ELF section "lk_tests"; the harness's
  * main() runs every test (or those whose name contains argv's filter) in a forked child, so a
  * crash, an abort or a hang (alarm) fails that test alone and names the signal. --no-fork runs
- * them in-process, for gdb. It ends by printing exactly one line, "N passed, N failed", and exits
- * non-zero if anything failed.
+ * them in-process, for gdb. It ends by printing exactly one line, "N passed, N failed, N skipped",
+ * and exits non-zero if anything failed. A skipped test (SKIP) is neither passed nor failed.
  *
  * A failed ASSERT_* prints file:line and both values, then leaves the test (longjmp): code after
  * a failed assertion never runs, so it must not be relied on to free anything. Tests must never
@@ -22,6 +22,10 @@ struct lk_test {
 
 _Noreturn void lk_test_fail(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Leaves the test as skipped, saying why: for a test that cannot run here (no root, a tool
+ * missing, a file system without the feature), which must never count as passed. */
+_Noreturn void lk_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define SKIP(...) lk_test_skip(__VA_ARGS__)
 
 /* Pointers, not structs, go in the section: the linker packs 8-byte pointers with no padding
  * between them, whatever alignment the compiler picks for larger objects. */

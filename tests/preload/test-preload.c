@@ -301,15 +301,13 @@ static const struct allocator allocators[] = {
 		       { "--large", "--aligned", "65536" } },
 };
 
-/* false, with a message, if the allocator's library is not installed (scripts/setup installs all
- * of them, so this happens only on a machine set up by hand). */
+/* true, or the test is skipped if the allocator's library is not installed (scripts/setup installs
+ * all of them, so this happens only on a machine set up by hand). */
 static bool have(const struct allocator *a)
 {
 	if (!*a->path || !access(a->path, R_OK))
 		return true;
-	fprintf(stderr, "skipped: %s is missing (install %s; scripts/setup does)\n", a->path,
-		a->package);
-	return false;
+	SKIP("%s is missing (install %s; scripts/setup does)", a->path, a->package);
 }
 
 /* argv: prog, then the optional arguments (NULLs skipped), then NULL. */
@@ -605,12 +603,11 @@ TEST(exact_profile_paged_in)
 	expect_clean(&r, 1, 0);
 	unsigned long fallocated = printed(&r, "fallocated "), paged = printed(&r, "paged "),
 		      leek = printed(&r, "leek ");
-	if (paged * 2 > fallocated)
-		fprintf(stderr, "skipped: this kernel faults in a page a fault either way (%lu and %lu "
-			"faults a MiB): leek %lu\n", paged, fallocated, leek);
-	else
-		ASSERT_TRUE(leek <= paged + (fallocated - paged) / 4);
 	run_cleanup(&r);
+	if (paged * 2 > fallocated)
+		SKIP("this kernel faults in a page a fault either way (%lu and %lu faults a MiB): "
+		     "leek %lu", paged, fallocated, leek);
+	ASSERT_TRUE(leek <= paged + (fallocated - paged) / 4);
 }
 
 /* ---- the cached unwinder against an independent one ---- */

@@ -4,7 +4,7 @@
 # libleek, in three modes: plain (no leek), default (the default period) and exact (every
 # allocation, LEEK_PERIOD=1). A check passes when the result equals the plain run's, nothing hangs
 # and every profile written reads with `leek dump`. A runner ends with the harness's line
-# "N passed, N failed" and exits non-zero if anything failed. It must never leave a server running
+# "N passed, N failed, N skipped" and exits non-zero if anything failed. It must never leave a server running
 # or touch anything outside its scratch directory and the Debian packages it installs.
 #
 # Environment:
@@ -21,6 +21,7 @@ LK_MODES=(default exact)
 
 lk_passed=0
 lk_failed=0
+lk_skipped=0
 lk_apt_updated=0
 
 lk_scratch=$(mktemp -d /tmp/leek-3p.XXXXXX)
@@ -51,6 +52,7 @@ lk_apt() {
 }
 
 lk_pass() { lk_passed=$((lk_passed + 1)); echo "ok   $1"; }
+lk_skip() { lk_skipped=$((lk_skipped + 1)); echo "skip $1${2:+: $2}"; }
 lk_fail() { lk_failed=$((lk_failed + 1)); echo "FAIL $1${2:+: $2}"; }
 
 # lk_env MODE: the environment words that put leek in front of a command in MODE ("plain" gives
@@ -100,6 +102,6 @@ lk_profiles_read() {
 
 # lk_summary: the harness line, and the exit status.
 lk_summary() {
-	echo "$lk_passed passed, $lk_failed failed"
+	echo "$lk_passed passed, $lk_failed failed, $lk_skipped skipped"
 	((lk_failed == 0))
 }

@@ -355,7 +355,7 @@ TEST(stripped_copy_uses_symbol_table)
 		ASSERT_STREQ(f[0].function, FIX_RUST_SYMBOL);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 #else
-	fprintf(stderr, "skipped: no objcopy\n");
+	SKIP("no objcopy");
 #endif
 }
 
@@ -382,7 +382,7 @@ TEST(debug_dir_by_build_id)
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 	debug_dir_remove(&d);
 #else
-	fprintf(stderr, "skipped: no objcopy\n");
+	SKIP("no objcopy");
 #endif
 }
 
@@ -437,7 +437,7 @@ TEST(build_id_mismatch_prefers_debug_file)
 	ASSERT_CONTAINS(w[0], d.root);
 	debug_dir_remove(&d);
 #else
-	fprintf(stderr, "skipped: no objcopy\n");
+	SKIP("no objcopy");
 #endif
 }
 
