@@ -62,9 +62,12 @@ enum {
 	LK_HDR_EXACT = 1u << 0,       /* period 1: every allocation is recorded, weights are 1 */
 	LK_HDR_FORKED = 1u << 1,      /* written by a fork() child; ppid's profile is its parent */
 	LK_HDR_CMDLINE_CUT = 1u << 2, /* the command line was longer than the header allows */
-	LK_HDR_COARSE_TIME = 1u << 3  /* every time of the file is CLOCK_MONOTONIC_COARSE: the same
+	LK_HDR_COARSE_TIME = 1u << 3, /* every time of the file is CLOCK_MONOTONIC_COARSE: the same
 				       * clock, read at the kernel tick's resolution (1 to 10 ms,
 				       * typically 4); libleek sets it in exact mode */
+	LK_HDR_CONTINUED = 1u << 4    /* the process's file was cut short under its writer (logrotate's
+				       * copytruncate), which began it again: its INHERIT records are
+				       * the blocks live then */
 };
 
 /* The clock that every record time counts on (LK_HDR_COARSE_TIME: read at tick resolution). */
@@ -158,7 +161,9 @@ enum lk_counter {
 	LK_CNT_DEFERRED_FREES = 8, /* frees of sampled blocks from signal handlers, done later */
 	LK_CNT_SAMPLES = 9,        /* sampled allocations recorded */
 	LK_CNT_FREES = 10,         /* sampled frees recorded */
-	LK_CNT_MAX = 10
+	LK_CNT_FILE_LIMIT = 11,    /* records not written: the file reached RLIMIT_FSIZE */
+	LK_CNT_FILE_CUT = 12,      /* times the file was cut short and begun again (LK_HDR_CONTINUED) */
+	LK_CNT_MAX = 12
 };
 
 #endif /* LEEK_FORMAT_H */

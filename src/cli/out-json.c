@@ -311,6 +311,7 @@ static void process(struct lk_json_doc *d, const struct lk_report_process *q)
 	}
 	close_c(d, ']');
 	boolean(d, "forked", q->flags & LK_HDR_FORKED);
+	boolean(d, "continued", q->flags & LK_HDR_CONTINUED);
 	boolean(d, "exact", q->flags & LK_HDR_EXACT || q->period == 1);
 	u64(d, "period", q->period);
 	num(d, "start_realtime_s", (double)q->start_realtime_ns / 1e9, 6);

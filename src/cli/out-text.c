@@ -143,8 +143,9 @@ static void print_header(FILE *f, const struct lk_report *r)
 		put_escaped(f, q->path);
 		fputs(": ", f);
 		put_escaped(f, lk_site_basename(q->exe));
-		fprintf(f, ", pid %" PRIu32 " (ppid %" PRIu32 ")%s ==\ncommand      ", q->pid,
-			q->ppid, q->flags & LK_HDR_FORKED ? ", forked" : "");
+		fprintf(f, ", pid %" PRIu32 " (ppid %" PRIu32 ")%s%s ==\ncommand      ", q->pid,
+			q->ppid, q->flags & LK_HDR_FORKED ? ", forked" : "",
+			q->flags & LK_HDR_CONTINUED ? ", continued after its file was cut" : "");
 		print_cmdline(f, q);
 		fputc('\n', f);
 	} else {

@@ -52,6 +52,8 @@ static const char *const counter_names[LK_CNT_MAX + 1] = {
 	[LK_CNT_DEFERRED_FREES] = "deferred_frees",
 	[LK_CNT_SAMPLES] = "samples",
 	[LK_CNT_FREES] = "frees",
+	[LK_CNT_FILE_LIMIT] = "file_limit",
+	[LK_CNT_FILE_CUT] = "file_cut",
 };
 
 const char *lk_rec_tag_name(unsigned tag)

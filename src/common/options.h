@@ -11,6 +11,7 @@
 #define LEEK_OPTIONS_H
 
 #define LK_EXACT_ARENA_RETAIN (64ull << 20) /* LEEK_ARENA_RETAIN's default in exact mode */
+#define LK_OUTPUT_DEFAULT "leek.%e.%p.lk"     /* LEEK_OUTPUT's, and the name in a directory */
 
 #define LK_OPTIONS(X)                                                                              \
 	X(period, "LEEK_PERIOD", SIZE, "524288",                                                   \
@@ -19,9 +20,11 @@
 	X(seed, "LEEK_SEED", UINT, "",                                                             \
 	  "seed of the sampler's random stream, for reproducible runs; empty means a fresh "        \
 	  "random seed (written to the profile header)")                                            \
-	X(output, "LEEK_OUTPUT", STR, "leek.%e.%p.lk",                                             \
-	  "profile path; %p is the pid, %e the executable's name, %% a percent sign. An "           \
-	  "existing file is never overwritten: a .1, .2... suffix is added")                        \
+	X(output, "LEEK_OUTPUT", STR, LK_OUTPUT_DEFAULT,                                           \
+	  "profile path; %p is the pid, %e the executable's name, %% a percent sign. A directory "  \
+	  "(or a path ending in /) gets the default name inside it; /dev/null writes no profile. "  \
+	  "An existing file is never overwritten: a .1, .2... suffix is added. The file is "        \
+	  "created 0600: it holds the command line and every module's address")                    \
 	X(inherit, "LEEK_INHERIT", BOOL, "1",                                                      \
 	  "profile exec'd children too (they inherit LD_PRELOAD); 0 removes libleek from the "     \
 	  "environment the program's children see")                                                \

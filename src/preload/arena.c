@@ -105,6 +105,7 @@ static struct {
 	} recent[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
 	bool give_back;      /* run_take's rule (lk_arena_init) */
+	struct lk_space space; /* the range's reservation, which npages follows (arena-space.c) */
 	uintptr_t boot_next, boot_end;
 } A;
 
@@ -228,6 +229,21 @@ static int commit_to(uint32_t pages)
 	return 0;
 }
 
+/* Whether n more pages fit above A.top, the reservation grown for them if it must and can (under
+ * an address-space limit: arena-space.c). */
+static bool room_at_top(uint64_t n)
+{
+	if (n <= A.npages - A.top)
+		return true;
+	if (!lk_space_grow(&A.space, A.top + n - A.npages))
+		return false;
+	A.npages = A.space.pages;
+	/* Free reads the span without the lock: a pointer it is handed from the new pages comes
+	 * from an allocation that saw the store. */
+	__atomic_store_n(&lk_arena_span, (uintptr_t)A.npages << PAGE_SHIFT, __ATOMIC_RELEASE);
+	return true;
+}
+
 /* The smallest free run of at least n pages in the dirty (d = 1) or clean bins, or NIL. */
 static uint32_t bin_find(unsigned d, uint32_t n)
 {
@@ -269,7 +285,7 @@ static uint32_t run_take(uint32_t n)
 		purge(A.dirty_pages > n ? A.dirty_pages - n : 0);
 	if (h == NIL)
 		h = bin_find(0, n);
-	if (h == NIL && (n > A.npages - A.top || commit_to(A.top + n) < 0)) {
+	if (h == NIL && (!room_at_top(n) || commit_to(A.top + n) < 0)) {
 		/* No room at the top. Dirty and clean runs side by side may add up to n: return
 		 * every dirty page, so that all free runs merge, and look again. */
 		if (A.dirty_pages == 0)
@@ -340,42 +356,21 @@ int lk_arena_init(uint64_t size, uint64_t retain, bool give_back)
 		class_of16[i] = (uint8_t)c;
 	}
 
-	if (npages < 2 * BOOT_PAGES)
-		npages = 2 * BOOT_PAGES;
 	if (npages > UINT32_MAX - 1)
 		npages = UINT32_MAX - 1;
-	void *base = MAP_FAILED, *map = MAP_FAILED;
-	for (;; npages /= 2) { /* an address-space limit (ulimit -v, valgrind) gets a smaller arena */
-		base = mmap(NULL, npages << PAGE_SHIFT, PROT_NONE,
-			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		map = mmap(NULL, npages * sizeof(struct page), PROT_NONE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-		if ((base != MAP_FAILED && map != MAP_FAILED) || npages <= 4 * BOOT_PAGES)
-			break;
-		if (base != MAP_FAILED)
-			munmap(base, npages << PAGE_SHIFT);
-		if (map != MAP_FAILED)
-			munmap(map, npages * sizeof(struct page));
-	}
-	if (base == MAP_FAILED || map == MAP_FAILED) {
-		int r = -errno;
-		if (base != MAP_FAILED)
-			munmap(base, npages << PAGE_SHIFT);
-		if (map != MAP_FAILED)
-			munmap(map, npages * sizeof(struct page));
-		errno = saved;
+	int r = lk_space_reserve(&A.space, npages, 2 * BOOT_PAGES, sizeof(struct page));
+	if (r < 0)
 		return r;
-	}
-	A.map = map;
-	A.npages = (uint32_t)npages;
+	A.map = A.space.map;
+	A.npages = A.space.pages;
 	A.retain_pages = retain >> PAGE_SHIFT;
 	A.give_back = give_back;
 	for (unsigned i = 0; i < NBINS; i++)
 		A.bins[0][i] = A.bins[1][i] = NIL;
 	for (unsigned i = 0; i < NCLASSES; i++)
 		A.partial[i] = NIL;
-	lk_arena_base = (uintptr_t)base;
-	int r = commit_to(BOOT_PAGES);
+	lk_arena_base = A.space.base;
+	r = commit_to(BOOT_PAGES);
 	if (r < 0) {
 		errno = saved;
 		return r;
@@ -384,7 +379,7 @@ int lk_arena_init(uint64_t size, uint64_t retain, bool give_back)
 	A.top = BOOT_PAGES;
 	A.boot_next = lk_arena_base;
 	A.boot_end = page_addr(BOOT_PAGES);
-	lk_arena_span = (uintptr_t)npages << PAGE_SHIFT; /* last: owns() turns on */
+	lk_arena_span = (uintptr_t)A.npages << PAGE_SHIFT; /* last: owns() turns on */
 	errno = saved;
 	return 0;
 }
@@ -461,11 +456,11 @@ static LK_NOINLINE struct lk_block *take_slow(size_t usable, size_t align)
 			list_remove(&A.partial[c], s);
 		b = (struct lk_block *)(page_addr(s) + (uintptr_t)i * slot_size[c]);
 	} else {
-		if (usable > ((uint64_t)A.npages << PAGE_SHIFT) || align > (1u << 30))
+		if (usable > ((uint64_t)A.space.max_pages << PAGE_SHIFT) || align > (1u << 30))
 			return NULL;
 		uint64_t lead = align <= PAGE ? (hdr + align - 1) / align * align : align;
 		uint64_t n = (lead + usable + PAGE - 1) >> PAGE_SHIFT;
-		if (n > A.npages)
+		if (n > A.space.max_pages)
 			return NULL;
 		uint32_t h = run_take((uint32_t)n);
 		if (h == NIL)
@@ -526,11 +521,11 @@ bool lk_arena_resize(void *p, size_t usable)
 		return true;
 	}
 	if (e->kind != K_LARGE || usable <= SLAB_MAX - hdr ||
-	    usable > ((uint64_t)A.npages << PAGE_SHIFT))
+	    usable > ((uint64_t)A.space.max_pages << PAGE_SHIFT))
 		return false;
 	uint32_t len = e->len, end = i + len;
 	uint64_t last = ((uintptr_t)p + usable - 1 - lk_arena_base) >> PAGE_SHIFT;
-	if (last >= A.npages)
+	if (last >= A.space.max_pages)
 		return false;
 	uint32_t want = (uint32_t)(last + 1 - i);
 	if (want < len) { /* shrink: the pages past the new end go back */
@@ -540,14 +535,15 @@ bool lk_arena_resize(void *p, size_t usable)
 	} else if (want > len) {
 		uint32_t more = want - len;
 		if (end == A.top) {
-			if (commit_to(A.top + more) < 0)
+			if (!room_at_top(more) || commit_to(A.top + more) < 0)
 				return false;
 			A.top += more;
 		} else {
 			if (A.map[end].kind != K_FREE)
 				return false;
 			uint32_t flen = A.map[end].len;
-			if (flen < more && (end + flen != A.top || commit_to(A.top + more - flen) < 0))
+			if (flen < more && (end + flen != A.top || !room_at_top(more - flen) ||
+					    commit_to(A.top + more - flen) < 0))
 				return false;
 			bin_remove(end);
 			A.map[end].kind = K_NONE;
@@ -695,6 +691,9 @@ void lk_arena_foreach(lk_block_visit_fn fn, void *ctx)
 void lk_arena_get_stats(struct lk_arena_stats *s)
 {
 	s->reserved = (uint64_t)A.npages << PAGE_SHIFT;
+	s->as_limit = A.space.limit;
+	s->first_reserved = (uint64_t)A.space.first_pages << PAGE_SHIFT;
+	s->max_reserved = (uint64_t)A.space.max_pages << PAGE_SHIFT;
 	s->committed = (uint64_t)A.committed << PAGE_SHIFT;
 	s->used_pages = A.top - A.free_pages;
 	s->free_pages = A.free_pages;

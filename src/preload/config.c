@@ -1,12 +1,19 @@
 /* config.c: reads the LEEK_* variables once, at start-up (table: src/common/options.h).
  *
  * Runs inside the first malloc, so it uses getenv (which does not allocate) and its own number
- * parser. A malformed value falls back to the default: the program must run whatever the
- * environment says.
+ * parser. A value it cannot use falls back to the default, or to the nearest value in range, and
+ * says so in one line on stderr (unless LEEK_QUIET=1): the program must run whatever the
+ * environment says, and a typo must not go unnoticed.
+ *
+ * In secure-execution mode (AT_SECURE: a setuid or setgid program, or one given file
+ * capabilities, loaded with libleek through /etc/ld.so.preload or a DT_NEEDED entry) the
+ * environment belongs to a user the program does not trust: no LEEK_* variable is read, and
+ * libleek only forwards to the real allocator (lk_cfg.secure; docs/design.md, "Threat model").
  */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "options.h"
@@ -67,12 +74,22 @@ static const char *env(const char *name)
 	return NULL;
 }
 
-/* Parses "123", "64K", "4M", "64G"; false on anything else or on overflow. */
-static bool parse_size(const char *s, uint64_t *ret)
+enum {
+#define ENUM(field, env, type, def, why) LK_OPT_##field,
+	LK_OPTIONS(ENUM) LK_OPT_N
+#undef ENUM
+};
+#define DEFAULT(field, env, type, def, why) [LK_OPT_##field] = def,
+static const char *const defaults[LK_OPT_N] = { LK_OPTIONS(DEFAULT) };
+#undef DEFAULT
+
+/* Parses "123", "64K", "4M", "64G" (suffixes only if sizes); false on anything else or on
+ * overflow. */
+static bool parse_number(const char *s, bool sizes, uint64_t *ret)
 {
 	uint64_t v = 0;
 
-	if (!s || !*s)
+	if (!s || *s < '0' || *s > '9')
 		return false;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		if (v > (UINT64_MAX - 9) / 10)
@@ -80,75 +97,134 @@ static bool parse_size(const char *s, uint64_t *ret)
 		v = v * 10 + (uint64_t)(*s - '0');
 	}
 	unsigned shift = 0;
-	switch (*s) {
-	case 'k': case 'K': shift = 10; s++; break;
-	case 'm': case 'M': shift = 20; s++; break;
-	case 'g': case 'G': shift = 30; s++; break;
-	case 't': case 'T': shift = 40; s++; break;
+	if (sizes) {
+		switch (*s) {
+		case 'k': case 'K': shift = 10; s++; break;
+		case 'm': case 'M': shift = 20; s++; break;
+		case 'g': case 'G': shift = 30; s++; break;
+		case 't': case 'T': shift = 40; s++; break;
+		}
+		if (*s == 'i' && shift) /* 4MiB, 64GiB */
+			s++;
+		if (*s == 'B' || *s == 'b')
+			s++;
 	}
-	if (*s == 'i' && shift) /* 4MiB, 64GiB */
-		s++;
-	if (*s == 'B' || *s == 'b')
-		s++;
 	if (*s || (shift && v > UINT64_MAX >> shift))
 		return false;
 	*ret = v << shift;
 	return true;
 }
 
-static void load(const char *name, const char *def, uint64_t *ret, bool *set)
+/* "leek: NAME='value' is ", the start of a warning about a variable's value. */
+static void warn_begin(struct lk_line *l, const char *name, const char *value)
 {
-	const char *s = env(name);
+	lk_line_str(l, name);
+	lk_line_str(l, "=");
+	lk_line_value(l, value);
+	lk_line_str(l, " is ");
+}
 
-	if (parse_size(s, ret)) {
-		if (set)
-			*set = true;
-		return;
+/* "; using V" and the line out. */
+static void warn_end(struct lk_line *l, unsigned opt, uint64_t v)
+{
+	lk_line_str(l, "; using ");
+	if (*defaults[opt])
+		lk_line_u64(l, v);
+	else
+		lk_line_str(l, "a random one"); /* LEEK_SEED, the one without a default */
+	lk_line_print(l);
+}
+
+enum kind { SIZE, UINT, BOOL };
+
+/* The variable's value; its default if it is unset or empty, and, said in one line, if it is
+ * malformed or below min (LEEK_PERIOD=0 must not mean exact mode); max, said too, if it is above
+ * max. *set: whether the variable gave the value. */
+static uint64_t load(const char *name, unsigned opt, enum kind kind, uint64_t min, uint64_t max,
+		     bool *set)
+{
+	static const char *const expected[] = {
+		[SIZE] = "not a size in bytes (such as 4096, 512K, 64M or 1G)",
+		[UINT] = "not a whole number",
+		[BOOL] = "not 0 or 1",
+	};
+	const char *s = lk_cfg.secure ? NULL : env(name);
+	struct lk_line l = LK_LINE_INIT;
+	uint64_t def = 0, v;
+
+	parse_number(defaults[opt], true, &def);
+	if (set)
+		*set = false;
+	if (!s || !*s)
+		return def;
+	if (!parse_number(s, kind == SIZE, &v) || (kind == BOOL && v > 1)) {
+		warn_begin(&l, name, s);
+		lk_line_str(&l, expected[kind]);
+		warn_end(&l, opt, def);
+		return def;
 	}
-	if (!parse_size(def, ret))
-		*ret = 0;
+	if (v < min || v > max) {
+		warn_begin(&l, name, s);
+		lk_line_str(&l, "out of range (");
+		lk_line_u64(&l, min);
+		lk_line_str(&l, " to ");
+		lk_line_u64(&l, max);
+		lk_line_str(&l, ")");
+		if (v < min)
+			v = def;
+		else
+			v = max;
+		warn_end(&l, opt, v);
+		if (v == def)
+			return def;
+	}
+	if (set)
+		*set = true;
+	return v;
 }
 
 void lk_config_load(void)
 {
-	uint64_t v;
 	extern char **environ;
-
-	if (!environ)
-		early_env_load();
-#define DEFAULT(field, env, type, def, why) [LK_OPT_##field] = def,
-	enum {
-#define ENUM(field, env, type, def, why) LK_OPT_##field,
-		LK_OPTIONS(ENUM) LK_OPT_N
-	};
-	static const char *const defaults[LK_OPT_N] = { LK_OPTIONS(DEFAULT) };
-
-	load("LEEK_PERIOD", defaults[LK_OPT_period], &lk_cfg.period, NULL);
-	if (lk_cfg.period == 0)
-		lk_cfg.period = 524288;
-	if (lk_cfg.period > (1ull << 40)) /* beyond this the 2^62 cap on draws would bias p(s) */
-		lk_cfg.period = 1ull << 40;
-	load("LEEK_SEED", "0", &lk_cfg.seed, &lk_cfg.seed_set);
-	load("LEEK_MAX_FRAMES", defaults[LK_OPT_max_frames], &lk_cfg.max_frames, NULL);
-	if (lk_cfg.max_frames > LK_MAX_FRAMES)
-		lk_cfg.max_frames = LK_MAX_FRAMES;
-	load("LEEK_ARENA_SIZE", defaults[LK_OPT_arena_size], &lk_cfg.arena_size, NULL);
 	bool retain_set = false;
-	load("LEEK_ARENA_RETAIN", defaults[LK_OPT_arena_retain], &lk_cfg.arena_retain, &retain_set);
+
+	lk_cfg.secure = getauxval(AT_SECURE) != 0;
+	if (!environ && !lk_cfg.secure)
+		early_env_load();
+	/* First, so that it silences what the others say. */
+	lk_cfg.quiet = load("LEEK_QUIET", LK_OPT_quiet, BOOL, 0, 1, NULL) || lk_cfg.secure;
+	/* 2^40: beyond it the sampler's cap on draws (2^62) would bias p(s) (docs/sampling.md). */
+	lk_cfg.period = load("LEEK_PERIOD", LK_OPT_period, SIZE, 1, 1ull << 40, NULL);
+	lk_cfg.seed = load("LEEK_SEED", LK_OPT_seed, UINT, 0, UINT64_MAX, &lk_cfg.seed_set);
+	lk_cfg.max_frames = load("LEEK_MAX_FRAMES", LK_OPT_max_frames, UINT, 1, LK_MAX_FRAMES, NULL);
+	lk_cfg.arena_size = load("LEEK_ARENA_SIZE", LK_OPT_arena_size, SIZE, 0, UINT64_MAX, NULL);
+	lk_cfg.arena_retain = load("LEEK_ARENA_RETAIN", LK_OPT_arena_retain, SIZE, 0, UINT64_MAX,
+				   &retain_set);
 	if (!retain_set && lk_cfg.period <= 1) /* the whole heap is in the arena: options.h */
 		lk_cfg.arena_retain = LK_EXACT_ARENA_RETAIN;
-	load("LEEK_RSS_INTERVAL_MS", defaults[LK_OPT_rss_interval_ms], &v, NULL);
-	lk_cfg.rss_interval_ns = v * 1000000;
-	load("LEEK_SESSION", defaults[LK_OPT_session], &lk_cfg.session, NULL);
-	load("LEEK_INHERIT", defaults[LK_OPT_inherit], &v, NULL);
-	lk_cfg.inherit = v != 0;
-	load("LEEK_QUIET", defaults[LK_OPT_quiet], &v, NULL);
-	lk_cfg.quiet = v != 0;
+	uint64_t ms = load("LEEK_RSS_INTERVAL_MS", LK_OPT_rss_interval_ms, UINT, 0, UINT64_MAX, NULL);
+	/* More than 584 years: never, rather than a product that wraps around. */
+	lk_cfg.rss_interval_ns = ms > UINT64_MAX / 1000000 ? UINT64_MAX : ms * 1000000;
+	lk_cfg.session = load("LEEK_SESSION", LK_OPT_session, UINT, 0, UINT64_MAX, NULL);
+	/* A secure program's environment is left as it is: nothing of leek's touches it. */
+	lk_cfg.inherit = load("LEEK_INHERIT", LK_OPT_inherit, BOOL, 0, 1, NULL) || lk_cfg.secure;
 
-	const char *out = env("LEEK_OUTPUT");
-	if (!out || !*out || strlen(out) >= sizeof(lk_cfg.output))
+	const char *out = lk_cfg.secure ? NULL : env("LEEK_OUTPUT");
+	if (!out || !*out)
 		out = defaults[LK_OPT_output];
-	strcpy(lk_cfg.output, out);
-#undef DEFAULT
-#undef ENUM
+	size_t n = strlen(out);
+	if (n >= sizeof(lk_cfg.output)) {
+		/* Not the default instead: a profile where nobody looks for it, maybe in a directory
+		 * the user never meant leek to write to. */
+		struct lk_line l = LK_LINE_INIT;
+		lk_line_str(&l, "LEEK_OUTPUT is ");
+		lk_line_u64(&l, n);
+		lk_line_str(&l, " bytes long, more than the ");
+		lk_line_u64(&l, sizeof(lk_cfg.output) - 1);
+		lk_line_str(&l, " a path may have; the program runs unprofiled");
+		lk_line_print(&l);
+		lk_cfg.off = true;
+		return;
+	}
+	memcpy(lk_cfg.output, out, n + 1);
 }

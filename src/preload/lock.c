@@ -1,4 +1,4 @@
-/* lock.c: the one lock of the slow path, the clock, and the one-line logger.
+/* lock.c: the one lock of the slow path, and the clock.
  *
  * The arena, the stack table and the writer share lk_lock: samples are rare (two per MiB
  * allocated at the default period), so one lock costs nothing measurable and makes fork simple.
@@ -21,7 +21,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/futex.h>
-#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -126,24 +125,4 @@ LK_HOT uint64_t lk_now_ns(void)
 
 	clock_read(clock_id, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-void lk_log(const char *msg)
-{
-	char buf[512];
-	size_t n = 0, m = strlen(msg);
-	int saved = errno;
-
-	if (lk_cfg.quiet)
-		return;
-	if (m > sizeof(buf) - 8)
-		m = sizeof(buf) - 8;
-	memcpy(buf, "leek: ", 6);
-	n = 6;
-	memcpy(buf + n, msg, m);
-	n += m;
-	buf[n++] = '\n';
-	while (write(STDERR_FILENO, buf, n) < 0 && errno == EINTR)
-		;
-	errno = saved;
 }

@@ -43,6 +43,8 @@
 struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
 	bool seed_set, inherit, quiet;
+	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
+	bool off;    /* no profile can be written as asked (LEEK_OUTPUT too long): unprofiled */
 	char output[LK_MAX_PATH];
 };
 extern struct lk_config lk_cfg;
@@ -137,6 +139,7 @@ void lk_free_sampled(void *p);
 /* ---- arena.c: where sampled blocks live ---- */
 struct lk_arena_stats {
 	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
+	uint64_t as_limit, first_reserved, max_reserved; /* RLIMIT_AS (0: none), arena-space.c */
 	uint64_t retain; /* bytes of freed pages kept resident at most, now */
 };
 extern uintptr_t lk_arena_base, lk_arena_span; /* [base, base + span); span 0 before init */
@@ -162,6 +165,17 @@ _Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32
 #define LK_BLOCK_LIVE 0x1eecbu
 #define LK_BLOCK_FREE 0xf4eedu
 #define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
+
+/* ---- arena-space.c: the arena's address range and page map ---- */
+struct lk_space {
+	uintptr_t base;   /* [base, base + pages pages): reserved, PROT_NONE until committed */
+	void *map;        /* the page map, reserved for max_pages entries */
+	uint32_t pages, first_pages, max_pages;
+	uint64_t limit;   /* RLIMIT_AS at start-up; 0: none, and pages never grows */
+};
+/* pages wanted (at least min_pages); 0 or a negative errno. */
+int lk_space_reserve(struct lk_space *s, uint64_t pages, uint64_t min_pages, size_t entry_size);
+uint32_t lk_space_grow(struct lk_space *s, uint64_t need); /* pages added: 0, or at least need */
 
 /* give_back: a block that no retained run can hold first gives back as many retained pages as it
  * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
@@ -245,7 +259,11 @@ void lk_writer_close(void);         /* clean exit: trailer, truncate */
 void lk_writer_atfork_child(void);
 bool lk_writer_ready(void);         /* a file is open, or can be opened */
 bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
+bool lk_writer_fault(const void *addr); /* SIGBUS in the window: repaired (signals.c) */
 extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
+
+/* ---- signals.c: SIGBUS in the window repaired, the program's handlers and masks kept ---- */
+void lk_signals_init(void); /* once profiling: on_fault becomes SIGBUS's kernel action */
 
 /* ---- loader.c: no fork while a thread holds the loader lock ---- */
 bool lk_loader_enter(bool insist); /* false: a fork is pending, go on without the loader */
@@ -308,7 +326,19 @@ static inline bool lk_coarse_time(void)
 {
 	return lk_cfg.period <= 1;
 }
-void lk_log(const char *msg); /* one line to stderr, unless LEEK_QUIET */
+/* ---- log.c: one line to stderr, unless LEEK_QUIET ---- */
+struct lk_line {
+	char buf[512];
+	size_t n;
+};
+#define LK_LINE_INIT { .buf = "leek: ", .n = 6 }
+void lk_line_str(struct lk_line *l, const char *s);
+void lk_line_u64(struct lk_line *l, uint64_t v);
+/* Quoted, cut (64 and 256 bytes), control bytes escaped: values from the environment, paths. */
+void lk_line_value(struct lk_line *l, const char *s);
+void lk_line_path(struct lk_line *l, const char *s);
+void lk_line_print(struct lk_line *l);
+void lk_log(const char *msg);
 
 #pragma GCC visibility pop
 

@@ -112,18 +112,42 @@ static void atfork_child(void)
 	lk_tls.tid = (uint32_t)gettid();
 }
 
+/* One line when an address-space limit made the arena smaller than LEEK_ARENA_SIZE. */
+static void say_arena_limit(void)
+{
+	struct lk_arena_stats st;
+	struct lk_line l = LK_LINE_INIT;
+
+	lk_arena_get_stats(&st);
+	if (!st.as_limit || st.first_reserved >= lk_cfg.arena_size)
+		return;
+	lk_line_str(&l, "an address-space limit of ");
+	lk_line_u64(&l, st.as_limit >> 20);
+	lk_line_str(&l, " MiB (ulimit -v): the arena of sampled blocks reserves ");
+	lk_line_u64(&l, st.first_reserved >> 20);
+	lk_line_str(&l, " MiB of it, and more only as they need");
+	lk_line_print(&l);
+}
+
 static void init_process(void)
 {
 	lk_config_load();
-	int r = lk_arena_init(lk_cfg.arena_size, lk_cfg.arena_retain, lk_cfg.period > 1);
+	/* Not profiling (a secure program, or no profile can be written as asked): the arena's boot
+	 * area alone, for dlsym's calloc below, and the real allocator. */
+	bool profile = !lk_cfg.secure && !lk_cfg.off;
+	int r = lk_arena_init(profile ? lk_cfg.arena_size : 0, lk_cfg.arena_retain,
+			      lk_cfg.period > 1);
 	if (lk_real_init() < 0) {
 		lk_log("cannot find the real malloc (dlsym failed); leek cannot run");
 		_exit(127);
 	}
+	if (!profile)
+		return;
 	if (r < 0) {
 		lk_log("cannot reserve address space for the arena; running unprofiled");
 		return;
 	}
+	say_arena_limit();
 	lk_clock_init();
 	seed = lk_cfg.seed;
 	if (!lk_cfg.seed_set && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
@@ -136,8 +160,10 @@ static void init_process(void)
 	lk_lock();
 	enabled = lk_writer_ready();
 	lk_unlock();
-	if (enabled)
+	if (enabled) {
+		lk_signals_init();
 		lk_modules_refresh(true);
+	}
 }
 
 void lk_init(void)

@@ -26,18 +26,37 @@
  * daemons close or dup2 over every descriptor): about six system calls a MiB of profile, and the
  * 16 writes of zeros that put its pages into the page cache (page_in).
  *
+ * The file is the program's user's alone (0600): it holds the command line, which may carry
+ * secrets, and every module's load address, which would defeat ASLR for a daemon whose
+ * /proc/PID/maps other users cannot read.
+ *
+ * Whatever is done to the file, the program goes on as it would without leek:
+ * - The file never grows past RLIMIT_FSIZE (`ulimit -f`), which would raise SIGXFSZ in the
+ *   program: the limit is read again at each grow, and the last FINAL_ROOM bytes below it are kept
+ *   for the records of a clean exit. A record that does not fit stops the profile (W_FULL: every
+ *   record from then on is counted in file_limit), and the exit still writes its trailer.
+ * - A file cut short under the window (`truncate -s 0`, logrotate's copytruncate) would make the
+ *   next store raise SIGBUS: signals.c's handler asks lk_writer_fault, which puts anonymous memory
+ *   in the window's place, and the state W_CUT drops records until the next sample or exit
+ *   begins the file again from its start, as a forked child begins its own (every module, and an
+ *   INHERIT for every live block), with the header flag LK_HDR_CONTINUED and file_cut counting the
+ *   cuts. A grow that finds the file shorter than it left it does the same.
+ *
  * Never: allocate, print more than one line, raise a signal in the program, hold a descriptor
  * between two uses (but on a file system without fallocate), or write to a file that is no longer
- * ours. All functions run under lk_lock except lk_writer_atfork_child.
+ * ours. All functions run under lk_lock except lk_writer_atfork_child and lk_writer_fault.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "options.h"
 #include "preload.h"
 #include "record.h"
 
@@ -47,14 +66,18 @@
 _Static_assert(CHUNK <= LK_GROW_MAX && GROW_SMALL <= LK_GROW_MAX && CHUNK % GROW_SMALL == 0,
 	       "the file grows by LK_GROW_MAX at most");
 #define PAGE 4096u
+/* Kept below RLIMIT_FSIZE for the last records: RSS, LOSS and TRAILER. */
+#define FINAL_ROOM ((1 + 2 * LK_VARINT_MAX + 2 * LK_COUNTERS_MAX + 255) & ~(uint64_t)255)
 
-enum { W_UNOPENED, W_OPEN, W_DEAD, W_CLOSED };
+/* W_FULL: the file reached RLIMIT_FSIZE; only lk_writer_close writes, into FINAL_ROOM. W_CUT: the
+ * file was cut short under the window; lk_writer_ready begins it again. */
+enum { W_UNOPENED, W_OPEN, W_FULL, W_CUT, W_DEAD, W_CLOSED };
 
 uint64_t lk_counters[LK_CNT_MAX + 1];
 
 static struct {
 	int state, fd;
-	bool forked, use_pwrite;
+	bool forked, use_pwrite, closing;
 	uint32_t pid;
 	uint64_t off, len;              /* bytes written; bytes allocated to the file */
 	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
@@ -168,20 +191,46 @@ static int allocate(int fd, uint64_t from, uint64_t to)
 	return r;
 }
 
+/* The most the file may grow to: RLIMIT_FSIZE, read again at each grow since the program may lower
+ * it, less FINAL_ROOM unless the records of the exit are being written. */
+static uint64_t file_cap(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_FSIZE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return UINT64_MAX;
+	if (W.closing)
+		return rl.rlim_cur;
+	return rl.rlim_cur > FINAL_ROOM ? rl.rlim_cur - FINAL_ROOM : 0;
+}
+
 /* Allocates the file up to at least `end`: 64 KiB at a time while it is small (a process that
- * execs soon after starting, like env or taskset, leaves a small file), 1 MiB at a time after. */
+ * execs soon after starting, like env or taskset, leaves a small file), 1 MiB at a time after, and
+ * never past file_cap() (-EFBIG). Finds a file cut short under the window (-ESTALE, W_CUT). With
+ * pwrite, nothing is allocated: W.len is how far the limit was checked. */
 static int grow(uint64_t end)
 {
 	uint64_t step = W.len < CHUNK ? GROW_SMALL : CHUNK;
-	uint64_t want = (end + step - 1) / step * step;
-	int fd = file_get();
+	uint64_t want = (end + step - 1) / step * step, cap = file_cap();
+	struct stat st;
+	int r = 0;
 
+	if (end > cap)
+		return -EFBIG;
+	if (want > cap)
+		want = cap;
+	int fd = file_get();
 	if (fd < 0)
 		return fd;
-	int r = allocate(fd, W.len, want);
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < (W.use_pwrite ? W.off : W.len)) {
+		W.state = W_CUT;
+		r = -ESTALE;
+	} else if (!W.use_pwrite) {
+		r = -allocate(fd, W.len, want);
+	}
 	file_put(fd);
 	if (r)
-		return -r;
+		return r;
 	W.len = want;
 	set_room();
 	return 0;
@@ -209,34 +258,65 @@ static int remap(uint64_t off)
 	return 0;
 }
 
+/* A record not written: counted by why. */
+static void drop(void)
+{
+	lk_counters[W.state == W_FULL ? LK_CNT_FILE_LIMIT : LK_CNT_RECORDS_DROPPED]++;
+}
+
+/* The file stops at its size limit: what it holds stays readable, and the exit's records still
+ * go in (lk_writer_close). */
+static void stop_full(void)
+{
+	struct lk_line l = LK_LINE_INIT;
+
+	W.state = W_FULL;
+	unmap_window();
+	lk_line_str(&l, "the profile reached the file-size limit (ulimit -f) at ");
+	lk_line_u64(&l, W.off);
+	lk_line_str(&l, " bytes; profiling stops, the program goes on");
+	lk_line_print(&l);
+}
+
+static bool ready(bool begin_again);
+
 /* put() when the record does not simply go into the open window: the file is not open yet (a
  * forked child opens at its first record), it needs growing or the window moving, or every record
  * is a pwrite. */
 static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 {
-	int saved = errno;
+	int saved = errno, r = 0;
 
-	if (W.state != W_OPEN && !lk_writer_ready()) {
-		lk_counters[LK_CNT_RECORDS_DROPPED]++;
+	/* Not begun again here after a cut: the record may be one of several that belong together
+	 * (a STACK and the ALLOC that names it), and the next sample begins the file at a record
+	 * boundary. */
+	if (W.state != W_OPEN && !ready(false)) {
+		drop();
 		errno = saved;
 		return false;
 	}
-	if (W.use_pwrite) {
+	if (W.off + len > W.len)
+		r = grow(W.off + len);
+	if (r == 0 && W.use_pwrite) {
 		if (pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len &&
-		    (file_get() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len)) {
-			lk_counters[LK_CNT_RECORDS_DROPPED]++;
-			errno = saved;
-			return false;
-		}
-	} else {
-		if ((W.off + len > W.len && grow(W.off + len) < 0) ||
-		    ((!W.win || W.off + len > W.win_off + CHUNK) && remap(W.off) < 0)) {
+		    (file_get() < 0 || pwrite(W.fd, rec, len, (off_t)W.off) != (ssize_t)len))
+			r = -EIO;
+	} else if (r == 0 && (!W.win || W.off + len > W.win_off + CHUNK)) {
+		r = remap(W.off);
+	}
+	if (r < 0) {
+		if (r == -EFBIG)
+			stop_full();
+		else if (W.state != W_CUT && !W.use_pwrite) {
 			die();
-			lk_counters[LK_CNT_RECORDS_DROPPED]++;
-			lk_log("cannot grow the profile (disk full?); profiling stops, the program goes on");
-			errno = saved;
-			return false;
+			lk_log("cannot grow the profile (disk full?); profiling stops, the program "
+			       "goes on");
 		}
+		drop();
+		errno = saved;
+		return false;
+	}
+	if (!W.use_pwrite) {
 		uint8_t *d = W.win + (W.off - W.win_off);
 		memcpy(d + 1, rec + 1, len - 1);
 		__atomic_store_n(d, rec[0], __ATOMIC_RELEASE); /* commit */
@@ -284,13 +364,16 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 	size_t n = 0;
 
 	/* The file first: a forked child's opens here, starts with no thread, and numbers the
-	 * blocks it inherited (inherit_block()) before b's number is read below. */
+	 * blocks it inherited (inherit_block()) before b's number is read below; a file cut short
+	 * begins again here the same way. Not for an ALLOC, whose block is live already and would be
+	 * inherited too: every sample readies the file before it takes its block, so an ALLOC finds
+	 * it open unless it was cut since, and then its block comes back as an INHERIT. */
 	if (lk_unlikely(W.state != W_OPEN)) {
 		int saved = errno;
-		bool open = lk_writer_ready();
+		bool open = ready(tag == LK_REC_FREE);
 		errno = saved;
 		if (!open) {
-			lk_counters[LK_CNT_RECORDS_DROPPED]++;
+			drop();
 			b->id = 0;
 			return;
 		}
@@ -447,6 +530,36 @@ static void set_suffix(size_t base, unsigned k)
 	*p = 0;
 }
 
+/* W.path: LEEK_OUTPUT with %p and %e expanded (name: %e), made absolute (file_get opens the file by
+ * name, and a daemon may chdir("/") first), and the default name inside it if it names a directory
+ * or ends in '/'. Its length, where a .N suffix goes; 0 for /dev/null, which asks for no profile;
+ * or a negative errno (-ENOTDIR: it names something that is neither a file nor a directory). */
+static int resolve_path(const char *name)
+{
+	size_t n = 0, room = sizeof(W.path) - 8; /* 8: the suffix */
+	struct stat st;
+
+	if (lk_cfg.output[0] != '/' && getcwd(W.path, room)) {
+		n = strlen(W.path);
+		if (W.path[n - 1] != '/')
+			W.path[n++] = '/';
+	}
+	if (!expand(W.path + n, room - n, lk_cfg.output, name))
+		return -ENAMETOOLONG;
+	n = strlen(W.path);
+	if (W.path[n - 1] != '/' && stat(W.path, &st) == 0) {
+		if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+			return 0;
+		if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+			return -ENOTDIR;
+		if (S_ISDIR(st.st_mode))
+			W.path[n++] = '/';
+	}
+	if (W.path[n - 1] == '/' && !expand(W.path + n, room - n, LK_OUTPUT_DEFAULT, name))
+		return -ENAMETOOLONG;
+	return (int)strlen(W.path);
+}
+
 /* An unnamed file in W.path's directory (O_TMPFILE), to be named once its header is stored: a
  * process killed in between leaves no profile rather than one without a header. -1 where the
  * file system has no O_TMPFILE, or /proc (which names it) is missing. */
@@ -460,7 +573,7 @@ static int open_unnamed(void)
 	size_t n = slash == W.path ? 1 : (size_t)(slash - W.path);
 	memcpy(dir, W.path, n);
 	dir[n] = 0;
-	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
 /* Names the unnamed file fd W.path, or the first free W.path.N. */
@@ -490,70 +603,23 @@ static int create_named(size_t base)
 {
 	for (unsigned k = 0; k < 1000; k++) {
 		set_suffix(base, k);
-		int fd = open(W.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		int fd = open(W.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			return fd >= 0 ? fd : -errno;
 	}
 	return -EEXIST;
 }
 
-static int open_file(void)
+/* The header in scratch: the fixed part, the executable's path and the command line; its size. */
+static uint32_t make_header(const char *exe, uint32_t flags)
 {
-	static char exe[LK_MAX_PATH];
 	struct lk_file_header h = { .version = LK_FORMAT_VERSION };
-	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	struct timespec rt;
-	int fd = -1;
 
-	exe[elen > 0 ? elen : 0] = 0;
-	/* %e is the name the program was started as: /usr/bin/redis-server is a symlink to
-	 * redis-check-rdb, and the user looks for redis-server. */
-	const char *name = program_invocation_short_name && *program_invocation_short_name
-				   ? program_invocation_short_name
-				   : exe;
-	/* An absolute path: file_get opens the file by name, and a daemon may chdir("/") first
-	 * (LEEK_OUTPUT is relative by default). */
-	size_t cwd = 0;
-	if (lk_cfg.output[0] != '/' && getcwd(W.path, sizeof(W.path) - 16)) {
-		cwd = strlen(W.path);
-		if (W.path[cwd - 1] != '/')
-			W.path[cwd++] = '/';
-	}
-	if (!expand(W.path + cwd, sizeof(W.path) - cwd - 8, lk_cfg.output, name))
-		return -ENAMETOOLONG;
-	size_t base = strlen(W.path);
-	bool unnamed = true;
-	fd = open_unnamed();
-	if (fd < 0) {
-		unnamed = false;
-		if ((fd = create_named(base)) < 0)
-			return fd;
-	}
-	struct stat st;
-	fstat(fd, &st);
-	W.dev = st.st_dev;
-	W.ino = st.st_ino;
-	W.off = W.len = 0;
-	W.win = NULL;
-	set_room();
-	W.use_pwrite = false;
-	int r = allocate(fd, 0, GROW_SMALL);
-	if (r == EOPNOTSUPP || r == EINVAL) {
-		W.use_pwrite = true; /* one pwrite per record, through a descriptor kept high */
-		fd = lk_fd_raise(fd, true);
-	} else if (r) {
-		close(fd);
-		return -r;
-	} else {
-		W.len = GROW_SMALL;
-	}
-	W.fd = fd; /* until the header is stored and the file named; then only with pwrite */
-
-	/* The header, then the strings. */
 	memcpy(h.magic, LK_FORMAT_MAGIC, 8);
 	h.fixed_size = LK_HEADER_FIXED_SIZE;
-	h.flags = (lk_cfg.period <= 1 ? LK_HDR_EXACT : 0) | (W.forked ? LK_HDR_FORKED : 0) |
-		  (lk_coarse_time() ? LK_HDR_COARSE_TIME : 0);
+	h.flags = flags | (lk_cfg.period <= 1 ? LK_HDR_EXACT : 0) |
+		  (W.forked ? LK_HDR_FORKED : 0) | (lk_coarse_time() ? LK_HDR_COARSE_TIME : 0);
 	h.pid = (uint32_t)getpid();
 	h.ppid = (uint32_t)getppid();
 	h.clock = LK_CLOCK_MONOTONIC;
@@ -581,23 +647,51 @@ static int open_file(void)
 	memset(scratch + LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len, 0,
 	       h.header_size - LK_HEADER_FIXED_SIZE - h.exe_len - h.cmdline_len);
 	memcpy(scratch, &h, sizeof(h));
-
-	W.state = W_OPEN;
-	W.pid = h.pid;
 	W.last_ns = h.start_monotonic_ns;
+	return h.header_size;
+}
+
+/* Begins the profile in fd, an empty file of ours: its first allocation, the header, then every
+ * module and, in a forked child's file or one begun again, an INHERIT for every live block.
+ * base: where W.path's suffix goes if fd is still unnamed (named here once its header is in),
+ * else 0. */
+static int begin_file(int fd, size_t base, uint32_t flags)
+{
+	static char exe[LK_MAX_PATH];
+	ssize_t elen = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	struct stat st;
+	int r;
+
+	exe[elen > 0 ? elen : 0] = 0;
+	fstat(fd, &st);
+	W.dev = st.st_dev;
+	W.ino = st.st_ino;
+	W.off = W.len = 0;
+	W.win = NULL;
+	set_room();
+	W.use_pwrite = false;
+	W.fd = fd; /* until the header is stored and the file named; then only with pwrite */
+	W.state = W_OPEN;
+	W.pid = (uint32_t)getpid();
 	W.next_rss_ns = 0;
 	W.losses_written = 0;
 	W.blocks = 0;
 	W.prev_free = 0;
 	W.tid = 0;
+	uint32_t size = make_header(exe, flags);
+	r = grow(size);
+	if (r == -EOPNOTSUPP || r == -EINVAL) {
+		W.use_pwrite = true; /* one pwrite per record, through a descriptor kept high */
+		W.fd = lk_fd_raise(fd, true);
+		r = grow(size);
+	}
 	/* The header goes through put() too; its first byte 'L' is stored last, like a tag. */
-	lk_writer_put((const uint8_t *)scratch, h.header_size);
-	if (W.state != W_OPEN)
-		r = -EIO;
-	else if (unnamed)
-		r = name_file(fd, base);
+	if (r == 0)
+		r = put((const uint8_t *)scratch, size) && W.state == W_OPEN ? 0 : -EIO;
+	if (r == 0 && base)
+		r = name_file(W.fd, base);
 	if (!W.use_pwrite || r < 0) {
-		close(fd);
+		close(W.fd);
 		W.fd = -1;
 	}
 	if (r < 0) {
@@ -606,37 +700,117 @@ static int open_file(void)
 	}
 	lk_stack_new_file();
 	lk_modules_emit_all();
-	if (W.forked)
+	if (W.forked || flags & LK_HDR_CONTINUED)
 		lk_arena_foreach(inherit_block, NULL);
 	return 0;
 }
 
-bool lk_writer_owned(void)
+static int open_file(void)
 {
-	return W.state == W_OPEN && W.pid == (uint32_t)getpid();
+	/* %e is the name the program was started as: /usr/bin/redis-server is a symlink to
+	 * redis-check-rdb, and the user looks for redis-server. */
+	const char *name = program_invocation_short_name;
+	char exe[LK_MAX_PATH];
+
+	if (!name || !*name) {
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		exe[n > 0 ? n : 0] = 0;
+		name = exe;
+	}
+	int base = resolve_path(name);
+	if (base <= 0)
+		return base < 0 ? base : 1; /* 1: no profile, as asked */
+	size_t named = 0;
+	int fd = open_unnamed();
+	if (fd >= 0)
+		named = (size_t)base;
+	else if ((fd = create_named((size_t)base)) < 0)
+		return fd;
+	return begin_file(fd, named, 0);
 }
 
-/* The first event of a process (or of a forked child) opens its file. */
+/* A file cut short under the window begins again from its start (header comment). */
+static int begin_again(void)
+{
+	uint64_t cuts = lk_counters[LK_CNT_FILE_CUT] + 1;
+
+	unmap_window(); /* the anonymous memory that stood in for it */
+	int fd = file_get();
+	if (fd < 0)
+		return fd;
+	if (W.use_pwrite)
+		W.fd = -1; /* begin_file takes it, and keeps it again */
+	if (ftruncate(fd, 0) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	memset(lk_counters, 0, sizeof(lk_counters)); /* a new file: its own counts */
+	lk_counters[LK_CNT_FILE_CUT] = cuts;
+	return begin_file(fd, 0, LK_HDR_CONTINUED);
+}
+
+bool lk_writer_owned(void)
+{
+	return (W.state == W_OPEN || W.state == W_FULL || W.state == W_CUT) &&
+	       W.pid == (uint32_t)getpid();
+}
+
+/* The first event of a process (or of a forked child) opens its file; the first after a cut
+ * begins it again. One line if it cannot, and the program runs unprofiled from then on. */
 static LK_COLD void open_now(void)
 {
-	int r = open_file();
+	bool again = W.state == W_CUT;
+	int r = again ? begin_again() : open_file();
+	struct lk_line l = LK_LINE_INIT;
 
-	if (r < 0) {
-		char msg[LK_MAX_PATH + 96];
-		size_t n = strlen(W.path);
-		memcpy(msg, "cannot write the profile ", 25);
-		memcpy(msg + 25, W.path, n);
-		strcpy(msg + 25 + n, "; the program runs unprofiled");
-		lk_log(msg);
-		die();
-	}
+	if (r == 0)
+		return;
+	die();
+	if (r > 0)
+		return; /* /dev/null: no profile, as asked */
+	lk_line_str(&l, again ? "cannot write the profile again after it was cut short: "
+			      : "cannot write the profile ");
+	lk_line_path(&l, W.path);
+	lk_line_str(&l, " (");
+	lk_line_str(&l, r == -ENOTDIR ? "not a file or a directory"
+		    : r == -EFBIG     ? "the file-size limit, ulimit -f, is too small"
+				      : strerrordesc_np(-r) ?: "error");
+	lk_line_str(&l, "); the program runs unprofiled");
+	lk_line_print(&l);
+}
+
+/* Whether records can be written: the file opened first if this process has none yet, and, if
+ * begin_again, begun again if it was cut short (a point between two records of a sample). */
+static bool ready(bool begin_again_ok)
+{
+	if (W.state == W_UNOPENED || (W.state == W_CUT && begin_again_ok))
+		open_now();
+	return W.state == W_OPEN;
 }
 
 LK_HOT bool lk_writer_ready(void)
 {
-	if (lk_unlikely(W.state == W_UNOPENED))
-		open_now();
-	return W.state == W_OPEN;
+	if (lk_unlikely(W.state != W_OPEN))
+		return ready(true);
+	return true;
+}
+
+/* SIGBUS at addr (signals.c, in the handler): true if it is the window's, which then gets
+ * anonymous memory in place of the file's pages, so that the store that faulted completes, and the
+ * file begins again at the next sample (W_CUT). Async-signal-safe. */
+bool lk_writer_fault(const void *addr)
+{
+	uint8_t *win = __atomic_load_n(&W.win, __ATOMIC_RELAXED);
+
+	if (!win || (uintptr_t)addr - (uintptr_t)win >= CHUNK)
+		return false;
+	if (mmap(win, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+		 0) == MAP_FAILED)
+		return false;
+	W.state = W_CUT;
+	W.room = 0;
+	return true;
 }
 
 static LK_COLD void rss_write(uint64_t now_ns)
@@ -677,6 +851,11 @@ void lk_writer_close(void)
 	uint8_t rec[LK_COUNTERS_MAX];
 	struct timespec rt;
 
+	W.closing = true; /* the last records may use FINAL_ROOM */
+	if (W.state == W_CUT)
+		ready(true); /* the trailer goes into a whole file */
+	if (W.state == W_FULL)
+		W.state = W_OPEN;
 	if (W.state != W_OPEN)
 		return;
 	uint64_t now = lk_now_ns();
@@ -705,8 +884,9 @@ void lk_writer_atfork_child(void)
 	if (W.fd >= 0)
 		close(W.fd);
 	W.fd = -1;
-	if (W.state == W_OPEN)
+	if (W.state == W_OPEN || W.state == W_FULL || W.state == W_CUT)
 		W.state = W_UNOPENED;
 	W.forked = true;
+	W.closing = false;
 	memset(lk_counters, 0, sizeof(lk_counters));
 }

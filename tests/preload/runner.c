@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -274,7 +275,7 @@ static void load_profiles(struct run *r)
 void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 {
 	const char *tmp = getenv("TMPDIR");
-	char prog[512], out[512], output[512], preload[1024];
+	char prog[512], out[512], preload[1024], *output = NULL;
 	size_t nenv = 0, n = 0;
 	unsigned timeout = o->timeout ? o->timeout : 30;
 
@@ -283,9 +284,9 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 	if (!mkdtemp(r->dir))
 		FAIL("mkdtemp %s: %s", r->dir, strerror(errno));
 	snprintf(prog, sizeof(prog), "%s/%s", PROG_DIR, argv[0]);
-	snprintf(output, sizeof(output), "LEEK_OUTPUT=%s", o->output ? o->output : "");
-	if (!o->output)
-		snprintf(output, sizeof(output), "LEEK_OUTPUT=%s/leek.%%p.lk", r->dir);
+	if (asprintf(&output, o->output ? "LEEK_OUTPUT=%s" : "LEEK_OUTPUT=%s/leek.%%p.lk",
+		     o->output ? o->output : r->dir) < 0)
+		FAIL("asprintf: out of memory");
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->preload ? o->preload : LIBLEEK_PATH);
 
 	while (environ[nenv])
@@ -316,6 +317,13 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0 ||
 		    (o->in_dir && chdir(r->dir) < 0))
 			_exit(125);
+		struct rlimit rl;
+		if (o->limit_as && (getrlimit(RLIMIT_AS, &rl) < 0 ||
+				    (rl.rlim_cur = o->limit_as, setrlimit(RLIMIT_AS, &rl) < 0)))
+			_exit(125);
+		if (o->limit_fsize && (getrlimit(RLIMIT_FSIZE, &rl) < 0 ||
+				       (rl.rlim_cur = o->limit_fsize, setrlimit(RLIMIT_FSIZE, &rl) < 0)))
+			_exit(125);
 		/* Only 0, 1 and 2: a program sees the descriptors leek opens, not the test's. */
 		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
 		execve(prog, (char *const *)argv, (char *const *)envp);
@@ -323,6 +331,7 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 	}
 	setpgid(r->pid, r->pid);
 	free(envp);
+	free(output);
 
 	struct timespec start, now, nap = { 0, 2 * 1000 * 1000 };
 	clock_gettime(CLOCK_MONOTONIC, &start);
@@ -398,6 +407,28 @@ void expect_exit0(const struct run *r)
 	     WEXITSTATUS(r->status), r->dir, r->err);
 }
 
+void expect_clean(const struct run *r, size_t nprof, uint64_t allowed)
+{
+	expect_exit0(r);
+	if (r->nprof != nprof)
+		FAIL("%zu profiles in %s, expected %zu", r->nprof, r->dir, nprof);
+	for (size_t i = 0; i < r->nprof; i++) {
+		const struct profile *p = &r->prof[i];
+		if (!p->trailer)
+			FAIL("%s has no trailer", p->path);
+		check_counters(r, p, allowed);
+	}
+}
+
+const struct profile *main_profile(const struct run *r)
+{
+	const struct profile *p = prof_by_pid(r, r->pid);
+
+	if (!p)
+		FAIL("no profile of pid %d in %s", (int)r->pid, r->dir);
+	return p;
+}
+
 const struct profile *prof_by_pid(const struct run *r, pid_t pid)
 {
 	const struct profile *found = NULL;
@@ -463,10 +494,20 @@ unsigned check_tallies(const struct run *r)
 void check_counters(const struct run *r, const struct profile *p, uint64_t allowed)
 {
 	static const int losses[] = { LK_CNT_ARENA_FULL, LK_CNT_INTERN_FULL, LK_CNT_RECORDS_DROPPED,
-				      LK_CNT_BAD_FREE, LK_CNT_MODULES_DROPPED };
+				      LK_CNT_BAD_FREE, LK_CNT_MODULES_DROPPED, LK_CNT_FILE_LIMIT,
+				      LK_CNT_FILE_CUT };
+	bool dropped = p->counters[LK_CNT_RECORDS_DROPPED] || p->counters[LK_CNT_FILE_LIMIT];
 
 	if (!p->trailer)
 		return;
+	if (dropped && (p->counters[LK_CNT_SAMPLES] < p->ntag[LK_REC_ALLOC] ||
+			p->counters[LK_CNT_FREES] < p->ntag[LK_REC_FREE]))
+		FAIL("%s: trailer counts %llu samples and %llu frees, fewer than the file's %llu ALLOC "
+		     "and %llu FREE records", p->path, (unsigned long long)p->counters[LK_CNT_SAMPLES],
+		     (unsigned long long)p->counters[LK_CNT_FREES],
+		     (unsigned long long)p->ntag[LK_REC_ALLOC], (unsigned long long)p->ntag[LK_REC_FREE]);
+	if (dropped)
+		goto losses;
 	if (p->counters[LK_CNT_SAMPLES] != p->ntag[LK_REC_ALLOC])
 		FAIL("%s: trailer counts %llu samples, the file holds %llu ALLOC records", p->path,
 		     (unsigned long long)p->counters[LK_CNT_SAMPLES],
@@ -480,6 +521,7 @@ void check_counters(const struct run *r, const struct profile *p, uint64_t allow
 		     p->path, (unsigned long long)p->stackless,
 		     (unsigned long long)p->counters[LK_CNT_UNWIND_FAILED],
 		     (unsigned long long)p->counters[LK_CNT_INTERN_FULL]);
+losses:
 	for (size_t i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
 		if (p->counters[losses[i]] && !(allowed >> losses[i] & 1))
 			FAIL("%s: trailer counter %s = %llu, expected 0", p->path,

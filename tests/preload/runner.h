@@ -66,6 +66,8 @@ struct run_opts {
 	const char *env[8];    /* extra "NAME=value" entries */
 	const char *output;    /* LEEK_OUTPUT; NULL: DIR/leek.%p.lk */
 	unsigned timeout;      /* seconds; 0: 30 */
+	uint64_t limit_as;     /* RLIMIT_AS of the program, bytes; 0: as the test's */
+	uint64_t limit_fsize;  /* RLIMIT_FSIZE of the program (its stdout and stderr too); 0: same */
 	bool in_dir;           /* start the program in DIR (for a relative LEEK_OUTPUT) */
 };
 
@@ -90,6 +92,13 @@ void run_cleanup(struct run *r); /* removes the directory; only after a passing 
 /* Fails the test unless the program exited with status 0; shows its stderr. */
 void expect_exit0(const struct run *r);
 
+/* The common end of a run that should exit 0: nprof profiles, one per process, each with its
+ * trailer and passing check_counters. */
+void expect_clean(const struct run *r, size_t nprof, uint64_t allowed);
+
+/* The profile of the process run_prog started; fails the test if there is none. */
+const struct profile *main_profile(const struct run *r);
+
 /* The one profile written by process pid, or NULL. */
 const struct profile *prof_by_pid(const struct run *r, pid_t pid);
 
@@ -106,7 +115,9 @@ unsigned check_tallies(const struct run *r);
 
 /* What every profile of a finished run must also satisfy: a trailer if it should have one, and
  * trailer counters that agree with the records (samples, frees) and report no losses except
- * those in allowed (a bit mask of 1 << LK_CNT_*). */
+ * those in allowed (a bit mask of 1 << LK_CNT_*). Where records were allowed to be dropped
+ * (records_dropped, file_limit), the trailer may count more samples and frees than the file
+ * holds, never fewer. */
 void check_counters(const struct run *r, const struct profile *p, uint64_t allowed);
 
 /* The number of lines of s (a final line without '\n' counts). */

@@ -32,30 +32,6 @@
 #error "meson passes LIBDLO_PATH, the library dlopen.c loads"
 #endif
 
-/* The common end of a run that should exit 0: one profile per process, each with its trailer. */
-static void expect_clean(const struct run *r, size_t nprof, uint64_t allowed)
-{
-	expect_exit0(r);
-	if (r->nprof != nprof)
-		lk_test_fail(__FILE__, __LINE__, "%zu profiles in %s, expected %zu", r->nprof, r->dir,
-			     nprof);
-	for (size_t i = 0; i < r->nprof; i++) {
-		const struct profile *p = &r->prof[i];
-		if (!p->trailer)
-			lk_test_fail(__FILE__, __LINE__, "%s has no trailer", p->path);
-		check_counters(r, p, allowed);
-	}
-}
-
-static const struct profile *main_profile(const struct run *r)
-{
-	const struct profile *p = prof_by_pid(r, r->pid);
-
-	if (!p)
-		lk_test_fail(__FILE__, __LINE__, "no profile of pid %d in %s", (int)r->pid, r->dir);
-	return p;
-}
-
 /* Runs argv without leek and under each of the given environments, and requires the same stdout.
  * alloc: the allocator, preloaded alone for the reference run and after libleek for the others
  * ("" for glibc). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -422,6 +423,40 @@ TEST(arena_full)
 	while (nlive)
 		do_free((unsigned)rnd_below(nlive));
 	check_foreach();
+}
+
+/* Under an address-space limit (arena-space.c) the arena first reserves a sixteenth of the room the
+ * limit leaves, and grows in place as blocks need it, holding unused at most a sixteenth of the
+ * room and one step: 90 blocks of 4 MiB under a 1 GiB limit, where it began with under 64 MiB. */
+TEST(arena_grows_under_address_space_limit)
+{
+	struct lk_arena_stats st;
+	struct rlimit rl;
+
+#if defined(__SANITIZE_ADDRESS__)
+	SKIP("ASan's shadow memory is far above any address-space limit");
+#endif
+	ASSERT_EQ(getrlimit(RLIMIT_AS, &rl), 0);
+	rl.rlim_cur = 1ull << 30;
+	ASSERT_EQ(setrlimit(RLIMIT_AS, &rl), 0);
+	ASSERT_OK(lk_arena_init(64ull << 30, 4 * MIB, true));
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.as_limit, 1ull << 30);
+	ASSERT_EQ(st.max_reserved, 1ull << 30);
+	ASSERT_TRUE(st.reserved <= (1ull << 30) / 16);
+	ASSERT_EQ(st.first_reserved, st.reserved);
+	for (unsigned i = 0; i < 90; i++) {
+		ASSERT_TRUE(do_alloc(4 * MIB, 16));
+		lk_arena_get_stats(&st);
+		ASSERT_TRUE(st.reserved - st.used_pages * 4096 <= (1ull << 30) / 16 + 36 * MIB);
+	}
+	ASSERT_TRUE(st.reserved >= 360 * MIB);
+	ASSERT_TRUE(lk_arena_alloc(1ull << 30, 16) == NULL); /* never past the limit */
+	ASSERT_TRUE(lk_arena_check());
+	check_foreach();
+	while (nlive)
+		do_free(nlive - 1);
+	ASSERT_TRUE(lk_arena_check());
 }
 
 /* A block that no retained run can hold gives back as many retained pages as it faults in
