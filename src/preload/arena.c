@@ -1,8 +1,9 @@
 /* arena.c: where sampled blocks live.
  *
  * All sampled blocks sit in one reserved address range, so `free` of any other pointer costs one
- * compare (lk_arena_owns). The range is reserved PROT_NONE once and made read-write from the bottom
- * up as it fills, so it uses two kernel mappings however many blocks it holds; its page map (one
+ * compare (lk_arena_owns). The range is reserved PROT_NONE (arena-space.c: at once, or under an
+ * address-space limit a share that grows in place) and made read-write from the bottom up as it
+ * fills, so it uses two kernel mappings however many blocks it holds; its page map (one
  * struct page per 4 KiB page) lives in a second range grown the same way.
  *
  * Layout (docs/design.md): the range is a sequence of runs of whole pages. A run is FREE, LARGE (one

@@ -16,6 +16,7 @@
  *   default  then a SIGBUS of its own with no handler: it must die of SIGBUS, as without leek
  * Prints "cuts N" and "done" on success.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -58,6 +59,10 @@ static void find_profile(void)
 	for (; *pat && n < sizeof(profile) - 16; pat++) {
 		if (pat[0] == '%' && pat[1] == 'p') {
 			n += (size_t)snprintf(profile + n, sizeof(profile) - n, "%d", (int)getpid());
+			pat++;
+		} else if (pat[0] == '%' && pat[1] == 'e') {
+			n += (size_t)snprintf(profile + n, sizeof(profile) - n, "%s",
+					      program_invocation_short_name);
 			pat++;
 		} else {
 			profile[n++] = *pat;

@@ -284,6 +284,8 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 	if (!mkdtemp(r->dir))
 		FAIL("mkdtemp %s: %s", r->dir, strerror(errno));
 	snprintf(prog, sizeof(prog), "%s/%s", PROG_DIR, argv[0]);
+	if (o->exe)
+		snprintf(prog, sizeof(prog), "%s", o->exe);
 	if (asprintf(&output, o->output ? "LEEK_OUTPUT=%s" : "LEEK_OUTPUT=%s/leek.%%p.lk",
 		     o->output ? o->output : r->dir) < 0)
 		FAIL("asprintf: out of memory");

@@ -69,6 +69,7 @@ struct run_opts {
 	uint64_t limit_as;     /* RLIMIT_AS of the program, bytes; 0: as the test's */
 	uint64_t limit_fsize;  /* RLIMIT_FSIZE of the program (its stdout and stderr too); 0: same */
 	bool in_dir;           /* start the program in DIR (for a relative LEEK_OUTPUT) */
+	const char *exe;       /* the file to run; NULL: argv[0] in PROG_DIR */
 };
 
 struct run {

@@ -269,6 +269,24 @@ TEST(cut_profile_copytruncate)
 	run_cleanup(&r);
 }
 
+/* Under `leek run`, which reads the profile as it grows: the program's status, and the profile
+ * compressed as the file was at the end, begun again after its last cut. */
+TEST(cut_profile_under_leek_run)
+{
+	struct run r;
+	const char *argv[] = { "leek", "run", "--period", "1", "--", PROG_DIR "/cut", "plain", NULL };
+
+	run_prog(&r, &(struct run_opts){ .preload = "", .exe = LEEK_BIN }, argv);
+	expect_exit0(&r);
+	ASSERT_CONTAINS(r.out, "cuts 3\ndone\n");
+	ASSERT_EQ(r.nprof, 1);
+	const struct profile *p = &r.prof[0];
+	ASSERT_TRUE(strstr(p->path, ".lk.zst") != NULL);
+	ASSERT_TRUE(p->trailer && p->h.flags & LK_HDR_CONTINUED);
+	check_counters(&r, p, LOSS(LK_CNT_FILE_CUT));
+	run_cleanup(&r);
+}
+
 /* The program's own SIGBUS with no handler still kills it, as without leek. */
 TEST(cut_profile_own_sigbus_kills)
 {
