@@ -1,7 +1,9 @@
 /* util.c: see util.h. Nothing here exits or keeps state. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
@@ -26,6 +28,22 @@ void lk_msg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int lk_open_regular(int dirfd, const char *path, struct stat *ret_st)
+{
+	struct stat st;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (ret_st)
+		*ret_st = st;
+	return fd;
 }
 
 static int parse_digits(const char **s, uint64_t *ret)
