@@ -33,7 +33,9 @@ static inline void closep(int *fd)
 		close(*fd);
 }
 
-/* "leek: <msg>: strerror(-r)"; returns r (a negative errno). */
+/* "leek: <msg>: strerror(-r)"; returns r (a negative errno). Both escape the message as
+ * lk_print_escaped() does, so a path or a profile's string among the arguments prints as it is,
+ * with no byte a terminal would act on. */
 int lk_error(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "leek: <msg>". */
 void lk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
