@@ -8,10 +8,13 @@
  * swapped in after the check is never read.
  *
  * Never: open a path with a blocking open(2), hand libdwfl a name without a descriptor (libdwfl
- * opens such a name itself, with a blocking open), or ask a debuginfod server unless
+ * opens such a name itself, with a blocking open), leave a module's alternate file unset once it
+ * is not found (libdw would look for it itself: set_no_alt), or ask a debuginfod server unless
  * DEBUGINFOD_URLS is set (the commands unset it unless asked: cmd-report.c, cmd-run.c).
  */
 #include <dlfcn.h>
+#include <elf.h>
+#include <stddef.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +73,11 @@ void lk_debuginfo_done(struct lk_debuginfo *di)
 	free(di->dirs);
 	if (di->debuginfod)
 		debuginfod.end(di->debuginfod);
+	if (di->no_alt)
+		dwarf_end(di->no_alt);
+	if (di->no_alt_elf)
+		elf_end(di->no_alt_elf);
+	free(di->no_alt_image);
 	*di = (struct lk_debuginfo){ 0 };
 }
 
@@ -237,6 +245,49 @@ static int by_debuginfod(struct lk_debuginfo *di, const struct want *w, char **r
 	return k;
 }
 
+/* An ELF file in memory with one section of DWARF, eight zero bytes of .debug_info: a unit that
+ * no reference can resolve in, and no strings. */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_DATA ELFDATA2LSB
+#else
+#define HOST_DATA ELFDATA2MSB
+#endif
+struct empty_elf {
+	Elf64_Ehdr eh;
+	char shstr[24];
+	uint8_t info[8];
+	Elf64_Shdr sh[3];
+};
+static const struct empty_elf empty_elf = {
+	.eh = { .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS64, HOST_DATA, EV_CURRENT },
+		.e_type = ET_REL, .e_version = EV_CURRENT,
+		.e_shoff = offsetof(struct empty_elf, sh), .e_ehsize = sizeof(Elf64_Ehdr),
+		.e_shentsize = sizeof(Elf64_Shdr), .e_shnum = 3, .e_shstrndx = 1 },
+	.shstr = "\0.shstrtab\0.debug_info",
+	.sh = { { 0 },
+		{ .sh_name = 1, .sh_type = SHT_STRTAB, .sh_offset = offsetof(struct empty_elf, shstr),
+		  .sh_size = sizeof(empty_elf.shstr), .sh_addralign = 1 },
+		{ .sh_name = 11, .sh_type = SHT_PROGBITS, .sh_offset = offsetof(struct empty_elf, info),
+		  .sh_size = sizeof(empty_elf.info), .sh_addralign = 1 } },
+};
+
+/* Gives dw an alternate DWARF with nothing in it. libdw resolves a reference into the alternate
+ * file (DW_FORM_GNU_ref_alt, strp_alt) with dwarf_getalt, which, when none was set, opens the
+ * file that .gnu_debugaltlink names (beside the debug file, or an absolute path: the profile's
+ * choice) with a blocking open(2). With this one set, such a reference fails as it would with the
+ * file missing. One per lk_debuginfo, shared by its modules and ended after them. */
+static void set_no_alt(struct lk_debuginfo *di, Dwarf *dw)
+{
+	if (!di->no_alt && (di->no_alt_image = malloc(sizeof(empty_elf)))) {
+		memcpy(di->no_alt_image, &empty_elf, sizeof(empty_elf));
+		di->no_alt_elf = elf_memory(di->no_alt_image, sizeof(empty_elf));
+		if (di->no_alt_elf)
+			di->no_alt = dwarf_begin_elf(di->no_alt_elf, DWARF_C_READ, NULL);
+	}
+	if (di->no_alt)
+		dwarf_setalt(dw, di->no_alt);
+}
+
 int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		      const char *file_name, const char *debuglink, GElf_Word crc,
 		      char **ret_name)
@@ -244,6 +295,7 @@ int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dw
 	struct lk_debuginfo *di = *userdata;
 	struct want w = { .crc = crc };
 	const char *altname = NULL;
+	Dwarf *alt_of = NULL;
 	Dwarf_Addr dwbias, bias;
 	char *dir = NULL;
 	struct stat st;
@@ -264,6 +316,7 @@ int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dw
 		ssize_t n = dw ? dwelf_dwarf_gnu_debugaltlink(dw, &altname, &id) : -1;
 		if (n <= 0)
 			return -1;
+		alt_of = dw;
 		w.id = id;
 		w.id_len = (size_t)n;
 		w.crc = 0;
@@ -286,6 +339,8 @@ int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dw
 		fd = by_debuglink(di, dir, debuglink, &w, ret_name);
 	if (fd < 0)
 		fd = by_debuginfod(di, &w, ret_name);
+	if (fd < 0 && alt_of)
+		set_no_alt(di, alt_of);
 	free(dir);
 	errno = 0; /* nothing found is no error: libdwfl reports "no DWARF" */
 	return fd;

@@ -11,6 +11,7 @@
 #ifndef LEEK_DEBUGINFO_H
 #define LEEK_DEBUGINFO_H
 
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,6 +25,10 @@ struct lk_debuginfo {
 	size_t n_dirs, dirs_cap;
 	bool debuginfod_tried;
 	void *debuginfod; /* the libdebuginfod client, or NULL */
+	Dwarf *no_alt;    /* the empty alternate DWARF of modules whose alternate file is not
+			   * found (see lk_debuginfo_find); NULL until one is not */
+	Elf *no_alt_elf;
+	char *no_alt_image;
 };
 
 /* Adds an absolute directory (which the struct takes); 0 or -ENOMEM (dir then freed). */
@@ -41,7 +46,9 @@ int lk_debuginfo_find_elf(Dwfl_Module *mod, void **userdata, const char *modname
  * (.build-id/xx/rest.debug); by the debuglink's name beside the file, in its .debug directory
  * and under each debug directory (the file's own directory appended); for an alternate file, at
  * its recorded name and in .dwz beside the file and in each debug directory; then, only when
- * DEBUGINFOD_URLS is set, from debuginfod servers through libdebuginfod, if it can be loaded. */
+ * DEBUGINFOD_URLS is set, from debuginfod servers through libdebuginfod, if it can be loaded.
+ * A module whose alternate file is found nowhere gets an empty one (dwarf_setalt), so that libdw
+ * never looks for it itself. */
 int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
 		      const char *file_name, const char *debuglink, GElf_Word crc,
 		      char **ret_name);

@@ -529,6 +529,54 @@ TEST(fifos_never_opened)
 #endif
 }
 
+/* dwz: two copies of the library share their DWARF through an alternate file, which each names
+ * (.gnu_debugaltlink, an absolute path) and refers into (DW_FORM_GNU_ref_alt, strp_alt). Found,
+ * it answers; a FIFO in its place is never opened, by leek or by libdw itself (dwarf_getalt), and
+ * the lookup still ends. */
+TEST(dwz_alternate_file)
+{
+#ifdef DWZ_PATH
+	const struct fix_lib_sites *sites = lib_call(lib_open());
+	const struct lk_sym_frame *f;
+	char cmd[1024], real[300];
+	struct tmp_tree t;
+	size_t n;
+
+	struct mods *ms = load_modules();
+	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
+	ASSERT_TRUE(m && m->build_id_len);
+	tree_make(&t);
+	tree_copy(&t, FIXTURE_LIB, "a.so");
+	tree_copy(&t, FIXTURE_LIB, "b.so");
+	const char *alt = tree_path(&t, "common.debug", false);
+	snprintf(cmd, sizeof(cmd), "'%s' -q -m '%s' -M '%s' '%s' '%s'", DWZ_PATH, alt, alt,
+		 t.made[0], t.made[1]);
+	ASSERT_EQ(system(cmd), 0);
+
+	struct lk_symbolizer *s = new_symbolizer();
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
+					   m->base, m->seg, m->nseg));
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
+	assert_lib_chain(f, n, sites, t.made[0]); /* names from the alternate file */
+	lk_symbolizer_free(s);
+
+	snprintf(real, sizeof(real), "%s.real", alt);
+	ASSERT_OK(rename(alt, real));
+	ASSERT_OK(mkfifo(alt, 0600));
+	s = new_symbolizer();
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
+					   m->base, m->seg, m->nseg));
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
+	ASSERT_TRUE(n >= 1);
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->mangled.ret - 1, &f, &n));
+	lk_symbolizer_free(s);
+	unlink(real);
+	tree_remove(&t);
+#else
+	SKIP("no dwz");
+#endif
+}
+
 /* The file on disk is another build: still used, with one warning for the module. */
 TEST(build_id_mismatch_warns_once)
 {
