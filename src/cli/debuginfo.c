@@ -18,7 +18,6 @@
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -329,8 +328,11 @@ int lk_debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname, Dw
 		w.dev = st.st_dev;
 		w.ino = st.st_ino;
 	}
-	if (file_name && (dir = strdup(file_name)))
-		dirname(dir);
+	if (file_name) { /* its directory: "/" for "/x", "." for "x" */
+		const char *slash = strrchr(file_name, '/');
+		dir = slash ? strndup(file_name, slash == file_name ? 1 : (size_t)(slash - file_name))
+			    : strdup(".");
+	}
 
 	fd = by_build_id(di, &w, ret_name);
 	if (fd < 0 && dir && altname)
