@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <string.h>
 
 #include "commands.h"
 #include "compress.h"
@@ -26,8 +27,11 @@ static int compress_one(const char *path)
 		lk_error(k, "cannot compress %s", path);
 	if (k < 0)
 		return k;
-	printf("%s -> %s (%s -> %s)\n", path, c.path,
-	       lk_format_bytes(a, sizeof(a), (double)c.raw_bytes),
+	/* The names as the messages show them: escaped (util.h). */
+	lk_print_escaped(stdout, path, strlen(path));
+	fputs(" -> ", stdout);
+	lk_print_escaped(stdout, c.path, strlen(c.path));
+	printf(" (%s -> %s)\n", lk_format_bytes(a, sizeof(a), (double)c.raw_bytes),
 	       lk_format_bytes(b, sizeof(b), (double)c.packed_bytes));
 	free(c.path);
 	return 0;

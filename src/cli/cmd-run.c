@@ -189,6 +189,17 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 		err = -errno;
 	else
 		child_pid = pid;
+	if (pid > 0) {
+		/* Only leek from here, the program has its own copy of both. A closed pipe on
+		 * stderr (`leek run ... 2>&1 | head`) must not kill leek before it returns the
+		 * program's status and compresses its profile: writes fail with EPIPE instead. */
+		signal(SIGPIPE, SIG_IGN);
+		/* libdwfl would ask the debuginfod servers in DEBUGINFOD_URLS (Debian sets it for
+		 * login shells) for every module without local debug info, on the follower and in
+		 * the summary: seconds per module against a server that does not answer. `leek
+		 * report --debuginfod` asks when wanted. */
+		unsetenv("DEBUGINFOD_URLS");
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(pipefd[1]);
 	if (pid < 0) {

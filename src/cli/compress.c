@@ -414,8 +414,10 @@ int lk_compress_stream_finish(struct lk_compress_stream *s, const char *path, in
 					    : choose_level(s->in, (uint64_t)st.st_size));
 	if (k == 0)
 		k = compress_some(s, UINT64_MAX, true);
-	/* The profile's permissions and times: its mtime is when its process stopped writing. */
-	if (k == 0 && (fchmod(s->out, st.st_mode & 0777) < 0 ||
+	/* Mode 0600 whatever the umask or the profile's mode: a profile holds the command line and
+	 * every module's load address. The profile's times: its mtime is when its process stopped
+	 * writing. */
+	if (k == 0 && (fchmod(s->out, 0600) < 0 ||
 		       futimens(s->out, (const struct timespec[2]){ st.st_atim, st.st_mtim }) < 0 ||
 		       fsync(s->out) < 0 || fstat(s->out, &ost) < 0 || fstat(s->in, &st2) < 0))
 		k = -errno;

@@ -30,8 +30,8 @@ struct lk_compressed {
 
 /* Compresses the profile at path into FILE.zst beside it at zstd level `level` (LK_COMPRESS_LEVEL:
  * chosen from the data), as FILE.1.zst, FILE.2.zst, ... if that is taken (an existing file is
- * never overwritten), written under a temporary name, fsync'ed and renamed, with
- * the profile's permissions and times; then removes the raw file (unless flags has
+ * never overwritten), written under a temporary name, fsync'ed and renamed, mode 0600
+ * (readable by its owner alone, as libleek creates profiles) with the profile's times; then removes the raw file (unless flags has
  * LK_COMPRESS_KEEP_RAW). Returns 0 and fills *ret, or a
  * negative errno with the raw file in place and no other file left behind:
  *

@@ -99,9 +99,10 @@ size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid,
 	}
 	while ((de = readdir(d))) {
 		struct lk_file_header h;
+		struct stat st;
 		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
 			continue;
-		int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		int fd = lk_open_regular(dirfd(d), de->d_name, &st);
 		if (fd < 0)
 			continue;
 		ssize_t k = pread(fd, &h, sizeof(h), 0);
@@ -109,6 +110,16 @@ size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid,
 		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
 		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
 			continue;
+		/* The session is no secret (a profile's header is as readable as its directory
+		 * lets it be): a file of another user's that carries it was planted, and its
+		 * paths would be opened and its name printed as ours. */
+		if (st.st_uid != geteuid()) {
+			if (!quiet)
+				lk_msg("warning: %s/%s carries this run's session but belongs to uid "
+				       "%u: ignored", strcmp(dir, "/") ? dir : "", de->d_name,
+				       (unsigned)st.st_uid);
+			continue;
+		}
 		if (n == cap) {
 			cap = cap ? 2 * cap : 8;
 			struct lk_run_profile *l = realloc(list, cap * sizeof(*l));
@@ -213,14 +224,14 @@ static void look_for_profile(struct lk_run_follower *w)
 	int fd;
 
 	for (size_t i = 0; i < n; i++)
-		if (stat(list[i].path, &st) == 0 && S_ISREG(st.st_mode) &&
+		if (stat(list[i].path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
 		    (best == n || newer(&st.st_mtim, &best_st.st_mtim))) {
 			best = i;
 			best_st = st;
 		}
 	if (best < n && !(w->path && !strcmp(w->path, list[best].path)) &&
-	    (fd = open(list[best].path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) >= 0) {
-		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+	    (fd = lk_open_regular(AT_FDCWD, list[best].path, &st)) >= 0) {
+		if (st.st_uid == geteuid()) { /* still the file that was found */
 			drop(w);
 			w->path = list[best].path;
 			list[best].path = NULL;

@@ -27,20 +27,6 @@
 
 #define NOT_PROFILABLE ": LD_PRELOAD cannot interpose its malloc, so leek cannot profile it"
 
-static int open_regular(const char *path)
-{
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	return fd;
-}
-
 static bool find_interp(int fd, const ElfW(Ehdr) *eh)
 {
 	size_t phnum = eh->e_phnum;
@@ -70,7 +56,7 @@ static bool find_interp(int fd, const ElfW(Ehdr) *eh)
 static int our_machine(void)
 {
 	ElfW(Ehdr) eh;
-	int fd = open_regular("/proc/self/exe");
+	int fd = lk_open_regular(AT_FDCWD, "/proc/self/exe", NULL);
 
 	if (fd < 0)
 		return -1;
@@ -87,7 +73,7 @@ static int check_file(const char *path, const char *script, int depth)
 		ElfW(Ehdr) eh;
 		char line[256];
 	} u = { 0 };
-	_cleanup_(closep) int fd = open_regular(path);
+	_cleanup_(closep) int fd = lk_open_regular(AT_FDCWD, path, NULL);
 	const char *of = script ? ", the interpreter of " : "";
 
 	if (fd < 0)

@@ -30,9 +30,10 @@ struct lk_run_profile {
 	uint64_t start_ns, pid;
 };
 
-/* Every profile that matches the output pattern (%p, %e: anything) and whose header carries the
- * session (and the pid, unless 0), oldest first, in a malloc'd *ret of malloc'd paths. quiet: no
- * message about a directory that cannot be listed. */
+/* Every regular file that matches the output pattern (%p, %e: anything), belongs to this user
+ * (the effective uid) and whose header carries the session (and the pid, unless 0), oldest
+ * first, in a malloc'd *ret of malloc'd paths. quiet: no message about a directory that cannot
+ * be listed, or about a file of another user's that carries the session (ignored). */
 size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
 			    struct lk_run_profile **ret);
 

@@ -7,8 +7,10 @@
  * symbolizer, because callers keep the pointers.
  *
  * Never: print (warnings are kept for the caller), trust a file on disk to be the build that was
- * profiled without comparing build-ids, open /proc/self paths (they would name leek itself), or
- * free a cached answer before lk_symbolizer_free.
+ * profiled without comparing build-ids, open /proc/self paths (they would name leek itself), open
+ * anything but a regular file or let libdwfl open a file itself (the paths come from the profile
+ * and from the files it names: a FIFO there would block for good, see debuginfo.h), or free a
+ * cached answer before lk_symbolizer_free.
  *
  * Glossary: rel = pc - base, an address in the file; object = one opened file; chain = the
  * frames of one address, innermost (most deeply inlined) first.
@@ -18,6 +20,7 @@
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -27,12 +30,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "debuginfo.h"
 #include "symbolize.h"
 #include "u64map.h"
+#include "util.h"
 
-#define CHUNK_SIZE         (64u << 10)
-#define SYSTEM_DEBUG_DIR   "/usr/lib/debug"
-#define DEFAULT_DEBUG_PATH ":.debug:" SYSTEM_DEBUG_DIR /* libdwfl's own default */
+#define CHUNK_SIZE (64u << 10)
 
 /* The pool: strings, objects and chains, all freed together. */
 struct chunk {
@@ -106,9 +109,7 @@ struct lk_symbolizer {
 	size_t n_spans;
 	bool spans_dirty;
 
-	char **debug_dirs;
-	size_t n_debug_dirs, debug_dirs_cap;
-	char *debug_path; /* NULL (libdwfl's default) or "dir:dir:" DEFAULT_DEBUG_PATH */
+	struct lk_debuginfo debuginfo; /* the debug directories: every module's userdata */
 	Dwfl_Callbacks callbacks; /* every Dwfl keeps a pointer to this */
 
 	char **warnings;
@@ -414,20 +415,32 @@ static const char *source_path(struct lk_symbolizer *s, const char *name, const 
 	return r;
 }
 
-/* Reports file as the only module of a new Dwfl, at its own addresses (bias 0). */
+/* Reports file as the only module of a new Dwfl, at its own addresses (bias 0). libdwfl gets the
+ * file open already, and only if it is a regular file: opened by libdwfl, a FIFO would block. */
 static int report(struct lk_symbolizer *s, const char *file, Dwfl **ret_dwfl, Dwfl_Module **ret_mod,
 		  const char **ret_why)
 {
-	Dwfl *d = dwfl_begin(&s->callbacks);
-	Dwfl_Module *m;
+	int fd = lk_open_regular(AT_FDCWD, file, NULL);
+	Dwfl *d = NULL;
+	Dwfl_Module *m = NULL;
 	Dwarf_Addr bias;
+	void **userdata;
 
+	if (fd < 0) {
+		if (ret_why)
+			*ret_why = fd == -EINVAL ? "not a regular file" : intern(s, strerror(-fd));
+		return -ENOENT;
+	}
+	d = dwfl_begin(&s->callbacks);
 	if (!d) {
+		close(fd);
 		s->oom = true;
 		return -ENOMEM;
 	}
 	dwfl_report_begin(d);
-	m = dwfl_report_elf(d, file, file, -1, 0, true);
+	m = dwfl_report_elf(d, file, file, fd, 0, true); /* takes fd only if it returns a module */
+	if (!m)
+		close(fd);
 	if (!m || dwfl_report_end(d, NULL, NULL) != 0 || !dwfl_module_getelf(m, &bias)) {
 		const char *e = dwfl_errmsg(-1);
 		if (ret_why)
@@ -435,6 +448,8 @@ static int report(struct lk_symbolizer *s, const char *file, Dwfl **ret_dwfl, Dw
 		dwfl_end(d);
 		return -ENOENT;
 	}
+	dwfl_module_info(m, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = &s->debuginfo; /* for lk_debuginfo_find */
 	*ret_dwfl = d;
 	*ret_mod = m;
 	return 0;
@@ -467,8 +482,8 @@ static const char *open_by_build_id(struct lk_symbolizer *s, struct object *o, D
 	if (o->build_id_len < 2)
 		return NULL;
 	hex(id, o->build_id, o->build_id_len);
-	for (size_t i = 0; i <= s->n_debug_dirs; i++) {
-		const char *dir = i < s->n_debug_dirs ? s->debug_dirs[i] : SYSTEM_DEBUG_DIR;
+	for (size_t i = 0; i <= s->debuginfo.n_dirs; i++) {
+		const char *dir = i < s->debuginfo.n_dirs ? s->debuginfo.dirs[i] : LK_SYSTEM_DEBUG_DIR;
 		for (int debug = 1; debug >= 0; debug--) {
 			const char *path = internf(s, "%s/.build-id/%.2s/%s%s", dir, id, id + 2,
 						   debug ? ".debug" : "");
@@ -727,10 +742,9 @@ int lk_symbolizer_new(struct lk_symbolizer **ret)
 	lk_u64map_init(&s->object_by_path, SIZE_MAX);
 	lk_u64map_init(&s->module_by_key, SIZE_MAX);
 	s->callbacks = (Dwfl_Callbacks){
-		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.find_elf = lk_debuginfo_find_elf,
+		.find_debuginfo = lk_debuginfo_find,
 		.section_address = dwfl_offline_section_address,
-		.debuginfo_path = &s->debug_path,
 	};
 	*ret = s;
 	return 0;
@@ -752,10 +766,7 @@ struct lk_symbolizer *lk_symbolizer_free(struct lk_symbolizer *s)
 	free(s->modules);
 	free(s->spans);
 	free(s->strs);
-	for (size_t i = 0; i < s->n_debug_dirs; i++)
-		free(s->debug_dirs[i]);
-	free(s->debug_dirs);
-	free(s->debug_path);
+	lk_debuginfo_done(&s->debuginfo);
 	for (size_t i = 0; i < s->n_warnings; i++)
 		free(s->warnings[i]);
 	free(s->warnings);
@@ -770,32 +781,11 @@ struct lk_symbolizer *lk_symbolizer_free(struct lk_symbolizer *s)
 
 int lk_symbolizer_add_debug_dir(struct lk_symbolizer *s, const char *dir)
 {
-	size_t len = 0;
-	char *abs, *path;
+	char *abs = realpath(dir, NULL); /* searched from any file's directory */
 
-	if (strchr(dir, ':'))
-		return -EINVAL; /* debuginfo_path separates its directories with colons */
-	abs = realpath(dir, NULL); /* libdwfl searches by build-id only in absolute directories */
 	if (!abs)
 		return -errno;
-	if (grow((void **)&s->debug_dirs, &s->debug_dirs_cap, s->n_debug_dirs + 1, sizeof(char *)) < 0) {
-		free(abs);
-		return -ENOMEM;
-	}
-	s->debug_dirs[s->n_debug_dirs++] = abs;
-
-	for (size_t i = 0; i < s->n_debug_dirs; i++)
-		len += strlen(s->debug_dirs[i]) + 1;
-	path = malloc(len + sizeof(DEFAULT_DEBUG_PATH));
-	if (!path)
-		return -ENOMEM; /* the directory is still searched by recorded build-id */
-	path[0] = 0;
-	for (size_t i = 0; i < s->n_debug_dirs; i++)
-		strcat(strcat(path, s->debug_dirs[i]), ":");
-	strcat(path, DEFAULT_DEBUG_PATH);
-	free(s->debug_path);
-	s->debug_path = path;
-	return 0;
+	return lk_debuginfo_add_dir(&s->debuginfo, abs);
 }
 
 /* The object for (path, build-id), shared by every module that names the same file. */

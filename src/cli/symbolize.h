@@ -47,8 +47,8 @@ static inline void lk_symbolizer_freep(struct lk_symbolizer **s)
 }
 
 /* Adds a directory (--debug-dir) searched before the standard places: DIR/.build-id/xx/rest.debug
- * by build-id, and DIR/<the module's directory>/<debuglink name>. Affects files opened later.
- * -EINVAL for a path with a ':', or the errno of realpath(). */
+ * by build-id, DIR/<the module's directory>/<debuglink name> and DIR/.dwz (debuginfo.h). Affects
+ * files opened later. 0, -ENOMEM, or the errno of realpath(). */
 int lk_symbolizer_add_debug_dir(struct lk_symbolizer *s, const char *dir);
 
 /* Registers a MODULE record. base is the load bias, seg the PT_LOAD ranges relative to it (used by

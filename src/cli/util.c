@@ -1,17 +1,39 @@
 /* util.c: see util.h. Nothing here exits or keeps state. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "util.h"
+
+/* A message's text, escaped: its arguments are paths and strings read from profiles and from
+ * the file system (a module path, a reader's error, a symbolizer's warning), and a byte of those
+ * must never reach the terminal as a control sequence or break the message across lines. */
+static void print_message(const char *fmt, va_list ap)
+{
+	char buf[1024], *big = NULL;
+	va_list copy;
+	int n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(buf, sizeof(buf), fmt, copy);
+	va_end(copy);
+	if (n >= (int)sizeof(buf) && vasprintf(&big, fmt, ap) < 0)
+		big = NULL; /* out of memory: the message cut to buf */
+	fputs("leek: ", stderr);
+	if (n > 0)
+		lk_print_escaped(stderr, big ? big : buf,
+				 big ? (size_t)n : strnlen(buf, sizeof(buf)));
+	free(big);
+}
 
 int lk_error(int r, const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("leek: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_message(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, ": %s\n", strerror(r < 0 ? -r : r));
 	return r;
@@ -21,11 +43,26 @@ void lk_msg(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("leek: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	print_message(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+int lk_open_regular(int dirfd, const char *path, struct stat *ret_st)
+{
+	struct stat st;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (ret_st)
+		*ret_st = st;
+	return fd;
 }
 
 static int parse_digits(const char **s, uint64_t *ret)

@@ -33,10 +33,19 @@ static inline void closep(int *fd)
 		close(*fd);
 }
 
-/* "leek: <msg>: strerror(-r)"; returns r (a negative errno). */
+/* "leek: <msg>: strerror(-r)"; returns r (a negative errno). Both escape the message as
+ * lk_print_escaped() does, so a path or a profile's string among the arguments prints as it is,
+ * with no byte a terminal would act on. */
 int lk_error(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "leek: <msg>". */
 void lk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Opens path (relative to dirfd, or AT_FDCWD) for reading only if it is a regular file: with
+ * O_NONBLOCK, so that a FIFO or a device named there never blocks the open, and without becoming
+ * a controlling terminal. The descriptor (and *ret_st if not NULL), -EINVAL if it is not a
+ * regular file, or the negative errno of open. */
+struct stat;
+int lk_open_regular(int dirfd, const char *path, struct stat *ret_st);
 
 /* "123", "64K", "4M", "4MiB", "1G" (as libleek's LEEK_PERIOD); 0 or -EINVAL / -ERANGE. */
 int lk_parse_size(const char *s, uint64_t *ret);
