@@ -1,5 +1,5 @@
-/* test-hostile.c: what a hostile profile, another user, an odd environment or a closed pipe can
- * make the leek binary do, end to end.
+/* test-hostile-profiles.c: what a hostile profile, another user, an odd environment or a closed
+ * pipe can make the leek binary do, end to end.
  *
  * Profiles are built byte-exact with build-profile.h. Whatever a profile names, `leek report` and
  * `leek dump` must finish (a FIFO at a module's path would block an open(2) for good: each such

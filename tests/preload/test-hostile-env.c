@@ -1,4 +1,4 @@
-/* test-hostile.c: libleek in hostile or unusual environments must never break the host.
+/* test-hostile-env.c: libleek in hostile or unusual environments must never break the host.
  *
  * Each test reproduces one way an attacker or an odd limit could make leek harm the program it
  * profiles, or write where it should not (issue 27), and checks that the program now runs as it
