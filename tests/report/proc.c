@@ -210,3 +210,20 @@ void proc_free(struct proc *p)
 	free(p->err);
 	p->out = p->err = NULL;
 }
+
+size_t count_files(const char *dir, const char *prefix, const char *suffix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	size_t n = 0, sl = strlen(suffix);
+
+	if (!d)
+		lk_test_fail(__FILE__, __LINE__, "%s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		n += !strncmp(de->d_name, prefix, strlen(prefix)) && len >= sl &&
+		     !strcmp(de->d_name + len - sl, suffix);
+	}
+	closedir(d);
+	return n;
+}

@@ -50,6 +50,10 @@ void proc_free(struct proc *p);
 char *read_file(const char *path, size_t *len);
 void write_file(const char *path, const void *data, size_t len);
 
+/* How many entries of dir (. and .. too) have a name that starts with prefix and ends with
+ * suffix. Fails the test if dir cannot be listed. */
+size_t count_files(const char *dir, const char *prefix, const char *suffix);
+
 /* The first file in dir whose name starts with prefix (a malloc'ed path), or NULL. Fails the
  * test if there are several. */
 char *find_one(const char *dir, const char *prefix);

@@ -92,25 +92,6 @@ static bool exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
-/* Files in dir whose name starts with prefix and ends with suffix. */
-static size_t count_files(const char *dir, const char *prefix, const char *suffix)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t n = 0;
-
-	if (!d)
-		FAIL("%s: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name), sl = strlen(suffix);
-		if (!strncmp(de->d_name, prefix, strlen(prefix)) && len >= sl &&
-		    !strcmp(de->d_name + len - sl, suffix))
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 enum codec { GZIP, ZSTD, NCODECS };
 
 static const char *const codec_name[] = { "gzip", "zstd" };

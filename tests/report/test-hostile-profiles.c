@@ -239,24 +239,6 @@ TEST(compress_writes_0600)
 #if defined(LIBLEEK_PATH) && defined(FX_DIR)
 #define FX(name) FX_DIR "/" name
 
-/* How many files in dir have a name that starts with prefix and ends with suffix. */
-static size_t count_files(const char *dir, const char *prefix, const char *suffix)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	size_t n = 0;
-
-	if (!d)
-		FAIL("%s: %s", dir, strerror(errno));
-	while ((de = readdir(d))) {
-		size_t len = strlen(de->d_name), sl = strlen(suffix);
-		n += !strncmp(de->d_name, prefix, strlen(prefix)) && len >= sl &&
-		     !strcmp(de->d_name + len - sl, suffix);
-	}
-	closedir(d);
-	return n;
-}
-
 /* The run's .zst is 0600 with umask 0, whatever mode libleek gave the profile. */
 TEST(run_writes_0600)
 {
