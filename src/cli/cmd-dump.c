@@ -185,8 +185,13 @@ static int dump_one(const char *path)
 	h = lk_reader_header(rd);
 
 	if (arg_summary) {
+		_cleanup_(freep) char *err = NULL;
 		struct lk_summary s;
-		r = lk_summary_read(rd, &s);
+		r = lk_summary_read(rd, &s, &err);
+		if (r < 0 && err) {
+			lk_msg("%s: %s", path, err);
+			return r;
+		}
 		if (r < 0)
 			return lk_print_read_error(path, rd, r);
 		lk_summary_print(stdout, path, h, &s);

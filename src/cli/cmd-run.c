@@ -342,7 +342,7 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (k >= 0)
 		k = lk_report_add_modules(sym, index, p);
 	if (k >= 0)
-		k = lk_report_add(r, sym, index, path, p);
+		k = lk_report_add(r, sym, index, path, p, &err);
 	if (k >= 0)
 		k = lk_report_finish(r);
 	if (threaded)
