@@ -214,8 +214,10 @@ static int dump_one(const char *path)
 
 int lk_cmd_dump(int argc, char *argv[])
 {
+	enum { ARG_MAX_MEMORY = 0x100 };
 	static const struct option options[] = {
 		{ "summary", no_argument, NULL, 's' },
+		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -226,6 +228,10 @@ int lk_cmd_dump(int argc, char *argv[])
 		switch (c) {
 		case 's':
 			arg_summary = true;
+			break;
+		case ARG_MAX_MEMORY:
+			if (lk_cmd_max_memory("dump", optarg))
+				return LK_EXIT_USAGE;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "dump", LK_EXIT_OK);
