@@ -6,7 +6,8 @@
 void lk_blockset_init(struct lk_blockset *s, size_t max_count)
 {
 	lk_recent_init(&s->recent, sizeof(uint64_t));
-	lk_u64map_init(&s->old, SIZE_MAX); /* the cap is on the whole set: lk_blockset_add */
+	/* The cap is on the whole set (lk_blockset_add); the map's table is the budget's. */
+	lk_u64map_init_budgeted(&s->old, SIZE_MAX);
 	s->max_count = max_count;
 }
 

@@ -185,8 +185,13 @@ static int dump_one(const char *path)
 	h = lk_reader_header(rd);
 
 	if (arg_summary) {
+		_cleanup_(freep) char *err = NULL;
 		struct lk_summary s;
-		r = lk_summary_read(rd, &s);
+		r = lk_summary_read(rd, &s, &err);
+		if (r < 0 && err) {
+			lk_msg("%s: %s", path, err);
+			return r;
+		}
 		if (r < 0)
 			return lk_print_read_error(path, rd, r);
 		lk_summary_print(stdout, path, h, &s);
@@ -209,8 +214,10 @@ static int dump_one(const char *path)
 
 int lk_cmd_dump(int argc, char *argv[])
 {
+	enum { ARG_MAX_MEMORY = 0x100 };
 	static const struct option options[] = {
 		{ "summary", no_argument, NULL, 's' },
+		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -221,6 +228,10 @@ int lk_cmd_dump(int argc, char *argv[])
 		switch (c) {
 		case 's':
 			arg_summary = true;
+			break;
+		case ARG_MAX_MEMORY:
+			if (lk_cmd_max_memory("dump", optarg))
+				return LK_EXIT_USAGE;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "dump", LK_EXIT_OK);

@@ -353,7 +353,7 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (k >= 0)
 		k = lk_report_add_modules(sym, index, p);
 	if (k >= 0)
-		k = lk_report_add(r, sym, index, path, p);
+		k = lk_report_add(r, sym, index, path, p, &err);
 	if (k >= 0)
 		k = lk_report_finish(r);
 	if (threaded)
@@ -415,7 +415,7 @@ static void summarize(const char *pattern, uint64_t session, struct lk_run_follo
 
 int lk_cmd_run(int argc, char *argv[])
 {
-	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW };
+	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW, ARG_MAX_MEMORY };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -423,6 +423,7 @@ int lk_cmd_run(int argc, char *argv[])
 		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
 		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
 		{ "no-follow", no_argument, NULL, ARG_NO_FOLLOW },
+		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -452,6 +453,10 @@ int lk_cmd_run(int argc, char *argv[])
 			break;
 		case ARG_NO_FOLLOW:
 			arg_follow = false;
+			break;
+		case ARG_MAX_MEMORY:
+			if (lk_cmd_max_memory("run", optarg))
+				return LK_EXIT_USAGE;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "run", LK_EXIT_OK);

@@ -17,4 +17,8 @@ int lk_cmd_help(int argc, char *argv[]);
 /* Prints the usage of one command (or of leek, for NULL) to f; returns status. */
 int lk_cmd_usage(FILE *f, const char *command, int status);
 
+/* `--max-memory SIZE`, which every command that reads profiles takes: the limit of the memory
+ * budget (budget.h). 0, or LK_EXIT_USAGE after printing why. */
+int lk_cmd_max_memory(const char *command, const char *arg);
+
 #endif /* LEEK_COMMANDS_H */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "commands.h"
 #include "options.h"
 #include "util.h"
@@ -43,6 +44,9 @@ static const struct lk_command commands[] = {
 	  "      --no-compress   leave the profiles raw (FILE, not FILE.zst), e.g. to read one while\n"
 	  "                      its program still runs; `leek compress` can do it later\n"
 	  "      --no-follow     read and compress the profiles only after COMMAND exits\n"
+	  "      --max-memory SIZE\n"
+	  "                      the most memory the profiles' contents may make the summary\n"
+	  "                      take, as `leek report --max-memory` (K, M, G suffixes)\n"
 	  "\n"
 	  "Exits with COMMAND's status, or 128+N if signal N killed it; 2 if leek cannot profile\n"
 	  "COMMAND (statically linked, setuid, another architecture), 126/127 if it cannot be run\n"
@@ -57,9 +61,13 @@ static const struct lk_command commands[] = {
 	  "\n"
 	  "  -s, --summary  print only a summary: counts, live samples at the end, the estimated\n"
 	  "                 live bytes, max RSS, duration and the loss counters\n"
+	  "      --max-memory SIZE\n"
+	  "                 the most memory a profile's contents may make --summary take, as\n"
+	  "                 `leek report --max-memory` (K, M, G suffixes)\n"
 	  "\n"
 	  "Exits 0 if every file is a valid profile (a missing trailer is only a warning), 2 if\n"
-	  "one is unreadable, corrupt or not a leek profile, 1 on a usage error.\n" },
+	  "one is unreadable, corrupt, not a leek profile or needs more than --max-memory, 1 on a\n"
+	  "usage error.\n" },
 	{ "report", lk_cmd_report, "show a profile's heap by allocation site",
 	  "usage: leek report [VIEW] [OPTIONS] FILE...\n"
 	  "\n"
@@ -97,10 +105,16 @@ static const struct lk_command commands[] = {
 	  "      --debuginfod     let libdw fetch debug files from DEBUGINFOD_URLS (off by\n"
 	  "                       default: a report never waits on the network unasked)\n"
 	  "      --ascii          draw the timeline with ASCII characters only\n"
+	  "      --max-memory SIZE\n"
+	  "                       the most memory the profiles' contents (live blocks, stacks,\n"
+	  "                       modules, sites) may make leek take; a profile that needs more\n"
+	  "                       is refused, with the offset where it got there (K, M, G\n"
+	  "                       suffixes; default: half the RAM, or half the cgroup's memory\n"
+	  "                       limit, RLIMIT_AS or RLIMIT_DATA if lower)\n"
 	  "\n"
 	  "Several files are reported one after the other unless --merge. Exits 0, or 2 if a\n"
-	  "profile is unreadable, corrupt or not a leek profile (the others are still reported),\n"
-	  "1 on a usage error.\n" },
+	  "profile is unreadable, corrupt, not a leek profile or needs more than --max-memory\n"
+	  "(the others are still reported), 1 on a usage error.\n" },
 	{ "compress", lk_cmd_compress, "zstd-compress profiles (as `leek run` does unless --no-compress)",
 	  "usage: leek compress FILE...\n"
 	  "\n"
@@ -126,12 +140,32 @@ static const struct lk_command *find_command(const char *name)
 	return NULL;
 }
 
+/* The default of --max-memory on this machine, and what it is made of (budget.h). */
+static void print_max_memory_default(FILE *f)
+{
+	struct lk_budget_machine m;
+	char def[32], v[4][32];
+	const uint64_t *of[] = { &m.ram, &m.cgroup, &m.rlimit_as, &m.rlimit_data };
+
+	lk_budget_machine_read(&m);
+	for (size_t i = 0; i < 4; i++)
+		if (*of[i] == UINT64_MAX)
+			snprintf(v[i], sizeof(v[i]), "none");
+		else
+			lk_budget_format(v[i], sizeof(v[i]), *of[i]);
+	fprintf(f, "\n--max-memory's default here: %s, half the least of the memory (%s), the\n"
+		"cgroup's memory limit (%s), RLIMIT_AS (%s) and RLIMIT_DATA (%s).\n",
+		lk_budget_format(def, sizeof(def), lk_budget_default(&m)), v[0], v[1], v[2], v[3]);
+}
+
 int lk_cmd_usage(FILE *f, const char *command, int status)
 {
 	const struct lk_command *c = command ? find_command(command) : NULL;
 
 	if (c) {
 		fputs(c->usage, f);
+		if (strstr(c->usage, "--max-memory"))
+			print_max_memory_default(f);
 		return status;
 	}
 	fputs("usage: leek [--version] [--help] COMMAND [ARGS...]\n\nCommands:\n", f);
@@ -142,6 +176,27 @@ int lk_cmd_usage(FILE *f, const char *command, int status)
 	      "program's status. See `leek help COMMAND`.\n",
 	      f);
 	return status;
+}
+
+/* At least 1 MiB, so that a size without its suffix ("512" for 512M) is refused rather than
+ * taken for bytes, which no profile can be read in. */
+#define MAX_MEMORY_MIN (1ull << 20)
+
+int lk_cmd_max_memory(const char *command, const char *arg)
+{
+	uint64_t v;
+
+	if (lk_parse_size(arg, &v) < 0) {
+		lk_msg("%s: --max-memory: '%s' is not a size in bytes (e.g. 512M, 4G)", command, arg);
+		return LK_EXIT_USAGE;
+	}
+	if (v < MAX_MEMORY_MIN) {
+		lk_msg("%s: --max-memory: '%s' is less than 1M (a suffix missing? e.g. 512M, 4G)",
+		       command, arg);
+		return LK_EXIT_USAGE;
+	}
+	lk_budget_set_limit(v);
+	return 0;
 }
 
 /* Prints a paragraph indented by 4, wrapped at 80 columns. */

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "profile-internal.h"
 #include "read-z.h"
 
@@ -40,12 +41,20 @@ int profile_fail_reader(char **msg, const struct lk_reader *rd, int r)
 
 int profile_fail_record(char **msg, const struct lk_record *rec, int r, const char *what)
 {
-	if (r == -E2BIG && what)
-		return profile_fail(msg, r, "offset %" PRIu64 ": %s", rec->offset, what);
-	if (r == -E2BIG)
-		return profile_fail(msg, r, "offset %" PRIu64 ": more than %u sampled blocks live "
-				    "at once", rec->offset, LK_PROFILE_MAX_LIVE);
-	return profile_fail(msg, r, "offset %" PRIu64 ": %s", rec->offset, strerror(-r));
+	return profile_fail(msg, r, "offset %" PRIu64 ": %s", rec->offset,
+			    what ? what : strerror(-r));
+}
+
+int profile_fail_budget(char **msg, int r, uint64_t offset, const struct lk_profile *p,
+			const struct live_set *ls)
+{
+	char limit[32];
+	size_t stacks = p->nstacks - 1; /* stack 0, "no stack", is no STACK record */
+
+	return profile_fail(msg, r, "offset %" PRIu64 ": the profile needs more than %s of memory "
+			    "to read (--max-memory; %" PRIu64 " live block%s and %zu stack%s so far)",
+			    offset, lk_budget_format(limit, sizeof(limit), lk_budget_limit()),
+			    ls->count, ls->count == 1 ? "" : "s", stacks, stacks == 1 ? "" : "s");
 }
 
 /* Copies a pipe into an unlinked temporary file; closes fd. Only a profile is copied to its end:

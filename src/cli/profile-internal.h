@@ -5,7 +5,8 @@
  *
  * Memory follows the stacks, the module records and the sampled blocks live at once, never the
  * number of records: the live set reuses the slots of freed blocks, and everything per stack is
- * a fixed size (LK_TIMELINE_BUCKETS points at most).
+ * a fixed size (LK_TIMELINE_BUCKETS points at most). All of it but the struct lk_profile itself
+ * (the timeline) and the header's strings is taken from the memory budget (budget.h).
  *
  * Glossary: w = 1/p(s), the weight of a sample (docs/sampling.md section 4); v1 = (1-p)/p^2 =
  * w^2 - w, its object-count variance term (a block of s bytes adds s^2 v1 to a byte estimate's);
@@ -68,17 +69,21 @@ struct live_set {
 void live_set_init(struct live_set *ls, uint64_t period);
 void live_set_done(struct live_set *ls);
 /* ALLOC or INHERIT: block number `block`, above every number added before (the reader checks
- * the file's numbering), with one probe of the table. 0, -ENOMEM, or -E2BIG
- * (LK_PROFILE_MAX_LIVE). */
+ * the file's numbering), with one probe of the table. 0, -ENOMEM, or -E2BIG (LK_PROFILE_MAX_LIVE
+ * blocks live already, or beyond the budget). */
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns);
 /* Removes block number `block` into *ret (if not NULL); false if it is not live. */
 bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret);
+/* Frees the table that finds blocks by number, when no block will be looked up again (the end's
+ * pass): the set may then only be walked (live_set_foreach) and given to live_set_done. Its
+ * memory, 8 to 32 bytes a block behind recent.h's window, goes before the end's list is made. */
+void live_set_drop_table(struct live_set *ls);
 /* Calls fn for every live block, in no particular order. */
 void live_set_foreach(const struct live_set *ls,
 		      void (*fn)(void *ctx, const struct live_block *b), void *ctx);
 /* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks with
- * seq <= mark, and those in gone. Forgets the previous mark. 0, or -ENOMEM (room in gone for
- * every block live now is made here, so that removing a block never fails). */
+ * seq <= mark, and those in gone. Forgets the previous mark. 0, -ENOMEM or -E2BIG (the budget):
+ * room in gone for every block live now is made here, so that removing a block never fails. */
 int live_set_mark(struct live_set *ls);
 
 /* The low 32 bits of a block number's hash (murmur3's finalizer: consecutive numbers spread). */
@@ -167,8 +172,8 @@ struct lk_profile {
 	unsigned nbuckets;
 	struct lk_timeline_point timeline[LK_TIMELINE_BUCKETS];
 
-	struct lk_live_block *live_blocks; /* at the end, oldest first */
-	size_t nlive_blocks;
+	struct lk_live_block *live_blocks; /* at the end, oldest first; room for live_blocks_cap */
+	size_t nlive_blocks, live_blocks_cap;
 };
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each
@@ -178,7 +183,12 @@ int profile_open_input(const char *path, int *ret, char **msg);
 int profile_open_reader(int fd, struct lk_reader **ret, char **msg); /* from the start */
 int profile_fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int profile_fail_reader(char **msg, const struct lk_reader *rd, int r);
+/* "offset N: what", or strerror(-r) without what. */
 int profile_fail_record(char **msg, const struct lk_record *rec, int r, const char *what);
+/* "offset N: the profile needs more than <limit> of memory to read (--max-memory; N live blocks
+ * and N stacks so far)": what a -E2BIG from the budget (budget.h) says. */
+int profile_fail_budget(char **msg, int r, uint64_t offset, const struct lk_profile *p,
+			const struct live_set *ls);
 
 /* profile-result.c: snapshots of the live set into per-stack estimates, and the end. */
 void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
@@ -188,12 +198,16 @@ void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls);
 /* At the end, in one pass over the set: peak_* (the blocks live at the set's mark, taken right
  * after the record where H(t) peaked: the set at the mark is known only then), live_* too if
  * live (opts.at_ns not passed), old_* (at least opts.age_ns old at duration_ns), the blocks live
- * at the end (their totals, and their list unless opts.no_live_list); then the intervals and the
- * growth verdicts. 0 or -ENOMEM. */
+ * at the end (their totals, and their list unless opts.no_live_list, in no order yet); then the
+ * intervals and the growth verdicts. 0, -ENOMEM or -E2BIG (the list, beyond the budget). */
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns,
 		   bool live);
+/* The list of the blocks live at the end, oldest first: once the live set is freed, so that the
+ * sort's room (as much again as the list) comes from the set's. */
+void profile_sort_live(struct lk_profile *p);
 
-/* profile-tables.c: copies of STACK and MODULE records. 0, -ENOMEM or -E2BIG (*what says). */
+/* profile-tables.c: copies of STACK and MODULE records. 0, -ENOMEM, or -E2BIG: beyond a limit
+ * (*what says which) or beyond the budget (*what untouched). */
 int profile_add_stack(struct lk_profile *p, const struct lk_record *rec, const char **what);
 int profile_add_module(struct lk_profile *p, const struct lk_record *rec, const char **what);
 void profile_unload_module(struct lk_profile *p, const struct lk_record *rec);

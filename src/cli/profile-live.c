@@ -11,8 +11,9 @@
  * u64map: 8-byte entries (a slot, and 32 bits of the block number's hash, which are the entry's
  * home and a filter, so that a probe reads a block only when the hashes match), a load of at
  * most 1/2, and deletion that shifts back the rest of the run (no tombstones). Memory follows
- * the most blocks live at once, plus the window (8 MiB at most), never the number of records,
- * and LK_PROFILE_MAX_LIVE bounds it whatever the file says.
+ * the most blocks live at once, plus the window (8 MiB at most), never the number of records;
+ * the slots, the table and the blocks set aside at the mark are taken from the memory budget
+ * (budget.h), and LK_PROFILE_MAX_LIVE bounds them whatever the budget.
  *
  * The mark remembers the set without copying it: blocks are added in the order of their numbers,
  * so the blocks live at the mark are the live ones numbered up to the mark, and those that have
@@ -22,6 +23,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "budget.h"
 #include "profile-internal.h"
 
 void live_set_init(struct live_set *ls, uint64_t period)
@@ -33,9 +35,9 @@ void live_set_init(struct live_set *ls, uint64_t period)
 void live_set_done(struct live_set *ls)
 {
 	lk_recent_done(&ls->recent);
-	free(ls->e);
-	free(ls->blocks);
-	free(ls->gone);
+	lk_budget_free(ls->e, ls->size * sizeof(*ls->e));
+	lk_budget_free(ls->blocks, (size_t)ls->cap * sizeof(*ls->blocks));
+	lk_budget_free(ls->gone, ls->gone_cap * sizeof(*ls->gone));
 	ls->e = NULL;
 	ls->blocks = NULL;
 	ls->gone = NULL;
@@ -71,14 +73,22 @@ static size_t find(const struct live_set *ls, uint64_t block, uint32_t h)
 	}
 }
 
+void live_set_drop_table(struct live_set *ls)
+{
+	lk_budget_free(ls->e, ls->size * sizeof(*ls->e));
+	ls->e = NULL;
+	ls->size = 0;
+	ls->nold = 0;
+}
+
 /* Doubles the table (the load stays at most 1/2). */
 static int grow_table(struct live_set *ls)
 {
 	size_t size = ls->size ? ls->size * 2 : 64, mask = size - 1;
-	struct live_entry *e = calloc(size, sizeof(*e));
+	struct live_entry *e = lk_budget_calloc(size, sizeof(*e));
 
 	if (!e)
-		return -ENOMEM;
+		return -errno;
 	for (size_t i = 0; i < ls->size; i++) {
 		size_t j = ls->e[i].hash & mask;
 		if (!ls->e[i].slot1)
@@ -87,7 +97,7 @@ static int grow_table(struct live_set *ls)
 			j = (j + 1) & mask;
 		e[j] = ls->e[i];
 	}
-	free(ls->e);
+	lk_budget_free(ls->e, ls->size * sizeof(*e));
 	ls->e = e;
 	ls->size = size;
 	return 0;
@@ -102,9 +112,9 @@ static int grow_blocks(struct live_set *ls)
 		cap = LK_PROFILE_MAX_LIVE;
 	if (cap <= ls->cap)
 		return -E2BIG;
-	b = realloc(ls->blocks, (size_t)cap * sizeof(*b));
+	b = lk_budget_realloc(ls->blocks, (size_t)ls->cap * sizeof(*b), (size_t)cap * sizeof(*b));
 	if (!b)
-		return -ENOMEM;
+		return -errno;
 	ls->blocks = b;
 	ls->cap = cap;
 	return 0;
@@ -277,9 +287,10 @@ int live_set_mark(struct live_set *ls)
 	/* Every block live now may leave before the next mark: room for all of them. */
 	if (ls->count > ls->gone_cap) {
 		size_t cap = ls->gone_cap * 2 > ls->count ? ls->gone_cap * 2 : ls->count;
-		struct live_gone *g = realloc(ls->gone, cap * sizeof(*g));
+		struct live_gone *g = lk_budget_realloc(ls->gone, ls->gone_cap * sizeof(*g),
+							cap * sizeof(*g));
 		if (!g)
-			return -ENOMEM;
+			return -errno;
 		ls->gone = g;
 		ls->gone_cap = cap;
 	}

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "profile-internal.h"
 
 void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
@@ -85,7 +86,8 @@ static void sort_live(struct lk_live_block *v, size_t n)
 		all_or |= v[i].block;
 		all_and &= v[i].block;
 	}
-	tmp = n > 1 ? malloc(n * sizeof(*v)) : NULL;
+	/* Beyond the budget too, qsort: slower, but it needs no memory. */
+	tmp = n > 1 ? lk_budget_malloc(n * sizeof(*v)) : NULL;
 	if (n > 1 && !tmp) {
 		qsort(v, n, sizeof(*v), cmp_live);
 		return;
@@ -107,7 +109,7 @@ static void sort_live(struct lk_live_block *v, size_t n)
 	}
 	if (from != v)
 		memcpy(v, from, n * sizeof(*v));
-	free(tmp);
+	lk_budget_free(tmp, n * sizeof(*v));
 	for (size_t i = 1; i < n; i++)
 		if (v[i].t_ns < v[i - 1].t_ns) {
 			qsort(v, n, sizeof(*v), cmp_live);
@@ -136,6 +138,11 @@ static void end_block(void *ctx, const struct live_block *b)
 			  &wt);
 }
 
+void profile_sort_live(struct lk_profile *p)
+{
+	sort_live(p->live_blocks, p->nlive_blocks);
+}
+
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns,
 		   bool live)
 {
@@ -153,9 +160,11 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 	t->duration_ns = duration_ns;
 	t->max_live = ls->max_count;
 	if (c.list) {
-		p->live_blocks = malloc((ls->count ? ls->count : 1) * sizeof(*p->live_blocks));
+		size_t cap = ls->count ? ls->count : 1;
+		p->live_blocks = lk_budget_malloc(cap * sizeof(*p->live_blocks));
 		if (!p->live_blocks)
-			return -ENOMEM;
+			return -errno;
+		p->live_blocks_cap = cap;
 	}
 	live_set_foreach(ls, end_block, &c);
 	for (size_t i = 0; i < ls->ngone; i++) { /* live at the mark, gone since */
@@ -166,7 +175,6 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 		profile_add_block(&s->peak_bytes, &s->peak_objects, g->size, &wt);
 	}
 	p->nlive_blocks = c.n;
-	sort_live(p->live_blocks, c.n);
 	lk_estimate_finish(&t->live_bytes_end);
 	lk_estimate_finish(&t->live_objects_end);
 
@@ -195,7 +203,7 @@ struct lk_profile *lk_profile_free(struct lk_profile *p)
 	if (!p)
 		return NULL;
 	profile_tables_free(p);
-	free(p->live_blocks);
+	lk_budget_free(p->live_blocks, p->live_blocks_cap * sizeof(*p->live_blocks));
 	free(p->strings);
 	free(p);
 	return NULL;

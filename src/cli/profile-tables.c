@@ -5,15 +5,18 @@
  * return address: like the symbolizer, it is looked up at frame - 1, inside the call. The loaded
  * segments are kept in an array sorted lazily (a program loads its modules in bursts, then writes
  * stacks), and searched by bisection. Never lets the file decide the memory beyond one copy of
- * each record: the counts are capped by LK_PROFILE_MAX_STACKS and LK_PROFILE_MAX_MODULES.
+ * each record: every table and copy is taken from the memory budget (budget.h), and the counts
+ * are capped by LK_PROFILE_MAX_STACKS and LK_PROFILE_MAX_MODULES whatever the budget.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "profile-internal.h"
 
-/* Grows an array of `size`-byte members to hold `need` (doubling); 0 or -ENOMEM. */
+/* Grows an array of `size`-byte members to hold `need` (doubling), zeroing the new ones; 0,
+ * -ENOMEM or -E2BIG (the budget). */
 static int reserve(void **a, size_t *cap, size_t need, size_t size)
 {
 	size_t n = *cap ? *cap : 16;
@@ -23,13 +26,19 @@ static int reserve(void **a, size_t *cap, size_t need, size_t size)
 		return 0;
 	while (n < need)
 		n *= 2;
-	b = realloc(*a, n * size);
+	b = lk_budget_realloc(*a, *cap * size, n * size);
 	if (!b)
-		return -ENOMEM;
+		return -errno;
 	memset((char *)b + *cap * size, 0, (n - *cap) * size);
 	*a = b;
 	*cap = n;
 	return 0;
+}
+
+/* The one block that holds a module's segments, build-id and path (and a NUL). */
+static size_t module_bytes(uint32_t nseg, uint32_t build_id_len, uint32_t path_len)
+{
+	return nseg * sizeof(struct lk_module_seg) + build_id_len + path_len + 1;
 }
 
 static int cmp_range(const void *a, const void *b)
@@ -78,9 +87,9 @@ int profile_add_stack(struct lk_profile *p, const struct lk_record *rec, const c
 		r = reserve((void **)&p->runs, &p->runs_cap, id + 1, sizeof(*p->runs));
 	if (r < 0)
 		return r;
-	f = n ? malloc(2 * n * sizeof(*f)) : NULL;
+	f = n ? lk_budget_malloc(2 * n * sizeof(*f)) : NULL;
 	if (n && !f)
-		return -ENOMEM;
+		return -errno;
 	s = &p->stacks[id];
 	*s = (struct lk_stack_stats){ .id = rec->stack.id, .nframes = (uint32_t)n };
 	if (n) {
@@ -102,19 +111,22 @@ int profile_add_module(struct lk_profile *p, const struct lk_record *rec, const 
 	struct lk_module_info_rec *m;
 	struct lk_module_seg *seg;
 	char *buf;
+	int r;
 
 	if (p->nmodules >= LK_PROFILE_MAX_MODULES) {
 		_Static_assert(LK_PROFILE_MAX_MODULES == 1u << 20, "the message's number");
 		*what = "more than 1048576 MODULE records: leek's limit";
 		return -E2BIG;
 	}
-	if (reserve((void **)&p->modules, &p->modules_cap, p->nmodules + 1, sizeof(*p->modules)) <
-		    0 ||
-	    reserve((void **)&p->ranges, &p->ranges_cap, p->nranges + nseg, sizeof(*p->ranges)) < 0)
-		return -ENOMEM;
-	buf = malloc(nseg * sizeof(*seg) + idlen + plen + 1);
+	r = reserve((void **)&p->modules, &p->modules_cap, p->nmodules + 1, sizeof(*p->modules));
+	if (r >= 0)
+		r = reserve((void **)&p->ranges, &p->ranges_cap, p->nranges + nseg,
+			    sizeof(*p->ranges));
+	if (r < 0)
+		return r;
+	buf = lk_budget_malloc(module_bytes(nseg, idlen, plen));
 	if (!buf)
-		return -ENOMEM;
+		return -errno;
 	seg = (struct lk_module_seg *)buf;
 	memcpy(seg, rec->module.seg, nseg * sizeof(*seg));
 	memcpy(buf + nseg * sizeof(*seg), rec->module.build_id, idlen);
@@ -167,11 +179,14 @@ void profile_unload_module(struct lk_profile *p, const struct lk_record *rec)
 void profile_tables_free(struct lk_profile *p)
 {
 	for (size_t i = 0; i < p->nstacks; i++)
-		free((void *)p->stacks[i].frames);
+		lk_budget_free((void *)p->stacks[i].frames,
+			       2 * p->stacks[i].nframes * sizeof(*p->stacks[i].frames));
 	for (size_t i = 0; i < p->nmodules; i++)
-		free((void *)p->modules[i].seg);
-	free(p->stacks);
-	free(p->runs);
-	free(p->modules);
-	free(p->ranges);
+		lk_budget_free((void *)p->modules[i].seg,
+			       module_bytes(p->modules[i].nseg, p->modules[i].build_id_len,
+					    p->modules[i].path_len));
+	lk_budget_free(p->stacks, p->stacks_cap * sizeof(*p->stacks));
+	lk_budget_free(p->runs, p->runs_cap * sizeof(*p->runs));
+	lk_budget_free(p->modules, p->modules_cap * sizeof(*p->modules));
+	lk_budget_free(p->ranges, p->ranges_cap * sizeof(*p->ranges));
 }

@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "profile-internal.h"
 
 /* What pass 1 learns. */
@@ -176,7 +177,8 @@ static void unlive(struct lk_profile *p, const struct second_pass *sp, const str
 }
 
 /* ALLOC, or INHERIT: live, but allocated before the fork, so not counted as allocated here. */
-static int add_live(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
+static int add_live(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
+		    const char **what)
 {
 	bool alloc = rec->tag == LK_REC_ALLOC;
 	uint64_t block = alloc ? rec->alloc.block : rec->inherit.block;
@@ -188,6 +190,11 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 
 	if (stack >= p->nstacks) /* the reader checks this; a second line of defence */
 		return -EBADMSG;
+	if (sp->ls.count >= LK_PROFILE_MAX_LIVE) {
+		_Static_assert(LK_PROFILE_MAX_LIVE == 1u << 25, "the message's number");
+		*what = "more than 33554432 sampled blocks live at once: leek's limit";
+		return -E2BIG;
+	}
 	r = live_set_add(&sp->ls, block, size, (uint32_t)stack,
 			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec));
 	if (r < 0)
@@ -226,7 +233,7 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	switch (rec->tag) {
 	case LK_REC_ALLOC:
 	case LK_REC_INHERIT:
-		return add_live(p, sp, rec);
+		return add_live(p, sp, rec, what);
 	case LK_REC_FREE:
 		p->totals.frees++;
 		if (live_set_remove(&sp->ls, rec->free.block, &b))
@@ -277,6 +284,8 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 			sp->peak_ns = rec->time_ns;
 			r = live_set_mark(&sp->ls);
 		}
+		if (r == -E2BIG && !what) /* beyond the budget (the limits name themselves) */
+			return profile_fail_budget(msg, r, rec->offset, p, &sp->ls);
 		if (r < 0) {
 			profile_fail_record(msg, rec, r, what);
 			return r;
@@ -298,6 +307,7 @@ static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t dur
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */
 		close_bucket(p, sp);
 	close_bucket(p, sp);
+	live_set_drop_table(&sp->ls); /* no block is looked up from here on: room for the list */
 	return profile_finish(p, &sp->ls, duration_ns, !sp->at_done);
 }
 
@@ -306,6 +316,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 {
 	struct lk_reader *rd;
 	struct ahead ah;
+	uint64_t end;
 	int r;
 
 	r = profile_open_reader(fd, &rd, msg);
@@ -315,10 +326,14 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 		sp->ends[b] = (uint64_t)((unsigned __int128)a->duration_ns * (b + 1) / p->nbuckets);
 	ahead_init(&ah, rd, a->records);
 	r = replay(p, sp, &ah, msg);
+	end = lk_reader_end_offset(rd);
 	lk_reader_free(rd);
 	if (r < 0)
 		return r;
-	return end_replay(p, sp, a->duration_ns);
+	r = end_replay(p, sp, a->duration_ns);
+	if (r == -E2BIG) /* the list of the blocks live at the end */
+		return profile_fail_budget(msg, r, end, p, &sp->ls);
+	return r;
 }
 
 static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char **msg)
@@ -334,9 +349,9 @@ static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char *
 			      ? p->opts.buckets
 			      : LK_TIMELINE_BUCKETS;
 	p->nstacks = 1; /* stack 0, "no stack" */
-	p->stacks = calloc(1, sizeof(*p->stacks));
-	p->runs = calloc(1, sizeof(*p->runs));
-	p->stacks_cap = p->runs_cap = 1;
+	p->stacks = lk_budget_calloc(1, sizeof(*p->stacks));
+	p->runs = lk_budget_calloc(1, sizeof(*p->runs));
+	p->stacks_cap = p->runs_cap = 1; /* NULL gives nothing back (lk_budget_free) */
 	if (!p->stacks || !p->runs) {
 		profile_fail(msg, -ENOMEM, "out of memory");
 		return lk_profile_free(p);
@@ -375,6 +390,8 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 		live_set_init(&sp.ls, p->totals.period);
 		r = second_pass(p, fd, &a, &sp, &msg);
 		live_set_done(&sp.ls);
+		if (r >= 0)
+			profile_sort_live(p);
 	}
 	if (fd >= 0)
 		close(fd);
@@ -507,11 +524,14 @@ int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **re
 	f->p->totals.trailer = lk_reader_has_trailer(f->rd);
 	f->sp.ends[0] = f->sp.last_ns;
 	r = end_replay(f->p, &f->sp, f->sp.last_ns);
+	if (r == -E2BIG)
+		profile_fail_budget(&f->msg, r, lk_reader_end_offset(f->rd), f->p, &f->sp.ls);
 	if (r < 0)
 		return follow_fail(f, r, err);
-	*ret = f->p;
 	live_set_done(&f->sp.ls);
 	f->live = false;
+	profile_sort_live(f->p);
+	*ret = f->p;
 	f->p = NULL;
 	f->err = -EALREADY;
 	return 0;

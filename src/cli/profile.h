@@ -12,9 +12,14 @@
  * Errors are negative errno values; on failure *ret is untouched and the message out-parameter
  * says "offset N: what is wrong".
  *
- * Limits (so that a file cannot decide how much memory the CLI takes): LK_PROFILE_MAX_LIVE sampled
+ * Limits (so that a file cannot decide how much memory the CLI takes): everything kept is taken
+ * from the memory budget (budget.h: --max-memory, by default half the machine's memory), 144 bytes
+ * at most a live block (tests/unit/test-profile-budget.c), and beyond it lk_profile_load() fails
+ * with -E2BIG and "offset N: the profile needs more than 256 MiB of memory to read (--max-memory;
+ * 2359295 live blocks and 1 stack so far)". Whatever the budget: LK_PROFILE_MAX_LIVE sampled
  * blocks live at once, LK_PROFILE_MAX_STACKS stacks and LK_PROFILE_MAX_MODULES module records per
- * file; beyond them lk_profile_load() fails with -E2BIG and says which limit.
+ * file, beyond which it fails with -E2BIG and says which limit. docs/design.md, "Reading a
+ * profile", has the numbers.
  */
 #ifndef LEEK_PROFILE_H
 #define LEEK_PROFILE_H
@@ -26,7 +31,8 @@
 #include "read.h"
 
 #define LK_TIMELINE_BUCKETS 64 /* default number of points in the heap timeline and growth series */
-#define LK_PROFILE_MAX_LIVE (1u << 25)       /* sampled blocks live at once (as summary.h) */
+#define LK_PROFILE_MAX_LIVE (1u << 25)       /* sampled blocks live at once (as summary.h): slots
+					      * are 32-bit, and 2^25 take 4.5 GiB at most */
 #define LK_PROFILE_MAX_STACKS ((1u << 22) + 1) /* libleek's own stack table holds 2^22 - 1 */
 #define LK_PROFILE_MAX_MODULES (1u << 20)    /* MODULE records in one file */
 

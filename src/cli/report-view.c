@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "report.h"
 
 static const char *const view_names[_LK_VIEW_MAX] = {
@@ -239,7 +240,7 @@ int lk_report_rank(struct lk_report *r)
 		if (!empty)
 			r->sites_total++;
 		if (empty || s->share < r->opts.min_share || (r->opts.top && keep >= r->opts.top)) {
-			free((void *)s->stack);
+			lk_budget_free((void *)s->stack, s->nframes * sizeof(*s->stack));
 			continue;
 		}
 		r->sites[keep++] = *s;

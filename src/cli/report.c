@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "report.h"
 #include "u64map.h"
 
@@ -43,7 +44,7 @@ int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret)
 /* What only lk_report_add() needs; the synthetic frames stay, sites point at them. */
 static void free_lookup(struct lk_report_index *x)
 {
-	free(x->slots);
+	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
 	x->slots = NULL;
 	x->nslots = 0;
 	lk_site_stack_trim(&x->st);
@@ -53,7 +54,7 @@ static void free_index(struct lk_report_index *x)
 {
 	if (!x)
 		return;
-	free(x->slots);
+	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
 	lk_site_stack_done(&x->st);
 	free(x);
 }
@@ -70,8 +71,9 @@ struct lk_report *lk_report_free(struct lk_report *r)
 	}
 	free(r->procs);
 	for (size_t i = 0; i < r->nsites; i++)
-		free((void *)r->sites[i].stack);
-	free(r->sites);
+		lk_budget_free((void *)r->sites[i].stack,
+			       r->sites[i].nframes * sizeof(*r->sites[i].stack));
+	lk_budget_free(r->sites, (r->index ? r->index->sites_cap : 0) * sizeof(*r->sites));
 	free(r->timeline);
 	free_index(r->index);
 	free(r);
@@ -99,10 +101,10 @@ static int grow_slots(struct lk_report *r)
 {
 	struct lk_report_index *x = r->index;
 	size_t n = x->nslots ? 2 * x->nslots : 1024;
-	size_t *slots = calloc(n, sizeof(*slots));
+	size_t *slots = lk_budget_calloc(n, sizeof(*slots));
 
 	if (!slots)
-		return -ENOMEM;
+		return -errno;
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct lk_report_site *s = &r->sites[i];
 		size_t h = (size_t)lk_site_key_hash(s->stack[s->site_frame]) & (n - 1);
@@ -110,7 +112,7 @@ static int grow_slots(struct lk_report *r)
 			h = (h + 1) & (n - 1);
 		slots[h] = i + 1;
 	}
-	free(x->slots);
+	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
 	x->slots = slots;
 	x->nslots = n;
 	return 0;
@@ -166,9 +168,10 @@ static int copy_process(struct lk_report *r, const char *path, const struct lk_p
 	return 0;
 }
 
+/* NULL and errno ENOMEM or E2BIG (the budget) on failure. */
 static const struct lk_sym_frame **copy_stack(const struct lk_report_index *x, size_t n)
 {
-	const struct lk_sym_frame **copy = malloc(n * sizeof(*copy));
+	const struct lk_sym_frame **copy = lk_budget_malloc(n * sizeof(*copy));
 
 	if (copy)
 		memcpy(copy, x->st.frames, n * sizeof(*copy));
@@ -176,15 +179,18 @@ static const struct lk_sym_frame **copy_stack(const struct lk_report_index *x, s
 }
 
 /* The site of the stack in x->st (n frames, the site at site_frame), added with that stack if
- * new; NULL when out of memory. */
+ * new; NULL and errno ENOMEM, or E2BIG (the budget) on failure. */
 static struct lk_report_site *find_site(struct lk_report *r, size_t n, size_t site_frame)
 {
 	struct lk_report_index *x = r->index;
 	const struct lk_sym_frame *key = x->st.frames[site_frame], **stack;
 	size_t h;
+	int k;
 
-	if ((r->nsites + 1) * 2 > x->nslots && grow_slots(r) < 0)
+	if ((r->nsites + 1) * 2 > x->nslots && (k = grow_slots(r)) < 0) {
+		errno = -k;
 		return NULL;
+	}
 	h = (size_t)lk_site_key_hash(key) & (x->nslots - 1);
 	for (; x->slots[h]; h = (h + 1) & (x->nslots - 1)) {
 		struct lk_report_site *s = &r->sites[x->slots[h] - 1];
@@ -194,7 +200,13 @@ static struct lk_report_site *find_site(struct lk_report *r, size_t n, size_t si
 	if (r->nsites == x->sites_cap) {
 		size_t cap = x->sites_cap ? 2 * x->sites_cap : 64;
 		struct lk_report_site *sites;
-		if (cap > MAX_SITES || !(sites = reallocarray(r->sites, cap, sizeof(*sites))))
+		if (cap > MAX_SITES) {
+			errno = ENOMEM;
+			return NULL;
+		}
+		sites = lk_budget_realloc(r->sites, x->sites_cap * sizeof(*sites),
+					  cap * sizeof(*sites));
+		if (!sites)
 			return NULL;
 		r->sites = sites;
 		x->sites_cap = cap;
@@ -262,8 +274,8 @@ static int add_to_site(struct lk_report *r, struct lk_report_site *s,
 	if (s->nstacks > 1) {
 		const struct lk_sym_frame **copy = copy_stack(r->index, n);
 		if (!copy)
-			return -ENOMEM;
-		free((void *)s->stack);
+			return -errno;
+		lk_budget_free((void *)s->stack, s->nframes * sizeof(*s->stack));
 		s->stack = copy;
 		s->nframes = n;
 		s->site_frame = site_frame;
@@ -305,8 +317,21 @@ static void note_oldest(struct lk_report *r, const struct lk_profile *p,
 	}
 }
 
+/* What a -E2BIG from the budget says, for lk_report_add's err. */
+static int fail_budget(const struct lk_report *r, char **err)
+{
+	char limit[32];
+
+	if (err && asprintf(err, "the profile needs more than %s of memory to report (--max-memory; "
+			    "%zu sites so far)", lk_budget_format(limit, sizeof(limit),
+								  lk_budget_limit()),
+			    r->nsites) < 0)
+		*err = NULL;
+	return -E2BIG;
+}
+
 int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
-		  const char *path, const struct lk_profile *p)
+		  const char *path, const struct lk_profile *p, char **err)
 {
 	const struct lk_stack_stats *st;
 	size_t nst = lk_profile_stacks(p, &st);
@@ -322,7 +347,7 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		r->periods_differ |= r->procs[r->nprocs - 1].period != r->totals.period;
 	}
 
-	lk_u64map_init(&site_of, SIZE_MAX);
+	lk_u64map_init_budgeted(&site_of, SIZE_MAX);
 	for (size_t i = 0; i < nst && k >= 0; i++) {
 		struct lk_report_site *s;
 		size_t n, at;
@@ -342,14 +367,14 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		}
 		at = lk_site_pick(r->opts.filter, r->index->st.frames, n);
 		s = find_site(r, n, at);
-		k = s ? add_to_site(r, s, &st[i], n, at) : -ENOMEM;
+		k = s ? add_to_site(r, s, &st[i], n, at) : -errno;
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 			k = lk_u64map_put(&site_of, st[i].id, (uint64_t)(s - r->sites));
 	}
 	if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 		note_oldest(r, p, &site_of);
 	lk_u64map_done(&site_of);
-	return k;
+	return k == -E2BIG ? fail_budget(r, err) : k;
 }
 
 int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
@@ -362,7 +387,7 @@ int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t 
 		return k;
 	k = lk_report_add_modules(sym, profile, p);
 	if (k >= 0)
-		k = lk_report_add(r, sym, profile, path, p);
+		k = lk_report_add(r, sym, profile, path, p, err);
 	lk_profile_free(p);
 	return k;
 }

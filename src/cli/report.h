@@ -5,7 +5,8 @@
  * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
  * copies of what it prints and pointers into the symbolizer, which must outlive it), then
  * lk_report_finish(), which finishes the estimates, ranks the sites and keeps the top ones.
- * Memory follows the number of distinct stacks, never the length of a profile.
+ * Memory follows the number of distinct stacks, never the length of a profile; the sites, their
+ * stacks and the synthetic frames are taken from the memory budget (budget.h).
  *
  * Glossary: the view's figure is the estimate a view ranks by (live bytes for leaks, bytes at the
  * peak for peak, ...); a site's "heaviest stack" is the one of its stacks with the largest figure,
@@ -94,11 +95,13 @@ struct lk_report {
 };
 
 int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret);
-/* profile is the symbolizer's profile number for p (its modules must be registered). */
+/* profile is the symbolizer's profile number for p (its modules must be registered). 0, -ENOMEM,
+ * or -E2BIG beyond the memory budget (budget.h), with a malloc'd "the profile needs more than ...
+ * of memory to report (--max-memory; ...)" in *err if err is not NULL. */
 int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
-		  const char *path, const struct lk_profile *p);
-/* Loads the file and adds it, with its modules: the usual way to call the two above. On a load
- * error, *err may hold a malloc'd "offset N: ..." (see lk_profile_load). */
+		  const char *path, const struct lk_profile *p, char **err);
+/* Loads the file and adds it, with its modules: the usual way to call the two above. On an error,
+ * *err may hold a malloc'd message (lk_profile_load's "offset N: ...", or lk_report_add's). */
 int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
 		       const char *path, const struct lk_profile_opts *po, char **err);
 int lk_report_finish(struct lk_report *r);

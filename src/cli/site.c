@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "site.h"
 
 struct lk_site_synth {
@@ -328,12 +329,12 @@ int lk_site_key_compare(const struct lk_sym_frame *a, const struct lk_sym_frame 
 void lk_site_stack_init(struct lk_site_stack *s)
 {
 	*s = (struct lk_site_stack){};
-	lk_u64map_init(&s->synth_by_pc, SIZE_MAX);
+	lk_u64map_init_budgeted(&s->synth_by_pc, SIZE_MAX);
 }
 
 void lk_site_stack_trim(struct lk_site_stack *s)
 {
-	free(s->frames);
+	lk_budget_free(s->frames, s->cap * sizeof(*s->frames));
 	s->frames = NULL;
 	s->n = s->cap = 0;
 }
@@ -343,28 +344,32 @@ void lk_site_stack_done(struct lk_site_stack *s)
 	lk_site_stack_trim(s);
 	for (struct lk_site_synth *x = s->synths, *next; x; x = next) {
 		next = x->next;
-		free(x);
+		lk_budget_free(x, sizeof(*x));
 	}
 	s->synths = NULL;
 	lk_u64map_done(&s->synth_by_pc);
 }
 
-/* A frame for an address no module covers: its hex value as the function. */
+/* A frame for an address no module covers: its hex value as the function. NULL and errno ENOMEM
+ * or E2BIG (the budget: one for each distinct address of a profile). */
 static const struct lk_sym_frame *synth_frame(struct lk_site_stack *s, uint64_t pc)
 {
 	uint64_t *slot = lk_u64map_get(&s->synth_by_pc, pc);
 	struct lk_site_synth *x;
+	int k;
 
 	if (slot)
 		return &((struct lk_site_synth *)(uintptr_t)*slot)->frame;
-	x = calloc(1, sizeof(*x));
+	x = lk_budget_calloc(1, sizeof(*x));
 	if (!x)
 		return NULL;
 	snprintf(x->name, sizeof(x->name), "0x%llx", (unsigned long long)pc);
 	x->frame.function = x->name;
 	x->frame.offset = pc;
-	if (lk_u64map_put(&s->synth_by_pc, pc, (uint64_t)(uintptr_t)x) < 0) {
-		free(x);
+	k = lk_u64map_put(&s->synth_by_pc, pc, (uint64_t)(uintptr_t)x);
+	if (k < 0) {
+		lk_budget_free(x, sizeof(*x));
+		errno = -k;
 		return NULL;
 	}
 	x->next = s->synths;
@@ -372,15 +377,17 @@ static const struct lk_sym_frame *synth_frame(struct lk_site_stack *s, uint64_t 
 	return &x->frame;
 }
 
+/* 0, or -ENOMEM or -E2BIG (the budget); f NULL: synth_frame's failure, in errno. */
 static int push_frame(struct lk_site_stack *s, const struct lk_sym_frame *f)
 {
 	if (!f)
-		return -ENOMEM;
+		return -errno;
 	if (s->n == s->cap) {
 		size_t cap = s->cap ? 2 * s->cap : 256;
-		const struct lk_sym_frame **b = reallocarray(s->frames, cap, sizeof(*b));
+		const struct lk_sym_frame **b =
+			lk_budget_realloc(s->frames, s->cap * sizeof(*b), cap * sizeof(*b));
 		if (!b)
-			return -ENOMEM;
+			return -errno;
 		s->frames = b;
 		s->cap = cap;
 	}

@@ -55,7 +55,8 @@ bool lk_site_wanted(const struct lk_site_filter *f, const struct lk_sym_frame *c
 /* One stack, symbolized and flattened: the chain of each address (inlined frames first), one
  * after the other, innermost first. Frames point into the symbolizer, or for an address no
  * module covers (or a stack with no frame) into this object, which keeps them until
- * lk_site_stack_done() so that pointers taken from one stack stay valid for later ones. */
+ * lk_site_stack_done() so that pointers taken from one stack stay valid for later ones. Its frames
+ * and synthetic frames are taken from the memory budget (budget.h). */
 struct lk_site_stack {
 	const struct lk_sym_frame **frames;
 	size_t n, cap;
@@ -68,7 +69,8 @@ void lk_site_stack_trim(struct lk_site_stack *s); /* frees frames[], keeps the s
 void lk_site_stack_done(struct lk_site_stack *s);
 
 /* Replaces s's frames with the stack's: frames are return addresses, so frames[i] - 1 is looked
- * up in module modules[i] of the symbolizer's profile (0: none). 0 or -ENOMEM. */
+ * up in module modules[i] of the symbolizer's profile (0: none). 0, -ENOMEM or -E2BIG (beyond the
+ * budget). */
 int lk_site_symbolize(struct lk_site_stack *s, struct lk_symbolizer *sym, uint32_t profile,
 		      const uint64_t *frames, const uint64_t *modules, uint32_t nframes);
 

@@ -2,10 +2,12 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "summary.h"
 #include "blockset.h"
+#include "budget.h"
 #include "util.h"
 
 static void set_counter(struct lk_summary *s, uint64_t id, uint64_t value)
@@ -36,7 +38,29 @@ static void count_live(void *ctx, uint64_t block, uint64_t size)
 	t->s->est_live_bytes += w * (double)size;
 }
 
-int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
+/* The live set's failure at the record at offset: a message for err (NULL if none could be
+ * made), and r. */
+static int live_fail(const struct lk_blockset *live, uint64_t offset, int r, char **err)
+{
+	char limit[32];
+	int k;
+
+	if (r == -E2BIG && lk_blockset_count(live) >= LK_SUMMARY_MAX_LIVE)
+		k = asprintf(err, "offset %" PRIu64 ": more than %u sampled blocks live at once: "
+			     "leek's limit", offset, LK_SUMMARY_MAX_LIVE);
+	else if (r == -E2BIG)
+		k = asprintf(err, "offset %" PRIu64 ": the profile needs more than %s of memory to "
+			     "read (--max-memory; %zu live blocks so far)", offset,
+			     lk_budget_format(limit, sizeof(limit), lk_budget_limit()),
+			     lk_blockset_count(live));
+	else
+		k = asprintf(err, "offset %" PRIu64 ": out of memory", offset);
+	if (k < 0)
+		*err = NULL;
+	return r;
+}
+
+int lk_summary_read(struct lk_reader *r, struct lk_summary *s, char **err)
 {
 	const struct lk_profile_header *h = lk_reader_header(r);
 	bool exact = h->h.flags & LK_HDR_EXACT;
@@ -45,6 +69,7 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 	int k;
 
 	memset(s, 0, sizeof(*s));
+	*err = NULL;
 	lk_blockset_init(&live, LK_SUMMARY_MAX_LIVE);
 	while ((k = lk_reader_next(r, &rec)) > 0) {
 		if (rec.tag <= LK_REC_MAX_KNOWN)
@@ -81,8 +106,10 @@ int lk_summary_read(struct lk_reader *r, struct lk_summary *s)
 		default:
 			break;
 		}
-		if (k < 0)
+		if (k < 0) {
+			live_fail(&live, rec.offset, k, err);
 			break;
+		}
 	}
 	if (k >= 0)
 		lk_blockset_foreach(&live, count_live,
@@ -97,9 +124,7 @@ int lk_print_read_error(const char *path, const struct lk_reader *rd, int r)
 {
 	const char *msg = rd ? lk_reader_error(rd) : "";
 
-	if (r == -E2BIG)
-		lk_msg("%s: more than %u sampled blocks live at once", path, LK_SUMMARY_MAX_LIVE);
-	else if (*msg)
+	if (*msg)
 		lk_msg("%s: %s", path, msg);
 	else
 		lk_error(r, "%s", path);

@@ -1,7 +1,8 @@
 /* summary.h: one pass over a profile that counts what `leek dump --summary` and `leek run` show.
  *
  * It tracks the sampled blocks still live (address -> size) and nothing else, so its memory
- * follows the live samples, capped at LK_SUMMARY_MAX_LIVE. The estimate of live bytes weights
+ * follows the live samples, capped at LK_SUMMARY_MAX_LIVE and by the memory budget (budget.h).
+ * The estimate of live bytes weights
  * each live sample by w(s) = 1 / (1 - exp(-s/T)), the inverse of the chance that a block of s
  * bytes is sampled with mean period T (docs/sampling.md); exact mode (T = 1) weighs 1.
  */
@@ -30,9 +31,10 @@ struct lk_summary {
  * profile-stats.c (profile.h declares it too). */
 double lk_sample_weight(uint64_t size, uint64_t period);
 
-/* Reads every remaining record of an opened reader. 0, or the reader's error (the caller prints
- * lk_reader_error()), or -ENOMEM / -E2BIG for too many live blocks. */
-int lk_summary_read(struct lk_reader *r, struct lk_summary *s);
+/* Reads every remaining record of an opened reader. 0; or the reader's error, *err NULL (the
+ * caller prints lk_reader_error()); or -ENOMEM, or -E2BIG for more live blocks than
+ * LK_SUMMARY_MAX_LIVE or the budget holds, with a malloc'ed "offset N: ..." in *err. */
+int lk_summary_read(struct lk_reader *r, struct lk_summary *s, char **err);
 
 /* The `leek dump --summary` block, "key: value" lines. */
 void lk_summary_print(FILE *f, const char *path, const struct lk_profile_header *h,

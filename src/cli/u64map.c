@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "budget.h"
 #include "u64map.h"
 
 /* Keys in groups of 8 (key >> 3) are spread by murmur3's finalizer, and the 8 keys of a group get
@@ -24,10 +25,23 @@ void lk_u64map_init(struct lk_u64map *m, size_t max_count)
 	*m = (struct lk_u64map){ .max_count = max_count };
 }
 
+void lk_u64map_init_budgeted(struct lk_u64map *m, size_t max_count)
+{
+	*m = (struct lk_u64map){ .max_count = max_count, .budgeted = true };
+}
+
+static void free_table(const struct lk_u64map *m, struct lk_u64map_entry *e, size_t size)
+{
+	if (m->budgeted)
+		lk_budget_free(e, size * sizeof(*e));
+	else
+		free(e);
+}
+
 void lk_u64map_done(struct lk_u64map *m)
 {
-	free(m->e);
-	*m = (struct lk_u64map){ .max_count = m->max_count };
+	free_table(m, m->e, m->size);
+	*m = (struct lk_u64map){ .max_count = m->max_count, .budgeted = m->budgeted };
 }
 
 uint64_t *lk_u64map_get(const struct lk_u64map *m, uint64_t key)
@@ -47,17 +61,17 @@ static int grow(struct lk_u64map *m)
 	struct lk_u64map old = *m;
 	size_t size = m->size ? m->size * 2 : 16;
 
-	m->e = calloc(size, sizeof(*m->e));
+	m->e = m->budgeted ? lk_budget_calloc(size, sizeof(*m->e)) : calloc(size, sizeof(*m->e));
 	if (!m->e) {
 		m->e = old.e;
-		return -ENOMEM;
+		return m->budgeted ? -errno : -ENOMEM;
 	}
 	m->size = size;
 	m->count = 0;
 	for (size_t i = 0; i < old.size; i++)
 		if (old.e[i].used)
 			(void)lk_u64map_put(m, old.e[i].key, old.e[i].value);
-	free(old.e);
+	free_table(m, old.e, old.size);
 	return 0;
 }
 

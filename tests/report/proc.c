@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,11 +169,14 @@ void proc_wait(struct proc *p)
 	int status;
 
 	for (;;) {
-		pid_t w = waitpid(p->pid, &status, WNOHANG);
-		if (w == p->pid)
+		struct rusage ru;
+		pid_t w = wait4(p->pid, &status, WNOHANG, &ru);
+		if (w == p->pid) {
+			p->max_rss_kb = ru.ru_maxrss;
 			break;
+		}
 		if (w < 0 && errno != EINTR)
-			FAIL("waitpid: %s", strerror(errno));
+			FAIL("wait4: %s", strerror(errno));
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - p->start.tv_sec >= (time_t)p->timeout) {
 			kill(-p->pid, SIGKILL);

@@ -23,6 +23,7 @@ struct proc {
 	size_t out_len, err_len;
 	char out_path[300], err_path[300], argv0[300];
 	double seconds; /* wall time from start to exit */
+	long max_rss_kb; /* its peak resident set (wait4's ru_maxrss): memory, never a timing */
 	unsigned timeout;
 	struct timespec start;
 };

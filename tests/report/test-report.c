@@ -388,6 +388,44 @@ TEST(run_exit_status)
 	tmp_dir_remove(dir);
 }
 
+/* `leek run`'s summary reads the profile with the same memory budget as `leek report`, whether its
+ * follower read the profile as it grew or the summary reads it after the exit: a program that
+ * leaves 300 000 blocks live in exact mode needs more than 1 MiB, so the summary says so with the
+ * offset, and the run still exits with the program's status and compresses its profile. Under the
+ * default the same run is summarized. */
+TEST(run_max_memory)
+{
+	char dir[256], out[300];
+	struct proc run;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
+	const char *const followed[] = { "--period", "1", "--max-memory", "1M", "-o", out, "--",
+					 FX("fx-exit"), "leak", "300000", NULL };
+	const char *const after_exit[] = { "--no-follow", "--period", "1", "--max-memory", "1M",
+					   "-o", out, "--", FX("fx-exit"), "leak", "300000", NULL };
+	const char *const *const runs[] = { followed, after_exit };
+
+	for (size_t i = 0; i < 2; i++) {
+		leek_run(&run, dir, runs[i], 60);
+		ASSERT_EQ(run.status, 0);
+		ASSERT_CONTAINS(run.err, ": offset ");
+		ASSERT_CONTAINS(run.err, ": the profile needs more than 1 MiB of memory to read "
+					 "(--max-memory; ");
+		ASSERT_CONTAINS(run.err, "1 profile written");
+		proc_free(&run);
+	}
+	leek_run(&run, dir, (const char *[]){ "--period", "1", "-o", out, "--", FX("fx-exit"), "leak",
+					      "300000", NULL },
+		 60);
+	ASSERT_EQ(run.status, 0);
+	if (strstr(run.err, "--max-memory"))
+		lk_test_fail(__FILE__, __LINE__, "the default refused the profile:\n%s", run.err);
+	ASSERT_CONTAINS(run.err, "fixture_exit_leak");
+	proc_free(&run);
+	tmp_dir_remove(dir);
+}
+
 /* Starts `leek run -- fx-exit MODE` and waits until the program says it is ready. */
 static void start_ready(struct proc *run, const char *dir, const char *mode)
 {

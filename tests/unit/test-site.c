@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "budget.h"
 #include "harness.h"
 #include "profile-sim.h"
 #include "report.h"
@@ -365,7 +366,7 @@ TEST(shown_only_ranks_the_same)
 		const struct lk_report_opts o = { .view = LK_VIEW_LEAKS, .shown_only = pass == 1 };
 		struct lk_report **r = pass ? &shown : &all;
 		ASSERT_OK(lk_report_new(&o, r));
-		ASSERT_OK(lk_report_add(*r, sym, 0, "x.lk", p));
+		ASSERT_OK(lk_report_add(*r, sym, 0, "x.lk", p, NULL));
 		ASSERT_OK(lk_report_finish(*r));
 	}
 	ASSERT_EQ(all->nsites, 10);
@@ -388,5 +389,57 @@ TEST(shown_only_ranks_the_same)
 	lk_report_free(shown);
 	lk_symbolizer_free(sym);
 	lk_profile_free(p);
+	free(s.b.p);
+}
+
+/* A report's sites, their stacks and the synthetic frames of addresses no module covers are taken
+ * from the memory budget (budget.h), as the profile's tables are: 5000 stacks of 8 frames that no
+ * module covers make 40000 synthetic frames and 5000 sites. Beyond the limit lk_report_add fails
+ * with -E2BIG and says so; whatever it took is given back when the report is freed, after
+ * lk_report_finish() has dropped the sites past --top as before it. */
+TEST(report_takes_from_the_budget)
+{
+	struct lk_symbolizer *sym = NULL;
+	struct lk_report *r = NULL;
+	struct lk_profile *p = NULL;
+	const struct lk_report_opts o = { .view = LK_VIEW_LEAKS, .top = 10 };
+	uint64_t loaded;
+	char *err = NULL, want[96], limit[32];
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	for (uint64_t i = 0; i < 5000; i++) {
+		uint64_t frames[8];
+		for (uint64_t f = 0; f < 8; f++)
+			frames[f] = 0x400000 + 0x10 * (8 * i + f);
+		sim_stack(&s, frames, 8);
+		sim_alloc(&s, i + 1, 0x100000 + 0x100 * i, 100, i + 1);
+	}
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	ASSERT_OK(lk_symbolizer_new(&sym));
+	loaded = lk_budget_used();
+
+	ASSERT_OK(lk_report_new(&o, &r));
+	ASSERT_OK(lk_report_add(r, sym, 0, "x.lk", p, &err));
+	ASSERT_TRUE(lk_budget_used() > loaded + 40000 * 64);
+	ASSERT_OK(lk_report_finish(r));
+	ASSERT_EQ(r->nsites, 10);
+	lk_report_free(r);
+	ASSERT_EQ(lk_budget_used(), loaded);
+
+	lk_budget_set_limit(loaded + 1024 * 1024);
+	ASSERT_OK(lk_report_new(&o, &r));
+	ASSERT_EQ(lk_report_add(r, sym, 0, "x.lk", p, &err), -E2BIG);
+	snprintf(want, sizeof(want), "the profile needs more than %s of memory to report "
+		 "(--max-memory; ", lk_budget_format(limit, sizeof(limit), loaded + 1024 * 1024));
+	ASSERT_CONTAINS(err, want);
+	ASSERT_CONTAINS(err, " sites so far)");
+	ASSERT_TRUE(lk_budget_used() <= loaded + 1024 * 1024); /* never more than the limit */
+	lk_report_free(r);
+	ASSERT_EQ(lk_budget_used(), loaded);
+	lk_profile_free(p);
+	ASSERT_EQ(lk_budget_used(), 0);
+	lk_symbolizer_free(sym);
+	free(err);
 	free(s.b.p);
 }

@@ -3,9 +3,12 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 
+#include "budget.h"
 #include "build-profile.h"
 #include "harness.h"
+#include "recent.h"
 #include "read.h"
 #include "summary.h"
 #include "util.h"
@@ -26,11 +29,13 @@ TEST(summary_of_sample)
 	struct lk_reader *rd = lk_reader_new();
 	struct lk_summary s;
 	struct pb_sample p;
+	char *err = NULL;
 	double est = 0;
 
 	pb_build_sample(&p);
 	ASSERT_OK(lk_reader_open_memory(rd, p.b.p, p.b.len));
-	ASSERT_OK(lk_summary_read(rd, &s));
+	ASSERT_OK(lk_summary_read(rd, &s, &err));
+	ASSERT_TRUE(err == NULL);
 	ASSERT_EQ(s.records[LK_REC_ALLOC], 3);
 	ASSERT_EQ(s.records[LK_REC_FREE], 2);
 	ASSERT_EQ(s.records[LK_REC_STACK], 3);
@@ -64,6 +69,7 @@ TEST(summary_exact_mode)
 	struct lk_reader *rd = lk_reader_new();
 	struct pbuf b = { 0 };
 	struct lk_summary s;
+	char *err = NULL;
 
 	pb_header(&b, &(struct pb_header){ .flags = LK_HDR_EXACT, .period = 1, .exe = "/x" });
 	pb_alloc(&b, 1, 1, 0x1000, 10, 0);
@@ -72,13 +78,48 @@ TEST(summary_exact_mode)
 	pb_free(&b, 1, 1, 0x3000);
 	pb_free(&b, 1, 1, 0x3000); /* freed already */
 	ASSERT_OK(lk_reader_open_memory(rd, b.p, b.len));
-	ASSERT_OK(lk_summary_read(rd, &s));
+	ASSERT_OK(lk_summary_read(rd, &s, &err));
+	ASSERT_TRUE(err == NULL);
 	ASSERT_EQ(s.live_blocks, 2);
 	ASSERT_EQ(s.unmatched_frees, 1);
 	ASSERT_NEAR(s.est_live_bytes, 30, 1e-9);
 	ASSERT_NEAR(s.est_live_blocks, 2, 1e-9);
 	ASSERT_TRUE(!s.trailer);
 	ASSERT_EQ(s.end_offset, b.len);
+	lk_reader_free(rd);
+	free(b.p);
+}
+
+/* `leek dump --summary` keeps the sampled blocks live, and takes their table from the memory
+ * budget (budget.h) once they are behind recent.h's window: a million live blocks with 4 MiB to
+ * keep them stop at the ALLOC that would have gone over, named by its offset; everything taken is
+ * given back. */
+TEST(summary_beyond_the_budget)
+{
+	static size_t off[1000000];
+	struct lk_reader *rd = lk_reader_new();
+	struct pbuf b = { 0 };
+	struct lk_summary s;
+	char *err = NULL, want[64];
+	size_t live;
+
+	pb_header(&b, &(struct pb_header){ .flags = LK_HDR_EXACT, .period = 1, .exe = "/x" });
+	PB_REC(&b, lk_rec_stack(rec, 1, (uint64_t[]){ 0x401000 }, 1));
+	PB_REC(&b, lk_rec_thread(rec, 1));
+	for (size_t i = 0; i < 1000000; i++)
+		off[i] = PB_REC(&b, lk_rec_alloc(rec, 1, 16, 1));
+	lk_budget_set_limit(4 << 20);
+	ASSERT_OK(lk_reader_open_memory(rd, b.p, b.len));
+	ASSERT_EQ(lk_summary_read(rd, &s, &err), -E2BIG);
+	ASSERT_TRUE(err != NULL);
+	ASSERT_EQ(sscanf(err, "offset %*u: the profile needs more than 4 MiB of memory to read "
+			 "(--max-memory; %zu live blocks so far)", &live), 1);
+	ASSERT_TRUE(live >= LK_RECENT_BLOCKS && live < 1000000);
+	snprintf(want, sizeof(want), "offset %zu: ", off[live]);
+	ASSERT_CONTAINS(err, want);
+	ASSERT_EQ(lk_budget_used(), 0);
+	ASSERT_TRUE(lk_budget_peak() <= 4 << 20);
+	free(err);
 	lk_reader_free(rd);
 	free(b.p);
 }
