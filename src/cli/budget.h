@@ -8,18 +8,17 @@
  * functions below, which take its bytes from one budget before they allocate them and give them
  * back when they are freed: the live sets (profile-live.c, blockset.c), the stack, frame, module
  * and segment tables (profile-tables.c), the list of the blocks live at the end
- * (profile-result.c), and a report's sites, stack copies and synthetic frames (report.c,
- * site.c). A take beyond the limit allocates nothing and fails with E2BIG, which the readers
- * turn into "offset N: the profile needs more than 256 MiB of memory to read (--max-memory;
- * ... so far)".
+ * (profile-result.c), a report's sites, stack copies and synthetic frames (report.c, site.c), and
+ * the symbolizer's answers, names, caches and tables (symbolize.c). A take beyond the limit
+ * allocates nothing and fails with E2BIG, which the readers turn into "offset N: the profile
+ * needs more than 256 MiB of memory to read (--max-memory; ... so far)".
  *
  * What is counted is what is asked of malloc (capacities, not the part in use; a realloc counts
  * its old and new blocks while it runs), so the count is an upper bound on what those structures
- * can make resident. Not counted: what stays below a
- * fixed size whatever the file says (the reader's 64 KiB window, a zstd frame's window of at most
- * 128 MiB, recent.h's window of 8 MiB, the reader's table of loaded modules, a profile's header
- * strings and its timeline of 64 points), and the symbolizer's own memory (symbolize.c: libdw's,
- * and its caches).
+ * can make resident. Not counted: what stays below a fixed size whatever the file says (the
+ * reader's 64 KiB window, a zstd frame's window of at most 128 MiB, recent.h's window of 8 MiB,
+ * the reader's table of loaded modules, a profile's header strings and its timeline of 64
+ * points), and libdw's own memory for the files the symbolizer opens, which those files decide.
  *
  * The limit is --max-memory's (lk_budget_set_limit), else lk_budget_default() of this machine,
  * read at the first take. One budget for the process: `leek report --merge` counts the sites of

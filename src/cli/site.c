@@ -410,7 +410,7 @@ int lk_site_symbolize(struct lk_site_stack *s, struct lk_symbolizer *sym, uint32
 		uint64_t pc = frames[i] ? frames[i] - 1 : 0;
 
 		r = modules[i] ? lk_symbolize(sym, profile, modules[i], pc, &chain, &k) : -ENOENT;
-		if (r == -ENOMEM)
+		if (r == -ENOMEM || r == -E2BIG)
 			break;
 		if (r < 0) {
 			r = push_frame(s, synth_frame(s, frames[i]));

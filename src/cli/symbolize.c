@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "debuginfo.h"
 #include "symbolize.h"
 #include "u64map.h"
@@ -106,7 +107,7 @@ struct lk_symbolizer {
 	struct lk_u64map module_by_key; /* profile << 32 | id -> index in modules */
 
 	struct span *spans;
-	size_t n_spans;
+	size_t n_spans, spans_cap;
 	bool spans_dirty;
 
 	struct lk_debuginfo debuginfo; /* the debug directories: every module's userdata */
@@ -115,25 +116,41 @@ struct lk_symbolizer {
 	char **warnings;
 	size_t n_warnings, warnings_cap;
 	struct object *holding; /* the object being opened ahead: its warning waits there */
-	bool oom; /* a helper ran out of memory: the current lookup fails with -ENOMEM */
+	int nomem; /* a helper ran out of memory (-ENOMEM) or budget (-E2BIG): the current lookup
+		    * fails with it */
 };
+
+/* What a helper's failed allocation leaves for the lookup: errno E2BIG is the budget's. */
+static void set_nomem(struct lk_symbolizer *s)
+{
+	s->nomem = errno == E2BIG ? -E2BIG : -ENOMEM;
+}
+
+/* The error of a helper that returned NULL. */
+static int nomem_error(const struct lk_symbolizer *s)
+{
+	return s->nomem ? s->nomem : -ENOMEM;
+}
 
 typedef char *demangle_fn(const char *mangled, char *buf, size_t *len, int *status);
 static demangle_fn *demangler;
 static pthread_once_t demangler_once = PTHREAD_ONCE_INIT;
 
+/* Arrays whose length a profile decides grow from the budget (budget.h); -ENOMEM or -E2BIG. */
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
 {
-	size_t n = *cap ? *cap : 8;
+	size_t n = *cap ? *cap : 8, bytes;
 	void *q;
 
 	if (need <= *cap)
 		return 0;
 	while (n < need)
 		n *= 2;
-	q = reallocarray(*p, n, elem);
-	if (!q)
+	if (__builtin_mul_overflow(n, elem, &bytes))
 		return -ENOMEM;
+	q = lk_budget_realloc(*p, *cap * elem, bytes);
+	if (!q)
+		return errno == E2BIG ? -E2BIG : -ENOMEM;
 	*p = q;
 	*cap = n;
 	return 0;
@@ -146,9 +163,9 @@ static void *pool_alloc(struct lk_symbolizer *s, size_t size)
 	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
 	if (!c || c->size - c->used < size) {
 		size_t cap = size > CHUNK_SIZE ? size : CHUNK_SIZE;
-		c = malloc(sizeof(*c) + cap);
+		c = lk_budget_malloc(sizeof(*c) + cap);
 		if (!c) {
-			s->oom = true;
+			set_nomem(s);
 			return NULL;
 		}
 		*c = (struct chunk){ .next = s->chunks, .size = cap };
@@ -175,9 +192,9 @@ static const char *intern_n(struct lk_symbolizer *s, const char *str, size_t len
 
 	if ((s->strs_count + 1) * 2 > s->strs_size) {
 		size_t size = s->strs_size ? s->strs_size * 2 : 1024;
-		struct strslot *v = calloc(size, sizeof(*v));
+		struct strslot *v = lk_budget_calloc(size, sizeof(*v));
 		if (!v) {
-			s->oom = true;
+			set_nomem(s);
 			return NULL;
 		}
 		for (i = 0; i < s->strs_size; i++) {
@@ -188,7 +205,7 @@ static const char *intern_n(struct lk_symbolizer *s, const char *str, size_t len
 				j = (j + 1) & (size - 1);
 			v[j] = s->strs[i];
 		}
-		free(s->strs);
+		lk_budget_free(s->strs, s->strs_size * sizeof(*v));
 		s->strs = v;
 		s->strs_size = size;
 	}
@@ -225,7 +242,7 @@ static const char *internf(struct lk_symbolizer *s, const char *fmt, ...)
 		r = intern(s, str);
 		free(str);
 	} else {
-		s->oom = true;
+		s->nomem = -ENOMEM;
 	}
 	va_end(ap);
 	return r;
@@ -234,10 +251,13 @@ static const char *internf(struct lk_symbolizer *s, const char *fmt, ...)
 /* Adds the malloc'ed warning str (NULL: out of memory) to the list, which takes it. */
 static void keep_warning(struct lk_symbolizer *s, char *str)
 {
-	if (!str ||
-	    grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1, sizeof(char *)) < 0) {
+	int r = str ? grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1,
+			   sizeof(char *))
+		    : -ENOMEM;
+
+	if (r < 0) {
 		free(str);
-		s->oom = true;
+		s->nomem = r;
 		return;
 	}
 	s->warnings[s->n_warnings++] = str;
@@ -406,7 +426,7 @@ static const char *source_path(struct lk_symbolizer *s, const char *name, const 
 	if (name[0] == '/' || !comp_dir || comp_dir[0] != '/')
 		return intern(s, name);
 	if (asprintf(&joined, "%s/%s", comp_dir, name) < 0) {
-		s->oom = true;
+		s->nomem = -ENOMEM;
 		return NULL;
 	}
 	clean_path(joined);
@@ -434,7 +454,7 @@ static int report(struct lk_symbolizer *s, const char *file, Dwfl **ret_dwfl, Dw
 	d = dwfl_begin(&s->callbacks);
 	if (!d) {
 		close(fd);
-		s->oom = true;
+		s->nomem = -ENOMEM;
 		return -ENOMEM;
 	}
 	dwfl_report_begin(d);
@@ -705,7 +725,7 @@ static int resolve(struct lk_symbolizer *s, struct object *o, uint64_t rel, stru
 	c = pool_alloc(s, sizeof(*c) + ((ns > 0 ? (size_t)ns : 0) + 1) * sizeof(c->f[0]));
 	if (!c) {
 		free(scopes);
-		return -ENOMEM;
+		return nomem_error(s);
 	}
 	c->n = 0;
 	for (int i = 0; i < ns; i++) {
@@ -727,8 +747,8 @@ static int resolve(struct lk_symbolizer *s, struct object *o, uint64_t rel, stru
 	/* No DWARF here, or a chain of inlined frames with no function around them. */
 	if (c->n == 0 || c->f[c->n - 1].inlined)
 		set_frame(&c->f[c->n++], o, rel, symtab_name(s, o, rel), l, false);
-	if (s->oom)
-		return -ENOMEM;
+	if (s->nomem)
+		return s->nomem;
 	*ret = c;
 	return 0;
 }
@@ -739,8 +759,8 @@ int lk_symbolizer_new(struct lk_symbolizer **ret)
 
 	if (!s)
 		return -ENOMEM;
-	lk_u64map_init(&s->object_by_path, SIZE_MAX);
-	lk_u64map_init(&s->module_by_key, SIZE_MAX);
+	lk_u64map_init_budgeted(&s->object_by_path, SIZE_MAX);
+	lk_u64map_init_budgeted(&s->module_by_key, SIZE_MAX);
 	s->callbacks = (Dwfl_Callbacks){
 		.find_elf = lk_debuginfo_find_elf,
 		.find_debuginfo = lk_debuginfo_find,
@@ -760,20 +780,20 @@ struct lk_symbolizer *lk_symbolizer_free(struct lk_symbolizer *s)
 		lk_u64map_done(&s->objects[i]->cache);
 		free(s->objects[i]->held);
 	}
-	free(s->objects);
+	lk_budget_free(s->objects, s->objects_cap * sizeof(*s->objects));
 	lk_u64map_done(&s->object_by_path);
 	lk_u64map_done(&s->module_by_key);
-	free(s->modules);
-	free(s->spans);
-	free(s->strs);
+	lk_budget_free(s->modules, s->modules_cap * sizeof(*s->modules));
+	lk_budget_free(s->spans, s->spans_cap * sizeof(*s->spans));
+	lk_budget_free(s->strs, s->strs_size * sizeof(*s->strs));
 	lk_debuginfo_done(&s->debuginfo);
 	for (size_t i = 0; i < s->n_warnings; i++)
 		free(s->warnings[i]);
-	free(s->warnings);
+	lk_budget_free(s->warnings, s->warnings_cap * sizeof(*s->warnings));
 	while (s->chunks) {
 		struct chunk *c = s->chunks;
 		s->chunks = c->next;
-		free(c);
+		lk_budget_free(c, sizeof(*c) + c->size);
 	}
 	free(s);
 	return NULL;
@@ -795,9 +815,10 @@ static int get_object(struct lk_symbolizer *s, const char *path, const uint8_t *
 	const char *p = intern(s, path);
 	struct object *o, *first = NULL;
 	uint64_t *v;
+	int r;
 
 	if (!p)
-		return -ENOMEM;
+		return nomem_error(s);
 	v = lk_u64map_get(&s->object_by_path, (uintptr_t)p);
 	if (v)
 		first = (struct object *)(uintptr_t)*v;
@@ -807,16 +828,19 @@ static int get_object(struct lk_symbolizer *s, const char *path, const uint8_t *
 			return 0;
 		}
 
-	if (grow((void **)&s->objects, &s->objects_cap, s->n_objects + 1, sizeof(o)) < 0 ||
-	    !(o = pool_alloc(s, sizeof(*o))))
-		return -ENOMEM;
+	r = grow((void **)&s->objects, &s->objects_cap, s->n_objects + 1, sizeof(o));
+	if (r < 0)
+		return r;
+	if (!(o = pool_alloc(s, sizeof(*o))))
+		return nomem_error(s);
 	*o = (struct object){ .path = p, .build_id_len = (uint32_t)build_id_len, .next_same_path = first };
 	const char *slash = strrchr(p, '/');
 	o->label = slash && slash[1] ? slash + 1 : p[0] ? p : "[unknown]";
 	memcpy(o->build_id, build_id, build_id_len);
-	lk_u64map_init(&o->cache, SIZE_MAX);
-	if (lk_u64map_put(&s->object_by_path, (uintptr_t)p, (uintptr_t)o) < 0)
-		return -ENOMEM;
+	lk_u64map_init_budgeted(&o->cache, SIZE_MAX);
+	r = lk_u64map_put(&s->object_by_path, (uintptr_t)p, (uintptr_t)o);
+	if (r < 0)
+		return r;
 	s->objects[s->n_objects++] = o;
 	*ret = o;
 	return 0;
@@ -840,7 +864,7 @@ int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t
 			     const char *path, const uint8_t *build_id, size_t build_id_len,
 			     uint64_t base, const struct lk_module_seg *seg, uint32_t nseg)
 {
-	struct object *o;
+	struct object *o = NULL; /* set when get_object returns 0 */
 	int r;
 
 	if (id > UINT32_MAX)
@@ -898,10 +922,10 @@ static int build_spans(struct lk_symbolizer *s)
 
 	for (size_t i = 0; i < s->n_modules; i++)
 		n += s->modules[i].unloaded ? 0 : s->modules[i].nseg;
-	v = reallocarray(s->spans, n ? n : 1, sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	s->spans = v;
+	int r = grow((void **)&s->spans, &s->spans_cap, n ? n : 1, sizeof(*v));
+	if (r < 0)
+		return r;
+	v = s->spans;
 	n = 0;
 	for (size_t i = 0; i < s->n_modules; i++) {
 		const struct module *m = &s->modules[i];
@@ -929,8 +953,10 @@ int lk_symbolizer_find_module(struct lk_symbolizer *s, uint32_t profile, uint64_
 {
 	size_t lo = 0, hi, best = SIZE_MAX;
 
-	if (s->spans_dirty && build_spans(s) < 0)
-		return -ENOMEM;
+	int r = s->spans_dirty ? build_spans(s) : 0;
+
+	if (r < 0)
+		return r;
 	/* lo: the first span after (profile, pc); every span that covers pc is before it. */
 	hi = s->n_spans;
 	while (lo < hi) {
@@ -959,7 +985,7 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 {
 	const struct module *m = module_of(s, profile, id);
 	struct object *o;
-	struct chain *c;
+	struct chain *c = NULL; /* set when resolve returns 0 */
 	uint64_t rel, *v;
 	int r;
 
@@ -971,7 +997,7 @@ int lk_symbolize(struct lk_symbolizer *s, uint32_t profile, uint64_t id, uint64_
 	if (v) {
 		c = (struct chain *)(uintptr_t)*v;
 	} else {
-		s->oom = false;
+		s->nomem = 0;
 		if (!o->opened)
 			open_object(s, o);
 		if (o->held) { /* opened ahead: its warning is due now */
@@ -1002,7 +1028,7 @@ int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id
 	if (!m)
 		return -ENOENT;
 	o = m->obj;
-	s->oom = false;
+	s->nomem = 0;
 	if (!o->opened) {
 		s->holding = o;
 		open_object(s, o);
@@ -1016,7 +1042,7 @@ int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id
 		if (!o->syms)
 			read_symbols(s, o);
 	}
-	return s->oom ? -ENOMEM : 0;
+	return s->nomem;
 }
 
 size_t lk_symbolizer_warnings(const struct lk_symbolizer *s, const char *const **ret)

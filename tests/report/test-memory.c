@@ -211,3 +211,48 @@ TEST(max_memory_usage)
 	proc_free(&p);
 	tmp_dir_remove(dir);
 }
+
+/* The symbolizer takes what it keeps for each distinct address from the budget too: a profile of
+ * 2000 stacks of 128 frames, every frame another address in a module that no file backs, makes
+ * it keep 256 000 answers ("lib.so+0x1a2b", with its chain and cache entry: about 40 MiB), where
+ * the reader's tables and the report's sites need about 6 MiB. Under 16 MiB it is refused while
+ * reporting; under 256 MiB it reads. */
+TEST(symbolizer_takes_from_the_budget)
+{
+	static uint64_t frames[LK_MAX_FRAMES];
+	struct lk_module_info m = { .id = 1, .base = 0x400000, .nseg = 1,
+				    .seg = { { 0, 0x10000000 } }, .path = "/nonexistent/lib.so",
+				    .path_len = 19 };
+	char dir[256], path[300];
+	struct pbuf b = { 0 };
+	struct proc p;
+
+	tmp_dir(dir);
+	snprintf(path, sizeof(path), "%s/deep.lk", dir);
+	pb_simple_header(&b);
+	PB_REC(&b, lk_rec_module(rec, 0, &m));
+	pb_thread(&b, 1);
+	for (uint64_t s = 1; s <= 2000; s++) {
+		for (unsigned i = 0; i < LK_MAX_FRAMES; i++)
+			frames[i] = m.base + 16 * ((s - 1) * LK_MAX_FRAMES + i) + 1;
+		PB_REC(&b, lk_rec_stack(rec, s, frames, LK_MAX_FRAMES));
+		PB_REC(&b, lk_rec_alloc(rec, 1, 64, s));
+	}
+	write_file(path, b.p, b.len);
+	free(b.p);
+
+	const char *const small[] = { LEEK_BIN, "report", "--max-memory", "16M", path, NULL };
+	run(&p, dir, small);
+	if (p.status != 2 || !strstr(p.err, "of memory to report (--max-memory; "))
+		lk_test_fail(__FILE__, __LINE__, "expected exit 2 while reporting; got %d:\n%s",
+			     p.status, p.err);
+	expect_bounded(&p, "report of 2000 deep stacks", 16 * MiB);
+	proc_free(&p);
+
+	const char *const enough[] = { LEEK_BIN, "report", "--max-memory", "256M", path, NULL };
+	run(&p, dir, enough);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "lib.so+0x");
+	proc_free(&p);
+	tmp_dir_remove(dir);
+}
