@@ -1,5 +1,5 @@
 /* test-memory.c: the memory `leek report` and `leek dump --summary` take for what a profile says,
- * from outside (src/cli/budget.h, docs/design.md "Reading a profile").
+ * from outside (src/cli/base/budget.h, docs/design.md "Reading a profile").
  *
  * A few kilobytes of zstd can hold millions of ALLOC records of one stack, never freed: a live set
  * that the file's size says nothing about. Under --max-memory, leek must refuse such a file with

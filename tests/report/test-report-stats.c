@@ -144,10 +144,10 @@ TEST(interval_coverage)
 	tmp_dir_remove(dir);
 }
 
-/* fx-growth (its comment has the shapes): a steady leak, a pool filled in the first 30% of the
- * run and level after, and pure churn, 64 KiB blocks, about one second, seeds 1 to 3. Why the
- * verdicts are far from their thresholds (src/cli/profile-growth.c, 64 buckets, the last third is
- * 22 points):
+ /* fx-growth (its comment has the shapes): a steady leak, a pool filled in the first 30% of the run
+  * and level after, and pure churn, 64 KiB blocks, about one second, seeds 1 to 3. Why the verdicts
+  * are far from their thresholds (src/cli/profile/profile-growth.c, 64 buckets, the last third is
+  * 22 points):
  *
  *   leak:  118 samples expected, 1.8 per bucket: a bucket of the last third gains none with
  *          probability about exp(-1.8) = 0.16, so about 18 of its 21 adjacent pairs rise

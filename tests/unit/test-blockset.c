@@ -1,11 +1,11 @@
-/* test-blockset.c: the summary's live set (src/cli/blockset.c) against a plain array.
+/* test-blockset.c: the summary's live set (src/cli/profile/blockset.c) against a plain array.
  *
- * Blocks come as a profile numbers them, 1, 2, 3, ..., and are freed after a random delay: most
- * soon (inside the window of pages), some after more than the window's LK_RECENT_BLOCKS numbers
- * (from the map the window hands its survivors to), some never; some frees name blocks that are not live
- * (freed twice, or never allocated). The numbering also jumps ahead by more than a window, and
- * numbers behind the window are added again. After every step the set must agree with the
- * reference on each block asked about, and on the count; at the end, on every live block.
+  * Blocks come as a profile numbers them, 1, 2, 3, ..., and are freed after a random delay: most
+  * soon (inside the window of pages), some after more than the window's LK_RECENT_BLOCKS numbers
+  * (from the map the window hands its survivors to), some never; some frees name blocks that are
+  * not live (freed twice, or never allocated). The numbering also jumps ahead by more than a
+  * window, and numbers behind the window are added again. After every step the set must agree with
+  * the reference on each block asked about, and on the count; at the end, on every live block.
  */
 #include <errno.h>
 #include <stdlib.h>

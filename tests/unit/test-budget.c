@@ -1,4 +1,4 @@
-/* test-budget.c: the memory budget of reading profiles (src/cli/budget.c): the accounting, the
+/* test-budget.c: the memory budget of reading profiles (src/cli/base/budget.c): the accounting, the
  * default limit as budget.h documents it (half of the least of the machine's memory, its cgroup's
  * limit, RLIMIT_AS and RLIMIT_DATA), the cgroup files it reads, and how messages show a limit.
  * What each reader takes from the budget is tested beside the reader (test-profile.c,

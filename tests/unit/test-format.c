@@ -1,4 +1,4 @@
-/* test-format.c: the profile format round trip and the reader's robustness (src/cli/read.c).
+/* test-format.c: the profile format round trip and the reader's robustness (src/cli/read/read.c).
  *
  * A profile built with record.h's encoders must read back field for field, from memory, a file
  * and a pipe. Cut at every byte, padded with zeros, flipped at random or full of noise, it must
@@ -543,11 +543,11 @@ TEST(big_profile_file_and_pipe)
 	free(b.p);
 }
 
-/* The fast path for ALLOC, FREE and THREAD (read-record.c) against the values written: every
- * varint length from 1 to 10 bytes, longer encodings of the same values (zero groups after the
- * last one), FREEs of blocks before and after the previous FREE's, and the records it hands to
- * the general path, in a profile far larger than LK_READ_RECORD_MAX so that the fast path runs; from memory
- * and through a file's window; by lk_reader_next() and by lk_reader_skip(). */
+ /* The fast path for ALLOC, FREE and THREAD (read-record.c) against the values written: every
+  * varint length from 1 to 10 bytes, longer encodings of the same values (zero groups after the
+  * last one), FREEs of blocks before and after the previous FREE's, and the records it hands to the
+  * general path, in a profile far larger than LK_READ_RECORD_MAX so that the fast path runs; from
+  * memory and through a file's window; by lk_reader_next() and by lk_reader_skip(). */
 struct fast_rec {
 	uint8_t tag;
 	uint64_t offset, time, f[4]; /* ALLOC: tid block size stack; FREE: tid block; THREAD: tid;

@@ -1,4 +1,4 @@
-/* test-out-json.c: `leek report --format json` (src/cli/out-json.c) without a profile.
+/* test-out-json.c: `leek report --format json` (src/cli/report/out-json.c) without a profile.
  *
  * Strings go through the escaper byte by byte, including what no valid JSON may hold (control
  * characters, bytes that are not UTF-8); whole documents are built from hand-made reports and

@@ -1,9 +1,9 @@
-/* test-profile-budget.c: what reading a profile takes from the memory budget (src/cli/budget.h),
- * in lk_profile_load() and in a profile followed as it is written: live blocks, stacks and
- * modules beyond the limit fail with -E2BIG and "offset N: the profile needs more than ... of
- * memory to read (--max-memory; ...)", N the offset of the record that went over; everything
- * taken is given back, whether the read succeeds or fails; and the cost of a live block, which
- * the default limit is chosen for (budget.h, docs/design.md).
+/* test-profile-budget.c: what reading a profile takes from the memory budget
+ * (src/cli/base/budget.h), in lk_profile_load() and in a profile followed as it is written: live
+ * blocks, stacks and modules beyond the limit fail with -E2BIG and "offset N: the profile needs
+ * more than ... of memory to read (--max-memory; ...)", N the offset of the record that went over;
+ * everything taken is given back, whether the read succeeds or fails; and the cost of a live block,
+ * which the default limit is chosen for (budget.h, docs/design.md).
  */
 #include <errno.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
-/* test-profile-growth.c: the growth verdicts (src/cli/profile-growth.c), on hand-made series and
- * on simulated programs sampled exactly as libleek samples them.
+/* test-profile-growth.c: the growth verdicts (src/cli/profile/profile-growth.c), on hand-made
+ * series and on simulated programs sampled exactly as libleek samples them.
  *
  * The simulated program runs for 1 s and has the three shapes of demo/leek-demo.c: a steady leak
  * (40 MiB in blocks of 256 B to 2 KiB), a pool filled in the first 30% of the run (16 MiB in

@@ -1,7 +1,7 @@
-/* test-profile-stats.c: the estimators and intervals of docs/sampling.md (sections 4 to 6) as
- * src/cli/profile-stats.c and profile.c compute them: weights, K_eff, the normal and the scaled
- * Garwood intervals, the observed floor, the "too few samples" rule, sums, and the per-stack
- * estimates of a profile at the default period, recomputed here from the records.
+ /* test-profile-stats.c: the estimators and intervals of docs/sampling.md (sections 4 to 6) as
+  * src/cli/profile/profile-stats.c and profile.c compute them: weights, K_eff, the normal and the
+  * scaled Garwood intervals, the observed floor, the "too few samples" rule, sums, and the
+  * per-stack estimates of a profile at the default period, recomputed here from the records.
  */
 #include <math.h>
 

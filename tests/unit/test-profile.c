@@ -1,7 +1,7 @@
-/* test-profile.c: aggregation of a profile (src/cli/profile*.c): exact totals, live, peak and old
- * sets, the timeline, modules of frames, INHERIT and unmatched frees, crashed and corrupt files,
- * pipes, bounded memory. The estimators and intervals are in test-profile-stats.c, the growth
- * verdicts in test-profile-growth.c.
+/* test-profile.c: aggregation of a profile (src/cli/profile/profile*.c): exact totals, live, peak
+ * and old sets, the timeline, modules of frames, INHERIT and unmatched frees, crashed and corrupt
+ * files, pipes, bounded memory. The estimators and intervals are in test-profile-stats.c, the
+ * growth verdicts in test-profile-growth.c.
  *
  * Every profile is built in memory with the writer's own encoders (profile-sim.h) and every
  * expected number below is worked out by hand from the records.
@@ -447,14 +447,14 @@ TEST(peak_set_after_the_fact)
 	free(s.b.p);
 }
 
-/* The live set against a plain replay of the same records (tests/unit/test-u64map.c does the same
- * for the map): a few addresses taken and freed at random (the builder numbers the blocks, as the
- * writer does), FREEs of blocks freed already, INHERITs, times with ties, and a heap that
- * rises to new peaks, falls and rises again, so that the mark moves many times and the blocks
- * live at it leave in every order. In a longer run, eight rare addresses, taken only in the first
- * twentieth of the records and the last tenth, hold blocks that outlive the window of recent
- * numbers (recent.h), move to the live set's table, and are freed from there. In exact mode every number must be equal; at a period,
- * within rounding (sums in another order, q's fixed point). */
+ /* The live set against a plain replay of the same records (tests/unit/test-u64map.c does the same
+  * for the map): a few addresses taken and freed at random (the builder numbers the blocks, as the
+  * writer does), FREEs of blocks freed already, INHERITs, times with ties, and a heap that rises to
+  * new peaks, falls and rises again, so that the mark moves many times and the blocks live at it
+  * leave in every order. In a longer run, eight rare addresses, taken only in the first twentieth
+  * of the records and the last tenth, hold blocks that outlive the window of recent numbers
+  * (recent.h), move to the live set's table, and are freed from there. In exact mode every number
+  * must be equal; at a period, within rounding (sums in another order, q's fixed point). */
 #define REPLAY_COMMON 48
 #define REPLAY_ADDRS (REPLAY_COMMON + 8)
 #define REPLAY_STACKS 5

@@ -1,4 +1,5 @@
-/* test-reader-errors.c: every check the reader makes, one broken profile each (src/cli/read.c).
+/* test-reader-errors.c: every check the reader makes, one broken profile each
+ * (src/cli/read/read.c).
  *
  * Each case builds a valid header and a few records with record.h's encoders, breaks one thing,
  * and checks the exact "offset N: ..." message, so that a changed check shows up here.

@@ -1,5 +1,5 @@
 /* test-site.c: which frame is a stack's allocation site, the --focus/--ignore/--alloc-fn filters,
- * site keys, and the small parsers of `leek report` (src/cli/site.c, report-view.c).
+ * site keys, and the small parsers of `leek report` (src/cli/symbols/site.c, report-view.c).
  *
  * Frames are built by hand, as the symbolizer would return them: the function names are the
  * spellings libdw and the demangler produce (demangled with parameters, or mangled when no

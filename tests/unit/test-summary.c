@@ -1,5 +1,5 @@
-/* test-summary.c: `leek dump --summary`'s counts and estimate (src/cli/summary.c), and the
- * CLI's number parsing (src/cli/util.c).
+/* test-summary.c: `leek dump --summary`'s counts and estimate (src/cli/profile/summary.c), and the
+ * CLI's number parsing (src/cli/base/util.c).
  */
 #include <errno.h>
 #include <math.h>

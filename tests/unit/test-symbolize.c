@@ -1,4 +1,4 @@
-/* test-symbolize.c: src/cli/symbolize.c against real code whose inlining is known.
+/* test-symbolize.c: src/cli/symbols/symbolize.c against real code whose inlining is known.
  *
  * The fixtures (tests/fixtures) record the return addresses of their allocation calls and the
  * lines those calls are on. The modules are described from dl_iterate_phdr exactly as libleek

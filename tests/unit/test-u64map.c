@@ -1,4 +1,4 @@
-/* test-u64map.c: the CLI's hash map (src/cli/u64map.c) against a plain array, under a random
+/* test-u64map.c: the CLI's hash map (src/cli/base/u64map.c) against a plain array, under a random
  * mix of puts and removes that keeps long probe runs and wrap-around at the table's end busy.
  */
 #include <errno.h>

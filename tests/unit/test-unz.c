@@ -1,4 +1,4 @@
-/* test-unz.c: reading compressed profiles, zstd and gzip (src/cli/read-z.c, read.c's window).
+/* test-unz.c: reading compressed profiles, zstd and gzip (src/cli/read/read-z.c, read.c's window).
  *
  * Every case runs for both codecs: zstd, what `leek run` writes, and gzip, what it wrote before
  * (old profiles must still read). The raw profile read by the same reader is the reference:

@@ -1,7 +1,7 @@
 /* profile-internal.h: the state shared by the files behind profile.h: profile.c (the passes),
  * profile-live.c (the live set), profile-tables.c (stacks and modules), profile-result.c
  * (snapshots, totals, accessors) and profile-input.c (opening, messages). Nothing outside
- * src/cli/profile*.c may include it.
+ * src/cli/profile/profile*.c may include it.
  *
  * Memory follows the stacks, the module records and the sampled blocks live at once, never the
  * number of records: the live set reuses the slots of freed blocks, and everything per stack is
