@@ -2,9 +2,13 @@
  *
  * This is the reader's face: it validates as it prints, so a corrupt file shows every record up
  * to the damage and then one error line naming the offset. Its output is a stable, greppable
- * format (tests/golden diffs it): change a line's shape only with the golden files. It must
- * never print a record across two lines: every string from the file goes through
+ * format (tests/unit/test-cli.c checks its lines): change a line's shape only with those tests.
+ * It must never print a record across two lines: every string from the file goes through
  * lk_print_escaped().
+ *
+ * --summary prints what the profile's aggregation (profile/profile.h) counts instead, "key: value"
+ * lines: the records of each kind, the samples, the blocks live at the end and their estimate,
+ * the losses and whether the file has its trailer.
  *
  *   FILE <path>
  *   HEADER version=4 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
@@ -23,7 +27,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "summary.h"
+#include "profile.h"
 #include "util.h"
 
 static bool arg_summary;
@@ -45,7 +49,7 @@ static void print_signed_ns(int64_t ns)
 static void print_header(const char *path, const struct lk_profile_header *ph)
 {
 	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut",
-						  "coarse_time" };
+						  "coarse_time", "continued" };
 	const struct lk_file_header *h = &ph->h;
 	const char *sep = "(";
 
@@ -169,6 +173,112 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 	putchar('\n');
 }
 
+/* "leek: PATH: what is wrong" for an error r from the reader; returns r. */
+static int read_error(const char *path, const struct lk_reader *rd, int r)
+{
+	const char *msg = rd ? lk_reader_error(rd) : "";
+
+	if (*msg)
+		lk_msg("%s: %s", path, msg);
+	else
+		lk_error(r, "%s", path);
+	return r;
+}
+
+static void warn_no_trailer(const char *path, uint64_t end_offset)
+{
+	lk_msg("%s: warning: no trailer: profile ends at its last complete record at offset "
+	       "%" PRIu64 " (process crashed, was killed or exec'd)", path, end_offset);
+}
+
+static void print_losses(const struct lk_profile_totals *t)
+{
+	bool any = false;
+
+	for (uint32_t i = 0; i < t->ncounters; i++) {
+		const struct lk_counter_value *c = &t->counters[i];
+		const char *name = lk_counter_name(c->id);
+		/* samples and frees count events, not losses. */
+		if (!c->value || c->id == LK_CNT_SAMPLES || c->id == LK_CNT_FREES)
+			continue;
+		if (name)
+			printf("%s%s=%" PRIu64, any ? " " : "", name, c->value);
+		else
+			printf("%scounter_%" PRIu64 "=%" PRIu64, any ? " " : "", c->id, c->value);
+		any = true;
+	}
+	if (!any)
+		fputs("none", stdout);
+}
+
+static void print_summary(const char *path, const struct lk_profile *p)
+{
+	const struct lk_profile_header *ph = lk_profile_header(p);
+	const struct lk_profile_totals *t = lk_profile_totals(p);
+	const struct lk_file_header *fh = &ph->h;
+
+	fputs("file:        ", stdout);
+	lk_print_escaped(stdout, path, strlen(path));
+	printf("\npid:         %" PRIu32 " (ppid %" PRIu32 ")%s%s\n", fh->pid, fh->ppid,
+	       fh->flags & LK_HDR_FORKED ? ", forked" : "",
+	       fh->flags & LK_HDR_CONTINUED ? ", continued" : "");
+	fputs("exe:         ", stdout);
+	lk_print_escaped(stdout, ph->exe, fh->exe_len);
+	fputs("\ncmdline:     ", stdout);
+	lk_print_cmdline(stdout, ph->cmdline, fh->cmdline_len);
+	printf("%s\n", fh->flags & LK_HDR_CMDLINE_CUT ? " [cut]" : "");
+	if (t->period <= 1)
+		fputs("period:      1 byte (exact: every allocation recorded)\n", stdout);
+	else
+		printf("period:      %" PRIu64 " bytes\n", t->period);
+	printf("seed:        %" PRIu64 "\nsession:     %" PRIu64 "\nduration:    ", fh->seed,
+	       fh->session);
+	print_ns(t->duration_ns);
+	fputs(" s\nrecords:    ", stdout);
+	for (unsigned tag = 1; tag <= LK_REC_THREAD; tag++) { /* *_FIXED come as ALLOC and FREE */
+		char name[16];
+		snprintf(name, sizeof(name), "%s", lk_rec_tag_name(tag));
+		for (char *c = name; *c; c++)
+			*c = (char)(*c - 'A' + 'a');
+		printf(" %s=%" PRIu64, name, t->tags[tag]);
+	}
+	printf(" ext=%" PRIu64 "\n", t->ext_records);
+	printf("samples:     %" PRIu64 " allocations, %" PRIu64 " frees, %" PRIu64
+	       " inherited, %" PRIu64 " frees of unknown blocks\n",
+	       t->samples, t->frees - t->frees_unknown, t->inherited, t->frees_unknown);
+	printf("live at end: %.0f sampled blocks, %.0f bytes requested\n",
+	       t->live_objects_end.observed, t->live_bytes_end.observed);
+	printf("estimated:   %.0f bytes live in %.1f blocks\n", t->live_bytes_end.value,
+	       t->live_objects_end.value);
+	printf("max rss:     %" PRIu64 " bytes\nlosses:      ", t->max_rss);
+	print_losses(t);
+	if (t->trailer)
+		fputs("\ntrailer:     yes\n", stdout);
+	else
+		printf("\ntrailer:     no: profile ends at offset %" PRIu64
+		       " (process crashed, was killed or exec'd)\n", t->end_offset);
+}
+
+/* The summary: the profile as `leek report` reads it, without its list of live blocks. */
+static int summarize_one(const char *path)
+{
+	static const struct lk_profile_opts opts = { .at_ns = UINT64_MAX, .buckets = 1,
+						     .no_live_list = true };
+	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
+	_cleanup_(freep) char *err = NULL;
+	int r = lk_profile_load(path, &opts, &p, &err);
+
+	if (r < 0 && err && *err)
+		return lk_msg("%s: %s", path, err), r;
+	if (r < 0)
+		return lk_error(r, "%s", path);
+	print_summary(path, p);
+	fflush(stdout);
+	if (!lk_profile_totals(p)->trailer)
+		warn_no_trailer(path, lk_profile_totals(p)->end_offset);
+	return 0;
+}
+
 /* 0, or a negative errno after printing why. */
 static int dump_one(const char *path)
 {
@@ -177,38 +287,26 @@ static int dump_one(const char *path)
 	struct lk_record rec;
 	int r;
 
+	if (arg_summary)
+		return summarize_one(path);
 	if (!rd)
 		return lk_error(-ENOMEM, "%s", path);
 	r = lk_reader_open(rd, path);
 	if (r < 0)
-		return lk_print_read_error(path, rd, r);
+		return read_error(path, rd, r);
 	h = lk_reader_header(rd);
-
-	if (arg_summary) {
-		_cleanup_(freep) char *err = NULL;
-		struct lk_summary s;
-		r = lk_summary_read(rd, &s, &err);
-		if (r < 0 && err) {
-			lk_msg("%s: %s", path, err);
-			return r;
-		}
-		if (r < 0)
-			return lk_print_read_error(path, rd, r);
-		lk_summary_print(stdout, path, h, &s);
-	} else {
-		print_header(path, h);
-		while ((r = lk_reader_next(rd, &rec)) > 0)
-			print_record(h, &rec);
-		if (r < 0) {
-			fflush(stdout); /* the records before the damage, then the error */
-			return lk_print_read_error(path, rd, r);
-		}
-		printf("END offset=%" PRIu64 " trailer=%s\n", lk_reader_end_offset(rd),
-		       lk_reader_has_trailer(rd) ? "yes" : "no");
+	print_header(path, h);
+	while ((r = lk_reader_next(rd, &rec)) > 0)
+		print_record(h, &rec);
+	if (r < 0) {
+		fflush(stdout); /* the records before the damage, then the error */
+		return read_error(path, rd, r);
 	}
+	printf("END offset=%" PRIu64 " trailer=%s\n", lk_reader_end_offset(rd),
+	       lk_reader_has_trailer(rd) ? "yes" : "no");
 	fflush(stdout);
 	if (!lk_reader_has_trailer(rd))
-		lk_print_no_trailer(path, lk_reader_end_offset(rd));
+		warn_no_trailer(path, lk_reader_end_offset(rd));
 	return 0;
 }
 

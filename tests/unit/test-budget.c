@@ -1,8 +1,8 @@
 /* test-budget.c: the memory budget of reading profiles (src/cli/base/budget.c): the accounting, the
  * default limit as budget.h documents it (half of the least of the machine's memory, its cgroup's
  * limit, RLIMIT_AS and RLIMIT_DATA), the cgroup files it reads, and how messages show a limit.
- * What each reader takes from the budget is tested beside the reader (test-profile.c,
- * test-summary.c, test-site.c).
+ * What each reader takes from the budget is tested beside the reader (test-profile-budget.c,
+ * test-site.c, tests/report/test-memory.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1017,3 +1017,93 @@ TEST(follow_refuses_compressed)
 	}
 	free(s.b.p);
 }
+
+/* What `leek dump --summary` prints comes from the profile's totals: the records of each kind,
+ * the samples and frees, the blocks live at the end with their estimate, every counter (known or
+ * not) and the trailer, on build-profile.h's sample of every record. */
+TEST(counts_of_sample)
+{
+	const struct lk_profile_totals *t;
+	struct lk_profile *p = NULL;
+	struct pb_sample ps;
+	char *err = NULL;
+	struct sim s;
+	double est = 0;
+
+	pb_build_sample(&ps);
+	s = (struct sim){ .b = ps.b };
+	ASSERT_OK(sim_load(&s, &(struct lk_profile_opts){ .at_ns = UINT64_MAX }, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->tags[LK_REC_ALLOC], 3);
+	ASSERT_EQ(t->tags[LK_REC_FREE], 2);
+	ASSERT_EQ(t->tags[LK_REC_STACK], 3);
+	ASSERT_EQ(t->tags[LK_REC_MODULE], 3);
+	ASSERT_EQ(t->tags[LK_REC_INHERIT], 1);
+	ASSERT_EQ(t->tags[LK_REC_TRAILER], 1);
+	ASSERT_EQ(t->ext_records, 2);
+	ASSERT_EQ(t->samples, 3);
+	ASSERT_EQ(t->inherited, 1);
+	ASSERT_EQ(t->frees, 2);
+	ASSERT_EQ(t->frees_unknown, 0);
+	/* Live: 1 MiB and the inherited 64 B; the UINT64_MAX and 128 B blocks were freed. */
+	ASSERT_EQ(t->live_objects_end.observed, 2);
+	ASSERT_EQ(t->live_bytes_end.observed, (1 << 20) + 64);
+	for (uint64_t size = 64; size <= 1 << 20; size *= 2)
+		if (size == 64 || size == 1 << 20)
+			est += (double)size / (1.0 - exp(-(double)size / 524288));
+	ASSERT_NEAR(t->live_bytes_end.value, est, est * 1e-12);
+	ASSERT_EQ(t->max_rss, 123456789);
+	ASSERT_EQ(t->duration_ns, 189);
+	ASSERT_TRUE(t->trailer);
+	ASSERT_EQ(t->end_offset, ps.off[ps.nrec]);
+	ASSERT_EQ(t->ncounters, 4); /* arena_full, records_dropped from the LOSS; samples, frees */
+	ASSERT_EQ(t->counters[0].id, LK_CNT_ARENA_FULL);
+	ASSERT_EQ(t->counters[0].value, 3);
+	ASSERT_EQ(t->counters[1].id, LK_CNT_RECORDS_DROPPED);
+	lk_profile_free(p);
+	free(ps.b.p);
+}
+
+/* Exact mode, a FREE of a block freed already, a counter this leek does not know (kept by
+ * number), and no trailer: the profile ends at its last record, at the end of the bytes. */
+TEST(counts_exact_unknown_counter_no_trailer)
+{
+	const struct lk_profile_totals *t;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_site(&s, 0x401000);
+	sim_alloc(&s, 1, 0x1000, 10, 1);
+	sim_alloc(&s, 2, 0x2000, 20, 1);
+	sim_alloc(&s, 3, 0x3000, 5, 1);
+	sim_free(&s, 4, 0x3000);
+	sim_free(&s, 5, 0x3000); /* freed already */
+	/* LOSS with counter 40, beyond LK_CNT_MAX, and arena_full. */
+	uint8_t rec[64];
+	size_t n = 0;
+	rec[n++] = LK_REC_LOSS;
+	n += lk_varint_put(rec + n, sim_dt(&s, 6));
+	n += lk_varint_put(rec + n, 2);
+	n += lk_varint_put(rec + n, 40);
+	n += lk_varint_put(rec + n, 9);
+	n += lk_varint_put(rec + n, LK_CNT_ARENA_FULL);
+	n += lk_varint_put(rec + n, 1);
+	pb_put(&s.b, rec, n);
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_EQ(t->live_objects_end.observed, 2);
+	ASSERT_EQ(t->frees_unknown, 1);
+	ASSERT_EQ(t->frees, 2);
+	ASSERT_NEAR(t->live_bytes_end.value, 30, 1e-9);
+	ASSERT_NEAR(t->live_objects_end.value, 2, 1e-9);
+	ASSERT_TRUE(!t->trailer);
+	ASSERT_EQ(t->end_offset, s.b.len);
+	ASSERT_EQ(t->ncounters, 2);
+	ASSERT_EQ(t->counters[0].id, 40);
+	ASSERT_EQ(t->counters[0].value, 9);
+	ASSERT_EQ(t->losses[LK_CNT_ARENA_FULL], 1);
+	lk_profile_free(p);
+	free(s.b.p);
+}

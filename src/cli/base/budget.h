@@ -6,7 +6,7 @@
  * blocks" (2.7 GB for `leek report` without a budget, docs/design.md "Reading a profile"). So
  * every structure whose size a profile decides beyond a fixed amount is allocated through the
  * functions below, which take its bytes from one budget before they allocate them and give them
- * back when they are freed: the live sets (profile-live.c, blockset.c), the stack, frame, module
+ * back when they are freed: the live set (profile-live.c), the stack, frame, module
  * and segment tables (profile-tables.c), the list of the blocks live at the end
  * (profile-result.c), a report's sites, stack copies and synthetic frames (report.c, site.c), and
  * the symbolizer's answers, names, caches and tables (symbolize.c). A take beyond the limit

@@ -218,11 +218,22 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 
 static void set_losses(struct lk_profile *p, const struct lk_record *rec)
 {
+	struct lk_profile_totals *t = &p->totals;
+
 	/* Absolute values; a counter that is left out is zero, and counters never fall, so a
 	 * value once seen stays until a later record gives another. */
-	for (uint32_t i = 0; i < rec->counters.n; i++)
-		if (rec->counters.v[i].id <= LK_CNT_MAX)
-			p->totals.losses[rec->counters.v[i].id] = rec->counters.v[i].value;
+	for (uint32_t i = 0; i < rec->counters.n; i++) {
+		const struct lk_counter_value *c = &rec->counters.v[i];
+		uint32_t k = 0;
+		if (c->id <= LK_CNT_MAX)
+			t->losses[c->id] = c->value;
+		while (k < t->ncounters && t->counters[k].id != c->id)
+			k++;
+		if (k < LK_READ_MAX_COUNTERS) {
+			t->counters[k] = *c;
+			t->ncounters += k == t->ncounters;
+		}
+	}
 }
 
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
@@ -291,6 +302,10 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 			return r;
 		}
 		p->totals.records++;
+		if (rec->tag <= LK_REC_MAX_KNOWN)
+			p->totals.tags[rec->tag]++;
+		else
+			p->totals.ext_records++;
 		sp->last_ns = rec->time_ns;
 		if (sp->ls.heap_q > sp->bucket_max) /* converted once, at the bucket's end */
 			sp->bucket_max = sp->ls.heap_q;
@@ -326,7 +341,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 		sp->ends[b] = (uint64_t)((unsigned __int128)a->duration_ns * (b + 1) / p->nbuckets);
 	ahead_init(&ah, rd, a->records);
 	r = replay(p, sp, &ah, msg);
-	end = lk_reader_end_offset(rd);
+	end = p->totals.end_offset = lk_reader_end_offset(rd);
 	lk_reader_free(rd);
 	if (r < 0)
 		return r;
@@ -522,6 +537,7 @@ int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **re
 	if (r < 0)
 		return r;
 	f->p->totals.trailer = lk_reader_has_trailer(f->rd);
+	f->p->totals.end_offset = lk_reader_end_offset(f->rd);
 	f->sp.ends[0] = f->sp.last_ns;
 	r = end_replay(f->p, &f->sp, f->sp.last_ns);
 	if (r == -E2BIG)

@@ -31,7 +31,7 @@
 #include "read.h"
 
 #define LK_TIMELINE_BUCKETS 64 /* default number of points in the heap timeline and growth series */
-#define LK_PROFILE_MAX_LIVE (1u << 25)       /* sampled blocks live at once (as summary.h): slots
+#define LK_PROFILE_MAX_LIVE (1u << 25)       /* sampled blocks live at once: slots
 					      * are 32-bit, and 2^25 take 4.5 GiB at most */
 #define LK_PROFILE_MAX_STACKS ((1u << 22) + 1) /* libleek's own stack table holds 2^22 - 1 */
 #define LK_PROFILE_MAX_MODULES (1u << 20)    /* MODULE records in one file */
@@ -111,6 +111,13 @@ struct lk_profile_totals {
 	uint64_t inherited;             /* INHERIT records: live in the parent at the fork */
 	uint64_t max_live;              /* the most sampled blocks live at once */
 	uint64_t records;               /* records read, up to the end (extensions included) */
+	uint64_t tags[LK_REC_MAX_KNOWN + 1]; /* of them, each tag's (ALLOC_FIXED and FREE_FIXED
+					      * as ALLOC and FREE, as the reader gives them) */
+	uint64_t ext_records;           /* and extensions */
+	uint64_t end_offset;            /* the file offset after the last record */
+	uint32_t ncounters;             /* every counter of the last LOSS or TRAILER that named
+					 * it, known to this leek or not, in the order first seen */
+	struct lk_counter_value counters[LK_READ_MAX_COUNTERS];
 };
 
 struct lk_module_info_rec {       /* a MODULE record, kept for symbolization */

@@ -6,7 +6,7 @@
  * number, a bit and an element a block, so that ALLOCs write one page after another and the FREE
  * that soon follows an ALLOC finds its block where it was written. A page that leaves the window
  * hands its live blocks to the caller (evict), which keeps the older ones in a table of its own
- * (blockset.c: a u64map; profile-live.c: its live set's). Numbers may come in any order: one
+ * (profile-live.c: its live set's). Numbers may come in any order: one
  * behind the window is the caller's to keep. Memory: the window's pages, LK_RECENT_BLOCKS
  * elements at most, whatever the numbers. Not thread-safe.
  */
