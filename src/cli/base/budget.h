@@ -6,12 +6,12 @@
  * blocks" (2.7 GB for `leek report` without a budget, docs/design.md "Reading a profile"). So
  * every structure whose size a profile decides beyond a fixed amount is allocated through the
  * functions below, which take its bytes from one budget before they allocate them and give them
- * back when they are freed: the live set (profile-live.c), the stack, frame, module
- * and segment tables (profile-tables.c), the list of the blocks live at the end
- * (profile-result.c), a report's sites, stack copies and synthetic frames (report.c, site.c), and
- * the symbolizer's answers, names, caches and tables (symbolize.c). A take beyond the limit
- * allocates nothing and fails with E2BIG, which the readers turn into "offset N: the profile
- * needs more than 256 MiB of memory to read (--max-memory; ... so far)".
+ * back when they are freed: the live set (profile-live.c), the stack, frame, module and segment
+ * tables (profile-tables.c), the list of the blocks live at the end (profile-result.c), a
+ * report's sites, stack copies and synthetic frames (report.c, site.c), and the symbolizer's
+ * answers, names, caches and tables (symbols/sym-pool.c). A take beyond the limit allocates
+ * nothing and fails with E2BIG, which the readers turn into "offset N: the profile needs more
+ * than 256 MiB of memory to read (--max-memory; ... so far)".
  *
  * What is counted is what is asked of malloc (capacities, not the part in use; a realloc counts
  * its old and new blocks while it runs), so the count is an upper bound on what those structures
