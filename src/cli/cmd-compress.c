@@ -54,17 +54,10 @@ int lk_cmd_compress(int argc, char *argv[])
 			return lk_cmd_usage(stderr, "compress", LK_EXIT_USAGE);
 		}
 	}
-	if (optind >= argc) {
-		lk_msg("compress: no profile given");
-		return lk_cmd_usage(stderr, "compress", LK_EXIT_USAGE);
-	}
+	if (lk_cmd_need_operands(argc, "compress", "profile"))
+		return LK_EXIT_USAGE;
 	for (int i = optind; i < argc; i++)
 		if (compress_one(argv[i]) < 0)
 			status = LK_EXIT_FILE;
-	c = fflush(stdout) != 0 ? -errno : ferror(stdout) ? -EIO : 0;
-	if (c < 0) {
-		lk_error(c, "cannot write the output");
-		return LK_EXIT_FILE;
-	}
-	return status;
+	return lk_cmd_end_output("compress", "output", status);
 }

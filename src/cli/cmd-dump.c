@@ -337,10 +337,8 @@ int lk_cmd_dump(int argc, char *argv[])
 			return lk_cmd_usage(stderr, "dump", LK_EXIT_USAGE);
 		}
 	}
-	if (optind >= argc) {
-		lk_msg("dump: no profile given");
-		return lk_cmd_usage(stderr, "dump", LK_EXIT_USAGE);
-	}
+	if (lk_cmd_need_operands(argc, "dump", "profile"))
+		return LK_EXIT_USAGE;
 
 	for (int i = optind; i < argc; i++) {
 		if (i > optind && arg_summary)
@@ -348,10 +346,5 @@ int lk_cmd_dump(int argc, char *argv[])
 		if (dump_one(argv[i]) < 0)
 			status = LK_EXIT_FILE;
 	}
-	c = fflush(stdout) != 0 ? -errno : ferror(stdout) ? -EIO : 0;
-	if (c < 0) {
-		lk_error(c, "cannot write the output");
-		return LK_EXIT_FILE;
-	}
-	return status;
+	return lk_cmd_end_output("dump", "output", status);
 }

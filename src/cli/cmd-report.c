@@ -303,10 +303,8 @@ int lk_cmd_report(int argc, char *argv[])
 	 * spare the list, 40 bytes a live block, and its sort. */
 	po.no_live_list = arg_view != LK_VIEW_OLD;
 	_cleanup_(freep) char **debug_dirs = arg_debug_dirs; /* parse_args' array */
-	if (optind >= argc) {
-		lk_msg("report: no profile given");
-		return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
-	}
+	if (lk_cmd_need_operands(argc, "report", "profile"))
+		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
 
 	/* Block characters only where the terminal's locale can show them. */
@@ -363,6 +361,5 @@ int lk_cmd_report(int argc, char *argv[])
 	}
 	if (doc)
 		lk_json_end(doc);
-	k = fflush(stdout) != 0 ? -errno : ferror(stdout) ? -EIO : 0;
-	return k < 0 ? fail(k, "cannot write the report") : status;
+	return lk_cmd_end_output("report", "report", status);
 }

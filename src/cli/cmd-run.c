@@ -464,10 +464,8 @@ int lk_cmd_run(int argc, char *argv[])
 			return lk_cmd_usage(stderr, "run", LK_EXIT_USAGE);
 		}
 	}
-	if (optind >= argc) {
-		lk_msg("run: no command given");
-		return lk_cmd_usage(stderr, "run", LK_EXIT_USAGE);
-	}
+	if (lk_cmd_need_operands(argc, "run", "command"))
+		return LK_EXIT_USAGE;
 
 	r = parse_numbers(period);
 	if (r)

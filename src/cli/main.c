@@ -1,9 +1,12 @@
 /* main.c: `leek`, a table of commands (as in perf): each lives in its own cmd-*.c.
  *
  * main() picks the command and returns its status; it holds no state of its own. Adding a
- * command is one row in the table and one file. Usage text lives in the table beside the
- * command, so `leek help CMD` and a usage error can never disagree.
+ * command is one row in the table and one file. Usage text lives in the table beside the command,
+ * so `leek help CMD` and a usage error can never disagree. What every command does the same way
+ * (operands after its options, the end of its output, --max-memory) is here too.
  */
+#include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +184,25 @@ int lk_cmd_usage(FILE *f, const char *command, int status)
 /* At least 1 MiB, so that a size without its suffix ("512" for 512M) is refused rather than
  * taken for bytes, which no profile can be read in. */
 #define MAX_MEMORY_MIN (1ull << 20)
+
+int lk_cmd_need_operands(int argc, const char *command, const char *what)
+{
+	if (optind < argc)
+		return 0;
+	lk_msg("%s: no %s given", command, what);
+	return lk_cmd_usage(stderr, command, LK_EXIT_USAGE);
+}
+
+int lk_cmd_end_output(const char *command, const char *what, int status)
+{
+	int r = fflush(stdout) != 0 ? -errno : ferror(stdout) ? -EIO : 0;
+
+	if (r < 0) {
+		lk_error(r, "%s: cannot write the %s", command, what);
+		return LK_EXIT_FILE;
+	}
+	return status;
+}
 
 int lk_cmd_max_memory(const char *command, const char *arg)
 {

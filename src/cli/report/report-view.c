@@ -78,31 +78,13 @@ int lk_parse_duration(const char *s, uint64_t *ret)
 
 const struct lk_estimate *lk_report_figure(const struct lk_report_site *s, enum lk_view v)
 {
-	switch (v) {
-	case LK_VIEW_PEAK:
-		return &s->peak_bytes;
-	case LK_VIEW_ALLOC:
-		return &s->alloc_bytes;
-	case LK_VIEW_OLD:
-		return &s->old_bytes;
-	default:
-		return &s->live_bytes;
-	}
+	return LK_VIEW_FIGURE(s, v, bytes);
 }
 
 const struct lk_estimate *lk_report_figure_objects(const struct lk_report_site *s,
 						   enum lk_view v)
 {
-	switch (v) {
-	case LK_VIEW_PEAK:
-		return &s->peak_objects;
-	case LK_VIEW_ALLOC:
-		return &s->alloc_objects;
-	case LK_VIEW_OLD:
-		return &s->old_objects;
-	default:
-		return &s->live_objects;
-	}
+	return LK_VIEW_FIGURE(s, v, objects);
 }
 
 static void finish_site(struct lk_report_site *s)

@@ -225,40 +225,11 @@ static struct lk_report_site *find_site(struct lk_report *r, size_t n, size_t si
 	return &r->sites[r->nsites++];
 }
 
-static const struct lk_estimate *stack_figure(const struct lk_stack_stats *st, enum lk_view v)
-{
-	switch (v) {
-	case LK_VIEW_PEAK:
-		return &st->peak_bytes;
-	case LK_VIEW_ALLOC:
-		return &st->alloc_bytes;
-	case LK_VIEW_OLD:
-		return &st->old_bytes;
-	default:
-		return &st->live_bytes;
-	}
-}
-
-static const struct lk_estimate *stack_figure_objects(const struct lk_stack_stats *st,
-						      enum lk_view v)
-{
-	switch (v) {
-	case LK_VIEW_PEAK:
-		return &st->peak_objects;
-	case LK_VIEW_ALLOC:
-		return &st->alloc_objects;
-	case LK_VIEW_OLD:
-		return &st->old_objects;
-	default:
-		return &st->live_objects;
-	}
-}
-
 /* Adds one stack's estimates to its site; the heaviest stack becomes the site's stack. */
 static int add_to_site(struct lk_report *r, struct lk_report_site *s,
 		       const struct lk_stack_stats *st, size_t n, size_t site_frame)
 {
-	double figure = stack_figure(st, r->opts.view)->value;
+	double figure = LK_VIEW_FIGURE(st, r->opts.view, bytes)->value;
 
 	lk_estimate_add(&s->alloc_bytes, &st->alloc_bytes);
 	lk_estimate_add(&s->alloc_objects, &st->alloc_objects);
@@ -352,10 +323,10 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		struct lk_report_site *s;
 		size_t n, at;
 
-		if (r->opts.shown_only && !(stack_figure(&st[i], r->opts.view)->value > 0))
+		if (r->opts.shown_only && !(LK_VIEW_FIGURE(&st[i], r->opts.view, bytes)->value > 0))
 			continue; /* adds nothing to the view's figures: no site shows it */
-		lk_estimate_add(&r->view_bytes, stack_figure(&st[i], r->opts.view));
-		lk_estimate_add(&r->view_objects, stack_figure_objects(&st[i], r->opts.view));
+		lk_estimate_add(&r->view_bytes, LK_VIEW_FIGURE(&st[i], r->opts.view, bytes));
+		lk_estimate_add(&r->view_objects, LK_VIEW_FIGURE(&st[i], r->opts.view, objects));
 		k = lk_site_symbolize(&r->index->st, sym, profile, st[i].frames, st[i].modules,
 				      st[i].nframes);
 		if (k < 0)

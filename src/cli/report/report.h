@@ -121,7 +121,13 @@ int lk_report_add_modules(struct lk_symbolizer *sym, uint32_t profile, const str
 /* "1.5", "250ms", "2m", "90s", "1h": a duration in ns. 0, -EINVAL or -ERANGE. */
 int lk_parse_duration(const char *s, uint64_t *ret);
 
-/* The figure a view ranks by, and its objects. */
+/* The figure a view ranks by (kind bytes) and its objects (kind objects), in p, a stack's
+ * (struct lk_stack_stats) or a site's: both name their eight estimates alike. */
+#define LK_VIEW_FIGURE(p, v, kind)                                                                 \
+	((v) == LK_VIEW_PEAK    ? &(p)->peak_##kind                                                \
+	 : (v) == LK_VIEW_ALLOC ? &(p)->alloc_##kind                                               \
+	 : (v) == LK_VIEW_OLD   ? &(p)->old_##kind                                                 \
+				: &(p)->live_##kind)
 const struct lk_estimate *lk_report_figure(const struct lk_report_site *s, enum lk_view v);
 const struct lk_estimate *lk_report_figure_objects(const struct lk_report_site *s,
 						   enum lk_view v);
