@@ -31,8 +31,6 @@
 
 extern char **environ;
 
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
-
 static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n ? n : 1, size ? size : 1);

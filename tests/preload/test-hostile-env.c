@@ -45,8 +45,8 @@ static unsigned count_files(const char *dir)
 static void expect_signal(const struct run *r, int sig)
 {
 	if (!WIFSIGNALED(r->status) || WTERMSIG(r->status) != sig)
-		lk_test_fail(__FILE__, __LINE__, "expected death by SIG%s, status %#x; stderr:\n%s",
-			     sigabbrev_np(sig), r->status, r->err);
+		FAIL("expected death by SIG%s, status %#x; stderr:\n%s", sigabbrev_np(sig),
+		     r->status, r->err);
 }
 
 /* ---- 1. a setuid program ignores LEEK_* and profiles nothing ---- */

@@ -19,8 +19,6 @@
 
 extern char **environ;
 
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
-
 void tmp_dir(char *dir)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -222,7 +220,7 @@ size_t count_files(const char *dir, const char *prefix, const char *suffix)
 	size_t n = 0, sl = strlen(suffix);
 
 	if (!d)
-		lk_test_fail(__FILE__, __LINE__, "%s: %s", dir, strerror(errno));
+		FAIL("%s: %s", dir, strerror(errno));
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 		n += !strncmp(de->d_name, prefix, strlen(prefix)) && len >= sl &&

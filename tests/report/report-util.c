@@ -20,7 +20,6 @@
 #error "meson passes EXPECTED_DIR, where the golden files are"
 #endif
 
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
 #define MAX_ARGS 32
 
 /* The environment of every leek the tests start: this build's library, and the C locale so

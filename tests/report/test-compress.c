@@ -37,7 +37,6 @@
 #error "meson passes LEEK_BIN, the built leek"
 #endif
 
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
 #define MAX_ARGS 24
 
 static struct proc res;

@@ -50,8 +50,6 @@
 #error "meson passes LEEK_BIN, the built leek"
 #endif
 
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
-
 /* A profile read to its end: each record as text, and its offset. */
 struct readout {
 	int r;            /* lk_reader_next's last result, or open's */

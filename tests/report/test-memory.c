@@ -62,13 +62,10 @@ static void expect_refused(const struct proc *p, const char *what, const char *l
 	at = strstr(p->err, "offset ");
 	if (p->status != 2 || !at || sscanf(at, "offset %zu", &offset) != 1 || !strstr(at, want) ||
 	    offset < first || offset >= first + 4 * n || (offset - first) % 4)
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s: expected exit 2 and \"offset N%s\" at an ALLOC; got exit %d, "
-			     "stderr:\n%s",
-			     what, want, p->status, p->err);
+		FAIL("%s: expected exit 2 and \"offset N%s\" at an ALLOC; got exit %d, stderr:\n%s",
+		     what, want, p->status, p->err);
 	if (p->out_len)
-		lk_test_fail(__FILE__, __LINE__, "%s: exit 2, but stdout has %zu bytes:\n%.2000s",
-			     what, p->out_len, p->out);
+		FAIL("%s: exit 2, but stdout has %zu bytes:\n%.2000s", what, p->out_len, p->out);
 }
 
 /* Its peak resident set stayed below the limit and the allowance. */
@@ -81,9 +78,8 @@ static void expect_bounded(const struct proc *p, const char *what, long limit)
 	       (limit + ALLOWANCE) / 1024);
 	fflush(stdout);
 	if (p->max_rss_kb * 1024 > limit + ALLOWANCE)
-		lk_test_fail(__FILE__, __LINE__, "%s: peak RSS %ld KiB, above %ld KiB (the limit and "
-			     "%ld KiB)", what, p->max_rss_kb, (limit + ALLOWANCE) / 1024,
-			     ALLOWANCE / 1024);
+		FAIL("%s: peak RSS %ld KiB, above %ld KiB (the limit and %ld KiB)", what,
+		     p->max_rss_kb, (limit + ALLOWANCE) / 1024, ALLOWANCE / 1024);
 #endif
 }
 
@@ -159,7 +155,7 @@ TEST(large_profile_reads_under_the_default)
 	const char *const report[] = { LEEK_BIN, "report", "--format", "json", path, NULL };
 	run(&p, dir, report);
 	if (p.status != 0)
-		lk_test_fail(__FILE__, __LINE__, "report: exit %d, stderr:\n%s", p.status, p.err);
+		FAIL("report: exit %d, stderr:\n%s", p.status, p.err);
 	ASSERT_CONTAINS(p.out, "\"live_objects_end\": 1048576");
 	proc_free(&p);
 
@@ -244,8 +240,7 @@ TEST(symbolizer_takes_from_the_budget)
 	const char *const small[] = { LEEK_BIN, "report", "--max-memory", "16M", path, NULL };
 	run(&p, dir, small);
 	if (p.status != 2 || !strstr(p.err, "of memory to report (--max-memory; "))
-		lk_test_fail(__FILE__, __LINE__, "expected exit 2 while reporting; got %d:\n%s",
-			     p.status, p.err);
+		FAIL("expected exit 2 while reporting; got %d:\n%s", p.status, p.err);
 	expect_bounded(&p, "report of 2000 deep stacks", 16 * MiB);
 	proc_free(&p);
 

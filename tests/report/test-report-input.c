@@ -46,15 +46,12 @@ static bool has_offset(const char *err, size_t n)
 static void expect_offset_error(const char *what, const char *path, size_t offset)
 {
 	if (res.status != 2 || !has_offset(res.err, offset))
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s (%s): expected exit 2 and \"offset %zu\" on stderr; got exit %d, "
-			     "stderr:\n%s",
-			     what, path, offset, res.status, res.err);
+		FAIL("%s (%s): expected exit 2 and \"offset %zu\" on stderr; got exit %d, "
+		     "stderr:\n%s", what, path, offset, res.status, res.err);
 	/* A report of the damaged file's first part would pass for the whole; nothing may be
 	 * printed instead of the error. */
 	if (res.out_len)
-		lk_test_fail(__FILE__, __LINE__, "%s: exit 2, but stdout has %zu bytes:\n%.2000s", what,
-			     res.out_len, res.out);
+		FAIL("%s: exit 2, but stdout has %zu bytes:\n%.2000s", what, res.out_len, res.out);
 }
 
 TEST(intact_sample_reads)
@@ -68,8 +65,7 @@ TEST(intact_sample_reads)
 	write_file(path, s.b.p, s.b.len);
 	report(dir, "json", path);
 	if (res.status != 0)
-		lk_test_fail(__FILE__, __LINE__, "intact sample: exit %d, stderr:\n%s", res.status,
-			     res.err);
+		FAIL("intact sample: exit %d, stderr:\n%s", res.status, res.err);
 	report(dir, "text", path);
 	ASSERT_EQ(res.status, 0);
 	free(s.b.p);

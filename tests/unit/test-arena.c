@@ -172,8 +172,8 @@ static void do_free(unsigned i)
 	uint8_t *p = s->p;
 
 	if (!verify(s))
-		lk_test_fail(__FILE__, __LINE__, "block %p (%zu bytes, align %zu) was overwritten",
-			     (void *)p, s->usable, s->align);
+		FAIL("block %p (%zu bytes, align %zu) was overwritten", (void *)p, s->usable,
+		     s->align);
 	check_block(s);
 	lk_arena_free(p);
 	ASSERT_TRUE(lk_arena_check());
@@ -551,8 +551,8 @@ TEST(arena_retain)
 		resident += vec[i] & 1;
 	/* Dirty pages we kept plus the boot area, which nothing here touched. */
 	if (resident > st.dirty_pages + 64)
-		lk_test_fail(__FILE__, __LINE__, "%llu pages resident after freeing all, %llu dirty",
-			     (unsigned long long)resident, (unsigned long long)st.dirty_pages);
+		FAIL("%llu pages resident after freeing all, %llu dirty",
+		     (unsigned long long)resident, (unsigned long long)st.dirty_pages);
 }
 
 /* Thousands of operations over a 1 GiB arena add at most 4 kernel mappings: the arena and its
@@ -570,8 +570,7 @@ TEST(arena_mappings)
 	}
 	unsigned after = count_mappings();
 	if (after > before + 4)
-		lk_test_fail(__FILE__, __LINE__, "%u mappings before, %u after:\n%s", before, after,
-			     maps_buf);
+		FAIL("%u mappings before, %u after:\n%s", before, after, maps_buf);
 	while (nlive)
 		do_free(nlive - 1);
 	ASSERT_TRUE(count_mappings() <= before + 4);
@@ -605,7 +604,7 @@ TEST(arena_boot)
 		ASSERT_TRUE(b->usable >= size);
 		for (size_t i = 0; i < size; i++)
 			if (p[i])
-				lk_test_fail(__FILE__, __LINE__, "boot block %p byte %zu is %u", (void *)p, i, p[i]);
+				FAIL("boot block %p byte %zu is %u", (void *)p, i, p[i]);
 		memset(p, (int)(nboot + 1), size);
 		boot[nboot] = p;
 		boot_size[nboot++] = size;

@@ -44,7 +44,7 @@ static void run_leek(struct result *res, const char *library, const char *const 
 	pid_t pid;
 
 	if (!bin)
-		lk_test_fail(__FILE__, __LINE__, "$LEEK_BIN is not set: run this through meson test");
+		FAIL("$LEEK_BIN is not set: run this through meson test");
 	ASSERT_TRUE(fo >= 0 && fe >= 0);
 	unlink(out);
 	unlink(err);

@@ -27,8 +27,8 @@ static const char *trend_name(enum lk_trend t)
 #define ASSERT_TREND(g, t)                                                                         \
 	do {                                                                                       \
 		if ((g).trend != (t))                                                              \
-			lk_test_fail(__FILE__, __LINE__, "trend %s, expected %s (confidence %g)",  \
-				     trend_name((g).trend), trend_name(t), (g).confidence);        \
+			FAIL("trend %s, expected %s (confidence %g)", trend_name((g).trend),       \
+			     trend_name(t), (g).confidence);                                       \
 	} while (0)
 
 TEST(classify_series)

@@ -131,7 +131,7 @@ static void *lib_open(void)
 	void *h = dlopen(FIXTURE_LIB, RTLD_NOW);
 
 	if (!h)
-		lk_test_fail(__FILE__, __LINE__, "dlopen: %s", dlerror());
+		FAIL("dlopen: %s", dlerror());
 	return h;
 }
 

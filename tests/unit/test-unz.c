@@ -209,8 +209,8 @@ static void expect_prefix(const struct reading *got, const struct reading *want,
 	ASSERT_EQ(got->n, n);
 	for (size_t i = 0; i < n; i++) {
 		if (memcmp(&got->rec[i], &want->rec[i], sizeof(got->rec[i])) != 0)
-			lk_test_fail(__FILE__, __LINE__, "record %zu (offset %llu) differs", i,
-				     (unsigned long long)want->rec[i].offset);
+			FAIL("record %zu (offset %llu) differs", i,
+			     (unsigned long long)want->rec[i].offset);
 	}
 }
 
@@ -372,10 +372,9 @@ static void check_cut(enum codec codec, const struct pbuf *z, size_t c, const st
 		return;
 	}
 	if (got.last != 0 || got.n != n)
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s cut at compressed byte %zu (%zu decompressed): %zu records, "
-			     "last %d (%s); want %zu records and 0", codec_name[codec], c, u,
-			     got.n, got.last, got.error, n);
+		FAIL("%s cut at compressed byte %zu (%zu decompressed): %zu records, last %d (%s); "
+		     "want %zu records and 0", codec_name[codec], c, u, got.n, got.last, got.error,
+		     n);
 	expect_prefix(&got, want, n);
 	ASSERT_STREQ(got.error, "");
 	if (u >= len) { /* only gzip's trailer or zstd's checksum is missing: every record */
@@ -590,14 +589,12 @@ static size_t expect_zstd_error(const struct pbuf *z, const char *what, size_t a
 		read_way(&got, z->p, z->len, w);
 		ASSERT_TRUE(got.open == -EBADMSG || got.last == -EBADMSG);
 		if (strncmp(got.error, prefix, strlen(prefix)) != 0)
-			lk_test_fail(__FILE__, __LINE__, "\"%s\" is not \"%sN: %s\"", got.error,
-				     prefix, what);
+			FAIL("\"%s\" is not \"%sN: %s\"", got.error, prefix, what);
 		n = strtoull(got.error + strlen(prefix), &end, 10);
 		snprintf(tail, sizeof(tail), ": %s", what);
 		ASSERT_STREQ(end, tail);
 		if (n != at)
-			lk_test_fail(__FILE__, __LINE__, "\"%s\": the damage is at %zu", got.error,
-				     at);
+			FAIL("\"%s\": the damage is at %zu", got.error, at);
 		ASSERT_EQ(got.n, whole_records(want, (size_t)n, want->end_offset));
 		expect_prefix(&got, want, got.n);
 	}
@@ -687,8 +684,7 @@ TEST(corrupt_zstd_block)
 		z.p[at + k] ^= 0xa5;
 	}
 	if (found < 3)
-		lk_test_fail(__FILE__, __LINE__, "%zu of %zu changes that zstd finds", found,
-			     tried);
+		FAIL("%zu of %zu changes that zstd finds", found, tried);
 	free(z.p);
 	free(big.p);
 }

@@ -68,7 +68,7 @@ static inline size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *
 		size_t used = in.pos;
 		k = ZSTD_decompressStream(ds, &o, &in);
 		if (ZSTD_isError(k))
-			lk_test_fail(__FILE__, __LINE__, "zstd: %s", ZSTD_getErrorName(k));
+			FAIL("zstd: %s", ZSTD_getErrorName(k));
 		/* A call with nothing to do after a frame asks for the next one. */
 		if (o.pos > 0 || in.pos > used)
 			last = k;
