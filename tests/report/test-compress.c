@@ -29,9 +29,8 @@
 #include "build-profile.h"
 #include "compress.h"
 #include "harness.h"
-#include "gz-build.h"
 #include "proc.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 #ifndef LEEK_BIN
 #error "meson passes LEEK_BIN, the built leek"

@@ -3,7 +3,7 @@
  *
  * The profiles: with libleek.so built (no sanitizer), one recorded by `leek run --period 1` of
  * fixtures/fx-golden.c (about 1.5 KB: MODULE, STACK, THREAD, ALLOC, FREE, RSS and TRAILER
- * records as libleek writes them); always tests/unit/build-profile.h's sample (every record
+ * records as libleek writes them); always tests/lib/build-profile.h's sample (every record
  * type, LOSS, UNLOAD, INHERIT and extensions too); and $LEEK_DAMAGE_PROFILE if set, so that an
  * ASan build can be run by hand on a profile recorded by a plain one.
  *
@@ -40,11 +40,10 @@
 
 #include "build-profile.h"
 #include "harness.h"
-#include "gz-build.h"
 #include "proc.h"
 #include "read.h"
 #include "util.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 #ifndef LEEK_BIN
 #error "meson passes LEEK_BIN, the built leek"

@@ -18,9 +18,8 @@
 
 #include "build-profile.h"
 #include "harness.h"
-#include "live-build.h"
 #include "proc.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 #ifndef LEEK_BIN
 #error "meson passes LEEK_BIN, the built leek"
@@ -30,7 +29,7 @@
 #define HOSTILE_BLOCKS (4u << 20) /* 16 MiB of ALLOC records: about 300 MiB to read them all */
 #define ALLOWANCE (64 * MiB)      /* what the budget does not count, generously */
 
-/* live-build.h's profile of n live blocks, compressed with zstd unless raw: the offset of its first
+/* pb_live()'s profile of n live blocks, compressed with zstd unless raw: the offset of its first
  * ALLOC (each is 4 bytes) in *first. */
 static void write_live(const char *path, size_t n, bool raw, size_t *first)
 {

@@ -1,6 +1,6 @@
 /* test-report-input.c: `leek report` on damaged and foreign input.
  *
- * The profile under test is tests/unit/build-profile.h's sample, built with the writer's own
+ * The profile under test is tests/lib/build-profile.h's sample, built with the writer's own
  * encoders and holding one record of every type (and the odd values the format allows: a size of
  * 2^64 - 1, stack 0, extension records). Every way of damaging it must make `leek report` exit 2
  * and name the byte offset of the damaged record's tag, in both output formats, and print nothing

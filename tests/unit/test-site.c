@@ -6,6 +6,7 @@
  * demangler was found, or glibc's __GI_ aliases).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "budget.h"

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -18,10 +19,9 @@
 
 #include "build-profile.h"
 #include "harness.h"
-#include "gz-build.h"
 #include "read-z.h"
 #include "read.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 enum codec { GZIP, ZSTD, NCODECS };
 
