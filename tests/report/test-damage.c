@@ -39,15 +39,12 @@
 #include <zlib.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "proc.h"
+#include "leek.h"
 #include "read.h"
 #include "util.h"
 #include "z-build.h"
-
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
 
 /* A profile read to its end: each record as text, and its offset. */
 struct readout {
@@ -181,18 +178,6 @@ static int skip_profile(const uint8_t *data, size_t len, size_t max, size_t *n)
 	return r;
 }
 
-/* msg holds "offset N" with N not followed by another digit. */
-static bool has_offset(const char *msg, uint64_t n)
-{
-	char want[40];
-
-	snprintf(want, sizeof(want), "offset %" PRIu64, n);
-	for (const char *s = msg; (s = strstr(s, want)); s++)
-		if (s[strlen(want)] < '0' || s[strlen(want)] > '9')
-			return true;
-	return false;
-}
-
 static bool has_any_offset(const char *msg)
 {
 	const char *s = strstr(msg, "offset ");
@@ -215,11 +200,9 @@ static struct proc res;
 
 static void leek(const char *dir, const char *cmd, const char *opt, const char *path)
 {
-	static const char *const env[] = { "LC_ALL=C", NULL };
-	const char *argv[] = { LEEK_BIN, cmd, opt ? opt : path, opt ? path : NULL, NULL };
-
 	proc_free(&res);
-	proc_run(&res, dir, argv, env, 30);
+	leek_exec(&res, dir, NULL,
+		  (const char *const[]){ cmd, opt ? opt : path, opt ? path : NULL, NULL }, 30);
 }
 
 /* Status 0 or 2, and never a sanitizer's report. */
@@ -259,7 +242,7 @@ static void binaries_on_cut(const char *dir, const uint8_t *data, const struct r
 				     what, res.argv0, i == 0 ? " with " : "", i == 0 ? want : "",
 				     res.status, res.err);
 		} else if (!boundary) {
-			if (res.status != 2 || !has_offset(res.err, full->off[k - 1]))
+			if (res.status != 2 || !leek_says_offset(res.err, full->off[k - 1]))
 				FAIL("%s: %s: expected exit 2 and \"offset %" PRIu64 "\"; got exit "
 				     "%d, stderr:\n%s",
 				     what, res.argv0, full->off[k - 1], res.status, res.err);
@@ -324,7 +307,7 @@ static void cut_everywhere(const char *name, const uint8_t *data, size_t len)
 				     name, c, cut.r, cut.error, cut.trailer, cut.n, k, cut.end);
 		} else {
 			if (cut.r != -EBADMSG || cut.n != k - 1 ||
-			    !has_offset(cut.error, full.off[k - 1]))
+			    !leek_says_offset(cut.error, full.off[k - 1]))
 				FAIL("%s: cut at %zu, inside the record at %" PRIu64
 				     ": r %d \"%s\", %zu records (expected %zu)",
 				     name, c, full.off[k - 1], cut.r, cut.error, cut.n, k - 1);
@@ -548,20 +531,18 @@ TEST(given_profile)
 /* fx-golden in exact mode, recorded raw; its bytes in *len (malloc'ed). */
 static char *record_golden(size_t *len)
 {
-	static const char *const env[] = { "LEEK_LIBRARY=" LIBLEEK_PATH, "LC_ALL=C", NULL };
 	char dir[256], out[300], *path, *data;
 
 	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/golden.%%p.lk", dir);
-	const char *argv[] = { LEEK_BIN,    "run", "--period", "1", "--no-compress", "-o", out,
-			       "--",        FX_DIR "/fx-golden",      NULL };
 	proc_free(&res);
-	proc_run(&res, dir, argv, env, 60);
+	leek_exec(&res, dir, NULL,
+		  (const char *const[]){ "run", "--period", "1", "--no-compress", "-o", out, "--",
+					 FX_DIR "/fx-golden", NULL },
+		  60);
 	if (res.status != 0)
 		FAIL("leek run fx-golden: exit %d, stderr:\n%s", res.status, res.err);
-	path = find_one(dir, "golden.");
-	if (!path)
-		FAIL("leek run left no profile in %s", dir);
+	path = find_one(dir, "golden.", "");
 	data = read_file(path, len);
 	free(path);
 	tmp_dir_remove(dir);

@@ -17,13 +17,10 @@
 #include <string.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "proc.h"
+#include "leek.h"
 #include "z-build.h"
-
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
 
 #define MiB (1024L * 1024)
 #define HOSTILE_BLOCKS (4u << 20) /* 16 MiB of ALLOC records: about 300 MiB to read them all */
@@ -82,9 +79,10 @@ static void expect_bounded(const struct proc *p, const char *what, long limit)
 #endif
 }
 
-static void run(struct proc *p, const char *dir, const char *const *argv)
+/* `leek ARGS...` (ending with NULL) in dir. */
+static void run(struct proc *p, const char *dir, const char *const *args)
 {
-	proc_run(p, dir, argv, NULL, 120);
+	leek_exec(p, dir, NULL, args, 120);
 }
 
 /* A few kilobytes of zstd that claim four million live blocks: refused, in bounded memory. */
@@ -100,21 +98,21 @@ TEST(small_file_many_live_blocks)
 	free(read_file(path, &size));
 	ASSERT_TRUE(size < 64 * 1024); /* what makes it hostile: kilobytes of file */
 
-	const char *const report[] = { LEEK_BIN, "report", "--max-memory", "32M", path, NULL };
+	const char *const report[] = { "report", "--max-memory", "32M", path, NULL };
 	run(&p, dir, report);
 	expect_refused(&p, "report", "32 MiB", first, HOSTILE_BLOCKS);
 	expect_bounded(&p, "report", 32 * MiB);
 	proc_free(&p);
 
 	/* Every view and format reads the same way; old also lists the blocks live at the end. */
-	const char *const old[] = { LEEK_BIN, "report", "old", "--age", "0", "--format", "json",
+	const char *const old[] = { "report", "old", "--age", "0", "--format", "json",
 				    "--max-memory", "32M", path, NULL };
 	run(&p, dir, old);
 	expect_refused(&p, "report old", "32 MiB", first, HOSTILE_BLOCKS);
 	expect_bounded(&p, "report old", 32 * MiB);
 	proc_free(&p);
 
-	const char *const dump[] = { LEEK_BIN, "dump", "--summary", "--max-memory", "32M", path,
+	const char *const dump[] = { "dump", "--summary", "--max-memory", "32M", path,
 				     NULL };
 	run(&p, dir, dump);
 	expect_refused(&p, "dump --summary", "32 MiB", first, HOSTILE_BLOCKS);
@@ -126,7 +124,7 @@ TEST(small_file_many_live_blocks)
 	size_t first_good;
 	snprintf(good, sizeof(good), "%s/good.lk", dir);
 	write_live(good, 1000, true, &first_good);
-	const char *const merge[] = { LEEK_BIN, "report", "--merge", "--max-memory", "32M", good,
+	const char *const merge[] = { "report", "--merge", "--max-memory", "32M", good,
 				      path, NULL };
 	run(&p, dir, merge);
 	ASSERT_EQ(p.status, 2);
@@ -151,20 +149,20 @@ TEST(large_profile_reads_under_the_default)
 	snprintf(path, sizeof(path), "%s/large.lk.zst", dir);
 	write_live(path, 1u << 20, false, &first);
 
-	const char *const report[] = { LEEK_BIN, "report", "--format", "json", path, NULL };
+	const char *const report[] = { "report", "--format", "json", path, NULL };
 	run(&p, dir, report);
 	if (p.status != 0)
 		FAIL("report: exit %d, stderr:\n%s", p.status, p.err);
 	ASSERT_CONTAINS(p.out, "\"live_objects_end\": 1048576");
 	proc_free(&p);
 
-	const char *const fits[] = { LEEK_BIN, "report", "--max-memory", "256M", path, NULL };
+	const char *const fits[] = { "report", "--max-memory", "256M", path, NULL };
 	run(&p, dir, fits);
 	ASSERT_EQ(p.status, 0);
 	expect_bounded(&p, "report --max-memory 256M", 256 * MiB);
 	proc_free(&p);
 
-	const char *const dump[] = { LEEK_BIN, "dump", "--summary", path, NULL };
+	const char *const dump[] = { "dump", "--summary", path, NULL };
 	run(&p, dir, dump);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "live at end: 1048576 sampled blocks");
@@ -187,8 +185,8 @@ TEST(max_memory_usage)
 	tmp_dir(dir);
 	for (size_t c = 0; c < 3; c++)
 		for (size_t i = 0; i < 3; i++) {
-			const char *argv[8] = { LEEK_BIN, cmds[c][0] };
-			size_t n = 2;
+			const char *argv[8] = { cmds[c][0] };
+			size_t n = 1;
 			if (cmds[c][1])
 				argv[n++] = cmds[c][1];
 			argv[n++] = "--max-memory";
@@ -200,7 +198,7 @@ TEST(max_memory_usage)
 			ASSERT_CONTAINS(p.err, bad[i][1]);
 			proc_free(&p);
 		}
-	const char *const help[] = { LEEK_BIN, "help", "report", NULL };
+	const char *const help[] = { "help", "report", NULL };
 	run(&p, dir, help);
 	ASSERT_CONTAINS(p.out, "--max-memory SIZE");
 	proc_free(&p);
@@ -236,14 +234,14 @@ TEST(symbolizer_takes_from_the_budget)
 	write_file(path, b.p, b.len);
 	free(b.p);
 
-	const char *const small[] = { LEEK_BIN, "report", "--max-memory", "16M", path, NULL };
+	const char *const small[] = { "report", "--max-memory", "16M", path, NULL };
 	run(&p, dir, small);
 	if (p.status != 2 || !strstr(p.err, "of memory to report (--max-memory; "))
 		FAIL("expected exit 2 while reporting; got %d:\n%s", p.status, p.err);
 	expect_bounded(&p, "report of 2000 deep stacks", 16 * MiB);
 	proc_free(&p);
 
-	const char *const enough[] = { LEEK_BIN, "report", "--max-memory", "256M", path, NULL };
+	const char *const enough[] = { "report", "--max-memory", "256M", path, NULL };
 	run(&p, dir, enough);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "lib.so+0x");

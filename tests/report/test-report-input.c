@@ -14,38 +14,22 @@
 #include <unistd.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "proc.h"
-
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
+#include "leek.h"
 
 static struct proc res;
 
 static void report(const char *dir, const char *format, const char *path)
 {
-	const char *argv[] = { LEEK_BIN, "report", "--format", format, path, NULL };
-
 	proc_free(&res);
-	proc_run(&res, dir, argv, NULL, 30);
-}
-
-/* err holds "offset N" with N not followed by another digit. */
-static bool has_offset(const char *err, size_t n)
-{
-	char want[40];
-
-	snprintf(want, sizeof(want), "offset %zu", n);
-	for (const char *s = err; (s = strstr(s, want)); s++)
-		if (s[strlen(want)] < '0' || s[strlen(want)] > '9')
-			return true;
-	return false;
+	leek_exec(&res, dir, NULL, (const char *const[]){ "report", "--format", format, path, NULL },
+		  30);
 }
 
 static void expect_offset_error(const char *what, const char *path, size_t offset)
 {
-	if (res.status != 2 || !has_offset(res.err, offset))
+	if (res.status != 2 || !leek_says_offset(res.err, offset))
 		FAIL("%s (%s): expected exit 2 and \"offset %zu\" on stderr; got exit %d, "
 		     "stderr:\n%s", what, path, offset, res.status, res.err);
 	/* A report of the damaged file's first part would pass for the whole; nothing may be
@@ -138,7 +122,7 @@ TEST(foreign_files)
 	ASSERT_EQ(res.out_len, 0);
 
 	/* An ELF file: the leek binary itself. */
-	report(dir, "text", LEEK_BIN);
+	report(dir, "text", leek_bin);
 	ASSERT_EQ(res.status, 2);
 	ASSERT_CONTAINS(res.err, "not a leek profile");
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "fx-stat.h"
 #include "harness.h"
 #include "report-util.h"
@@ -59,7 +60,7 @@ static void run_seeds(const char *dir, const char *fixture, unsigned first, unsi
 			char prefix[32];
 			size_t a = 0;
 			snprintf(prefix, sizeof(prefix), "s%u.", first + i + k);
-			profile[k] = find_one(dir, prefix);
+			profile[k] = find_one(dir, prefix, "");
 			ASSERT_TRUE(profile[k] != NULL);
 			for (; report_args[a] && a < 14; a++)
 				args[a] = report_args[a];

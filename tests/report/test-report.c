@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "read.h"
+#include "files.h"
 #include "report-util.h"
 
 #ifndef FX_DLIB
