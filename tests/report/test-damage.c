@@ -4,8 +4,8 @@
  * The profiles: with libleek.so built (no sanitizer), one recorded by `leek run --period 1` of
  * fixtures/fx-golden.c (about 1.5 KB: MODULE, STACK, THREAD, ALLOC, FREE, RSS and TRAILER
  * records as libleek writes them); always tests/lib/build-profile.h's sample (every record
- * type, LOSS, UNLOAD, INHERIT and extensions too); and $LEEK_DAMAGE_PROFILE if set, so that an
- * ASan build can be run by hand on a profile recorded by a plain one.
+ * type, LOSS, UNLOAD, INHERIT and extensions too); and always seed-fork of tests/fuzz/corpus, a
+ * forked child's profile that libleek wrote, so that a sanitizer build reads one too.
  *
  * The pass rules, against the records of the whole profile (each decoded into a text holding
  * every field, and its offset):
@@ -45,6 +45,10 @@
 #include "read.h"
 #include "util.h"
 #include "z-build.h"
+
+#ifndef CORPUS_DIR
+#error "meson passes CORPUS_DIR, tests/fuzz/corpus"
+#endif
 
 /* A profile read to its end: each record as text, and its offset. */
 struct readout {
@@ -510,20 +514,48 @@ TEST(sample_zstd)
 	free(s.b.p);
 }
 
-/* $LEEK_DAMAGE_PROFILE: a raw profile recorded elsewhere (for a sanitizer build). */
-TEST(given_profile)
+/* A profile that libleek wrote, kept in the fuzz corpus: fork.c's forked child in exact mode
+ * (INHERIT records, FREEs of inherited blocks, MODULE, STACK, THREAD, ALLOC, RSS, TRAILER). It is
+ * read in every build, a sanitizer's too, where no program can run under libleek to record one. A
+ * format version that stops reading it wants the corpus recorded again (tests/fuzz). */
+static char *corpus_profile(size_t *len)
 {
-	const char *path = getenv("LEEK_DAMAGE_PROFILE");
-	size_t len;
-	char *data;
+	return read_file(CORPUS_DIR "/seed-fork", len);
+}
 
-	if (!path || !*path)
-		return;
-	data = read_file(path, &len);
-	cut_everywhere(path, (const uint8_t *)data, len);
-	damage_randomly(path, (const uint8_t *)data, len, len);
-	z_everywhere(GZIP, path, (const uint8_t *)data, len);
-	z_everywhere(ZSTD, path, (const uint8_t *)data, len);
+TEST(corpus_cut)
+{
+	size_t len;
+	char *data = corpus_profile(&len);
+
+	cut_everywhere("seed-fork", (const uint8_t *)data, len);
+	free(data);
+}
+
+TEST(corpus_damaged)
+{
+	size_t len;
+	char *data = corpus_profile(&len);
+
+	damage_randomly("seed-fork", (const uint8_t *)data, len, len);
+	free(data);
+}
+
+TEST(corpus_gzip)
+{
+	size_t len;
+	char *data = corpus_profile(&len);
+
+	z_everywhere(GZIP, "seed-fork", (const uint8_t *)data, len);
+	free(data);
+}
+
+TEST(corpus_zstd)
+{
+	size_t len;
+	char *data = corpus_profile(&len);
+
+	z_everywhere(ZSTD, "seed-fork", (const uint8_t *)data, len);
 	free(data);
 }
 
@@ -583,5 +615,10 @@ TEST(recorded_zstd)
 
 	z_everywhere(ZSTD, "fx-golden's profile", (const uint8_t *)data, len);
 	free(data);
+}
+#else
+TEST(recorded_profile)
+{
+	SKIP("no libleek.so or fixtures in this build (a sanitizer build) to record a profile");
 }
 #endif
