@@ -227,6 +227,19 @@ static void debug_dir_remove(struct debug_dir *d)
 	rmdir(d->root);
 }
 
+/* The fixture library's module (of ms) and a debug directory d holding its debug file by its
+ * build-id, given to s: where the symbolizer finds DWARF that the module's own path lacks. */
+static const struct mod *lib_debug_dir(struct lk_symbolizer *s, const struct mods *ms,
+				       const struct fix_lib_sites *sites, struct debug_dir *d)
+{
+	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
+
+	ASSERT_TRUE(m && m->build_id_len);
+	debug_dir_make(d, m->build_id, m->build_id_len);
+	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d->root));
+	return m;
+}
+
 TEST(program_inline_chain)
 {
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s = new_symbolizer();
@@ -372,10 +385,7 @@ TEST(debug_dir_by_build_id)
 	size_t n;
 
 	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d.root));
+	const struct mod *m = lib_debug_dir(s, ms, sites, &d);
 	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, FIXTURE_STRIPPED, m->build_id, m->build_id_len,
 					   m->base, m->seg, m->nseg));
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
@@ -614,10 +624,7 @@ TEST(build_id_mismatch_prefers_debug_file)
 	size_t n;
 
 	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d.root));
+	const struct mod *m = lib_debug_dir(s, ms, sites, &d);
 	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, ms->m[0].path, m->build_id, m->build_id_len,
 					   m->base, m->seg, m->nseg));
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
@@ -656,19 +663,28 @@ TEST(missing_file)
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 1);
 	ASSERT_CONTAINS(w[0], "module /nonexistent/libleekfix.so: ");
 	ASSERT_CONTAINS(w[0], "no symbols");
+}
 
+/* Gone from disk, but its debug file is at hand: no warning, every frame. */
+TEST(missing_file_debug_file_at_hand)
+{
 #ifdef FIXTURE_DEBUG
-	/* Gone from disk, but its debug file is at hand: no warning, every frame. */
-	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s2 = new_symbolizer();
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s = new_symbolizer();
+	const struct fix_lib_sites *sites = lib_call(lib_open());
+	const struct lk_sym_frame *f;
+	const char *const *w;
 	struct debug_dir d;
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s2, d.root));
-	ASSERT_OK(lk_symbolizer_add_module(s2, 0, 1, "/nonexistent/libleekfix.so", m->build_id,
+	size_t n;
+
+	const struct mod *m = lib_debug_dir(s, load_modules(), sites, &d);
+	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, "/nonexistent/libleekfix.so", m->build_id,
 					   m->build_id_len, m->base, m->seg, m->nseg));
-	ASSERT_OK(lk_symbolize(s2, 0, 1, sites->leaf.ret - 1, &f, &n));
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	assert_lib_chain(f, n, sites, "/nonexistent/libleekfix.so");
-	ASSERT_EQ(lk_symbolizer_warnings(s2, &w), 0);
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 	debug_dir_remove(&d);
+#else
+	SKIP("no objcopy");
 #endif
 }
 
