@@ -99,6 +99,17 @@ size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 	return PB_REC(b, lk_rec_inherit(rec, size, stack, alloc_monotonic_ns));
 }
 
+size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n)
+{
+	uint64_t frames[40];
+
+	if (n > sizeof(frames) / sizeof(frames[0]))
+		abort();
+	for (uint32_t k = 0; k < n; k++)
+		frames[k] = 0x400000 + id * 0x40 + (uint64_t)k * 0x1000;
+	return PB_REC(b, lk_rec_stack(rec, id, frames, n));
+}
+
 void pb_header(struct pbuf *b, const struct pb_header *ph)
 {
 	size_t exe_len = strlen(ph->exe), size = LK_HEADER_FIXED_SIZE + exe_len + ph->cmdline_len;

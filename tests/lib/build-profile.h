@@ -58,6 +58,10 @@ size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr);
 size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 		  uint64_t alloc_monotonic_ns);
 
+/* STACK id of n made-up frames (n at most 40): 0x400000 + id * 0x40 + k * 0x1000 for frame k, so
+ * that no two ids share a frame. Returns its offset. */
+size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n);
+
 struct pb_header {
 	uint32_t flags, pid, ppid;
 	uint64_t period, start_realtime_ns, start_monotonic_ns, session, seed;

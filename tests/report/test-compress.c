@@ -87,15 +87,11 @@ static void z_member(enum codec c, struct pbuf *out, const uint8_t *data, size_t
 static void build_profile(struct pbuf *b)
 {
 	static uint64_t trailer[LK_CNT_MAX + 1];
-	uint64_t frames[12];
 
 	*b = (struct pbuf){ 0 };
 	pb_simple_header(b);
-	for (uint64_t i = 1; i <= 50; i++) {
-		for (int k = 0; k < 12; k++)
-			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
-		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 12) + 1));
-	}
+	for (uint64_t i = 1; i <= 50; i++)
+		pb_made_up_stack(b, i, (uint32_t)(i % 12) + 1);
 	for (uint64_t i = 1; i <= 2000; i++) {
 		pb_alloc(b, 1000 + i, 7 + i % 2, 0x10000 * i, 16 * (i % 100) + 1, i % 50 + 1);
 		if (i % 3)

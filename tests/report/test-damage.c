@@ -478,92 +478,96 @@ static void z_everywhere(enum codec codec, const char *name, const uint8_t *data
 	free(z.p);
 }
 
-TEST(sample_cut)
+/* What a test does with a whole profile. */
+enum check { CUT, DAMAGED, GZIPPED, ZSTDED };
+
+static void check(enum check c, const char *name, const uint8_t *data, size_t len)
+{
+	switch (c) {
+	case CUT:
+		cut_everywhere(name, data, len);
+		break;
+	case DAMAGED:
+		damage_randomly(name, data, len, len);
+		break;
+	case GZIPPED:
+		z_everywhere(GZIP, name, data, len);
+		break;
+	case ZSTDED:
+		z_everywhere(ZSTD, name, data, len);
+		break;
+	}
+}
+
+/* build-profile.c's round-trip sample: every record type, LOSS, UNLOAD and extensions too. */
+static void check_sample(enum check c)
 {
 	struct pb_sample s;
 
 	pb_build_sample(&s);
-	cut_everywhere("build-profile.h's sample", s.b.p, s.b.len);
+	check(c, "build-profile.c's sample", s.b.p, s.b.len);
 	free(s.b.p);
+}
+
+TEST(sample_cut)
+{
+	check_sample(CUT);
 }
 
 TEST(sample_damaged)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	damage_randomly("build-profile.h's sample", s.b.p, s.b.len, s.b.len);
-	free(s.b.p);
+	check_sample(DAMAGED);
 }
 
 TEST(sample_gzip)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	z_everywhere(GZIP, "build-profile.h's sample", s.b.p, s.b.len);
-	free(s.b.p);
+	check_sample(GZIPPED);
 }
 
 TEST(sample_zstd)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	z_everywhere(ZSTD, "build-profile.h's sample", s.b.p, s.b.len);
-	free(s.b.p);
+	check_sample(ZSTDED);
 }
 
 /* A profile that libleek wrote, kept in the fuzz corpus: fork.c's forked child in exact mode
  * (INHERIT records, FREEs of inherited blocks, MODULE, STACK, THREAD, ALLOC, RSS, TRAILER). It is
  * read in every build, a sanitizer's too, where no program can run under libleek to record one. A
  * format version that stops reading it wants the corpus recorded again (tests/fuzz). */
-static char *corpus_profile(size_t *len)
+static void check_corpus(enum check c)
 {
-	return read_file(CORPUS_DIR "/seed-fork", len);
+	size_t len;
+	char *data = read_file(CORPUS_DIR "/seed-fork", &len);
+
+	check(c, "seed-fork", (const uint8_t *)data, len);
+	free(data);
 }
 
 TEST(corpus_cut)
 {
-	size_t len;
-	char *data = corpus_profile(&len);
-
-	cut_everywhere("seed-fork", (const uint8_t *)data, len);
-	free(data);
+	check_corpus(CUT);
 }
 
 TEST(corpus_damaged)
 {
-	size_t len;
-	char *data = corpus_profile(&len);
-
-	damage_randomly("seed-fork", (const uint8_t *)data, len, len);
-	free(data);
+	check_corpus(DAMAGED);
 }
 
 TEST(corpus_gzip)
 {
-	size_t len;
-	char *data = corpus_profile(&len);
-
-	z_everywhere(GZIP, "seed-fork", (const uint8_t *)data, len);
-	free(data);
+	check_corpus(GZIPPED);
 }
 
 TEST(corpus_zstd)
 {
-	size_t len;
-	char *data = corpus_profile(&len);
-
-	z_everywhere(ZSTD, "seed-fork", (const uint8_t *)data, len);
-	free(data);
+	check_corpus(ZSTDED);
 }
 
 #if defined(LIBLEEK_PATH) && defined(FX_DIR)
-/* fx-golden in exact mode, recorded raw; its bytes in *len (malloc'ed). */
-static char *record_golden(size_t *len)
+/* fx-golden in exact mode, recorded raw by `leek run`. */
+static void check_recorded(enum check c)
 {
 	char dir[256], out[300], *path, *data;
+	size_t len;
 
 	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/golden.%%p.lk", dir);
@@ -575,46 +579,31 @@ static char *record_golden(size_t *len)
 	if (res.status != 0)
 		FAIL("leek run fx-golden: exit %d, stderr:\n%s", res.status, res.err);
 	path = find_one(dir, "golden.", "");
-	data = read_file(path, len);
+	data = read_file(path, &len);
 	free(path);
 	tmp_dir_remove(dir);
-	return data;
+	check(c, "fx-golden's profile", (const uint8_t *)data, len);
+	free(data);
 }
 
 TEST(recorded_cut)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	cut_everywhere("fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(CUT);
 }
 
 TEST(recorded_damaged)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	damage_randomly("fx-golden's profile", (const uint8_t *)data, len, len);
-	free(data);
+	check_recorded(DAMAGED);
 }
 
 TEST(recorded_gzip)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	z_everywhere(GZIP, "fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(GZIPPED);
 }
 
 TEST(recorded_zstd)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	z_everywhere(ZSTD, "fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(ZSTDED);
 }
 #else
 TEST(recorded_profile)

@@ -459,15 +459,14 @@ TEST(arena_grows_under_address_space_limit)
 	ASSERT_TRUE(lk_arena_check());
 }
 
-/* A block that no retained run can hold gives back as many retained pages as it faults in
- * (largest runs first, whole runs), and one that a retained run can hold gives back none. Eight
- * freed runs of 15 pages, kept apart by live blocks, and a retained amount far above them. */
-TEST(arena_gives_back_what_it_cannot_use)
+/* An arena (give_back as lk_arena_init() takes it) with eight freed runs of 15 pages, kept apart
+ * by live blocks, and a retained amount far above them. */
+static void eight_retained_runs(bool give_back)
 {
 	struct lk_arena_stats st;
 
 	rng_state = 12;
-	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, true));
+	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, give_back));
 	for (unsigned k = 0; k < 8; k++) {
 		ASSERT_TRUE(do_alloc(60000, 16)); /* 15 pages with its header */
 		ASSERT_TRUE(do_alloc(5000, 16));  /* 2 pages: a live neighbour */
@@ -476,6 +475,15 @@ TEST(arena_gives_back_what_it_cannot_use)
 		do_free((unsigned)k * 2); /* each free moves a live neighbour into the hole */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15);
+}
+
+/* A block that no retained run can hold gives back as many retained pages as it faults in
+ * (largest runs first, whole runs), and one that a retained run can hold gives back none. */
+TEST(arena_gives_back_what_it_cannot_use)
+{
+	struct lk_arena_stats st;
+
+	eight_retained_runs(true);
 	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: no retained run holds it */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15 - 2 * 15); /* two whole runs went back */
@@ -493,16 +501,7 @@ TEST(arena_exact_keeps_what_it_cannot_use)
 {
 	struct lk_arena_stats st;
 
-	rng_state = 12;
-	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, false));
-	for (unsigned k = 0; k < 8; k++) {
-		ASSERT_TRUE(do_alloc(60000, 16));
-		ASSERT_TRUE(do_alloc(5000, 16));
-	}
-	for (int k = 7; k >= 0; k--)
-		do_free((unsigned)k * 2);
-	lk_arena_get_stats(&st);
-	ASSERT_EQ(st.dirty_pages, 8 * 15);
+	eight_retained_runs(false);
 	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: fresh ones, and nothing goes back */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15);

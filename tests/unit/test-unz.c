@@ -71,14 +71,11 @@ static size_t unpackable(enum codec c, const struct pbuf *z, size_t n, bool *who
 static void build_big(struct pbuf *b)
 {
 	static uint8_t ext[3 * LK_READ_BUF / 2];
-	uint64_t frames[40];
 
 	*b = (struct pbuf){ 0 };
 	pb_simple_header(b);
 	for (uint64_t i = 1; i <= 3000; i++) {
-		for (int k = 0; k < 40; k++)
-			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
-		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
+		pb_made_up_stack(b, i, (uint32_t)(i % 41));
 		pb_alloc(b, i, 7 + i % 3, 0x10000 * i, i * 3, i);
 		if (i % 2 && i > 1)
 			pb_free(b, 2, 7, 0x10000 * (i - 1));
@@ -537,6 +534,24 @@ TEST(corrupt_first_block)
 	free(s.b.p);
 }
 
+/* z, whole members or frames of codec c holding b, followed by bytes that are not one: "LEEK",
+ * its first byte alone, and a member or frame of the other codec. Each fails with want. z is as
+ * it was after. */
+static void expect_trailing_junk(enum codec c, struct pbuf *z, const struct pbuf *b,
+				 const char *want)
+{
+	size_t end = z->len;
+
+	pb_put(z, "LEEK", 4);
+	expect_error(z, want);
+	z->len = end + 1;
+	expect_error(z, want);
+	z->len = end;
+	member(c == GZIP ? ZSTD : GZIP, z, b, 0, b->len, 1);
+	expect_error(z, want);
+	z->len = end;
+}
+
 TEST(corrupt_gzip)
 {
 	struct pb_sample s;
@@ -558,15 +573,10 @@ TEST(corrupt_gzip)
 	gz.p[gz.len - 1] ^= 1;
 
 	/* Bytes after the last member that are not a member: anything, or a zstd frame. */
-	size_t end = gz.len;
 	snprintf(want, sizeof(want),
 		 "gzip data corrupt after uncompressed offset %zu: bytes after the last member "
 		 "that are not another gzip member", s.b.len);
-	pb_put(&gz, "LEEK", 4);
-	expect_error(&gz, want);
-	gz.len = end;
-	member(ZSTD, &gz, &s.b, 0, s.b.len, 1);
-	expect_error(&gz, want);
+	expect_trailing_junk(GZIP, &gz, &s.b, want);
 	free(gz.p);
 	free(s.b.p);
 }
@@ -636,16 +646,9 @@ TEST(corrupt_zstd)
 
 	/* Bytes after the last frame that are not a frame: anything, even one byte, or a gzip
 	 * member. zstd returns at the end of a frame, so the offset is exact. */
-	size_t end = z.len;
 	snprintf(want, sizeof(want), "zstd data corrupt after uncompressed offset %zu: Unknown "
 		 "frame descriptor", s.b.len);
-	pb_put(&z, "LEEK", 4);
-	expect_error(&z, want);
-	z.len = end + 1;
-	expect_error(&z, want);
-	z.len = end;
-	member(GZIP, &z, &s.b, 0, s.b.len, 1);
-	expect_error(&z, want);
+	expect_trailing_junk(ZSTD, &z, &s.b, want);
 	free(z.p);
 	free(s.b.p);
 }
