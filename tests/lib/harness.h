@@ -26,6 +26,9 @@ _Noreturn void lk_test_fail(const char *file, int line, const char *fmt, ...)
  * missing, a file system without the feature), which must never count as passed. */
 _Noreturn void lk_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 #define SKIP(...) lk_test_skip(__VA_ARGS__)
+/* Fails the test here with a message, as a failed ASSERT_* does: for checks that say more than
+ * ASSERT_* can. */
+#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
 
 /* Pointers, not structs, go in the section: the linker packs 8-byte pointers with no padding
  * between them, whatever alignment the compiler picks for larger objects. */

@@ -6,19 +6,15 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/close_range.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "files.h"
 #include "harness.h"
+#include "proc.h"
 #include "read.h"
 #include "runner.h"
 
@@ -28,10 +24,6 @@
 #ifndef PROG_DIR
 #error "meson passes PROG_DIR, where the test programs are built"
 #endif
-
-extern char **environ;
-
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
 
 static void *xcalloc(size_t n, size_t size)
 {
@@ -57,31 +49,6 @@ static char *xstrdup(const char *s)
 	if (!d)
 		FAIL("out of memory");
 	return d;
-}
-
-char *run_read_all(const char *path, size_t *len_out)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	size_t len = 0, cap = 4096;
-	char *buf = xcalloc(1, cap);
-	ssize_t n;
-
-	if (len_out)
-		*len_out = 0;
-	if (fd < 0)
-		return buf;
-	while ((n = read(fd, buf + len, cap - len - 1)) > 0) {
-		len += (size_t)n;
-		if (cap - len < 2) {
-			buf = xrealloc(buf, cap * 2, 1);
-			cap *= 2;
-		}
-	}
-	close(fd);
-	buf[len] = 0;
-	if (len_out)
-		*len_out = len;
-	return buf;
 }
 
 /* ---- loading a profile ---- */
@@ -240,12 +207,6 @@ static void load_profile(struct profile *p, const char *path)
 
 /* ---- running ---- */
 
-static bool env_dropped(const char *e)
-{
-	return !strncmp(e, "LD_PRELOAD=", 11) || !strncmp(e, "LEEK_", 5) ||
-	       !strncmp(e, "MALLOC_PERTURB_=", 16) || !strncmp(e, "MALLOC_CHECK_=", 14);
-}
-
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(((const struct profile *)a)->path, ((const struct profile *)b)->path);
@@ -261,7 +222,8 @@ static void load_profiles(struct run *r)
 		FAIL("%s: %s", r->dir, strerror(errno));
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
-		if (de->d_name[0] == '.' || !strcmp(de->d_name, "stdout") || !strcmp(de->d_name, "stderr") ||
+		if (de->d_name[0] == '.' || !strncmp(de->d_name, "stdout.", 7) ||
+		    !strncmp(de->d_name, "stderr.", 7) || /* proc.c's */
 		    (len > 7 && !strcmp(de->d_name + len - 7, ".expect"))) /* a program's own notes */
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
@@ -274,108 +236,46 @@ static void load_profiles(struct run *r)
 
 void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 {
-	const char *tmp = getenv("TMPDIR");
-	char prog[512], out[512], preload[1024], *output = NULL;
-	size_t nenv = 0, n = 0;
-	unsigned timeout = o->timeout ? o->timeout : 30;
+	char prog[512], preload[1024], *output = NULL;
+	const char *env[2 + sizeof(o->env) / sizeof(o->env[0]) + 1];
+	size_t n = 0;
+	struct proc p;
 
 	memset(r, 0, sizeof(*r));
-	snprintf(r->dir, sizeof(r->dir), "%s/leek-preload-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(r->dir))
-		FAIL("mkdtemp %s: %s", r->dir, strerror(errno));
+	tmp_dir(r->dir);
 	snprintf(prog, sizeof(prog), "%s/%s", PROG_DIR, argv[0]);
-	if (o->exe)
-		snprintf(prog, sizeof(prog), "%s", o->exe);
 	if (asprintf(&output, o->output ? "LEEK_OUTPUT=%s" : "LEEK_OUTPUT=%s/leek.%%p.lk",
 		     o->output ? o->output : r->dir) < 0)
 		FAIL("asprintf: out of memory");
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->preload ? o->preload : LIBLEEK_PATH);
-
-	while (environ[nenv])
-		nenv++;
-	const char **envp = xcalloc(nenv + 16, sizeof(*envp));
-	for (size_t i = 0; i < nenv; i++)
-		if (!env_dropped(environ[i]))
-			envp[n++] = environ[i];
 	if (!o->preload || *o->preload)
-		envp[n++] = preload;
-	envp[n++] = output;
+		env[n++] = preload;
+	env[n++] = output;
 	for (size_t i = 0; i < sizeof(o->env) / sizeof(o->env[0]) && o->env[i]; i++) {
-		envp[n++] = o->env[i];
+		env[n++] = o->env[i];
 		r->exact |= !strcmp(o->env[i], "LEEK_PERIOD=1");
 	}
-	envp[n] = NULL;
+	env[n] = NULL;
 
-	fflush(NULL);
-	r->pid = fork();
-	if (r->pid < 0)
-		FAIL("fork: %s", strerror(errno));
-	if (r->pid == 0) {
-		setpgid(0, 0);
-		snprintf(out, sizeof(out), "%s/stdout", r->dir);
-		int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		snprintf(out, sizeof(out), "%s/stderr", r->dir);
-		int fd2 = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd < 0 || fd2 < 0 || dup2(fd, 1) < 0 || dup2(fd2, 2) < 0 ||
-		    (o->in_dir && chdir(r->dir) < 0))
-			_exit(125);
-		struct rlimit rl;
-		if (o->limit_as && (getrlimit(RLIMIT_AS, &rl) < 0 ||
-				    (rl.rlim_cur = o->limit_as, setrlimit(RLIMIT_AS, &rl) < 0)))
-			_exit(125);
-		if (o->limit_fsize && (getrlimit(RLIMIT_FSIZE, &rl) < 0 ||
-				       (rl.rlim_cur = o->limit_fsize, setrlimit(RLIMIT_FSIZE, &rl) < 0)))
-			_exit(125);
-		/* Only 0, 1 and 2: a program sees the descriptors leek opens, not the test's. */
-		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC);
-		execve(prog, (char *const *)argv, (char *const *)envp);
-		_exit(126);
-	}
-	setpgid(r->pid, r->pid);
-	free(envp);
+	proc_start_with(&p, r->dir, argv,
+			&(struct proc_opts){ .env = env,
+					     .timeout = o->timeout ? o->timeout : 30,
+					     .exe = o->exe ? o->exe : prog,
+					     .cwd = o->in_dir ? r->dir : NULL,
+					     .limit_as = o->limit_as,
+					     .limit_fsize = o->limit_fsize });
+	r->pid = p.pid;
+	proc_wait(&p);
 	free(output);
-
-	struct timespec start, now, nap = { 0, 2 * 1000 * 1000 };
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	for (;;) {
-		pid_t w = waitpid(r->pid, &r->status, WNOHANG);
-		if (w == r->pid)
-			break;
-		if (w < 0 && errno != EINTR)
-			FAIL("waitpid: %s", strerror(errno));
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec - start.tv_sec >= (time_t)timeout) {
-			kill(-r->pid, SIGKILL);
-			kill(r->pid, SIGKILL);
-			waitpid(r->pid, &r->status, 0);
-			FAIL("%s did not finish in %u s (deadlock?); killed. Files in %s", argv[0], timeout,
-			     r->dir);
-		}
-		nanosleep(&nap, NULL);
-	}
-	kill(-r->pid, SIGKILL); /* stragglers of the process group, if any */
-	snprintf(out, sizeof(out), "%s/stdout", r->dir);
-	r->out = run_read_all(out, NULL);
-	snprintf(out, sizeof(out), "%s/stderr", r->dir);
-	r->err = run_read_all(out, NULL);
+	r->status = p.wstatus;
+	r->out = p.out; /* now r's */
+	r->err = p.err;
 	load_profiles(r);
 }
 
 void run_cleanup(struct run *r)
 {
-	char path[512];
-	DIR *d = opendir(r->dir);
-	struct dirent *de;
-
-	while (d && (de = readdir(d))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", r->dir, de->d_name);
-		unlink(path);
-	}
-	if (d)
-		closedir(d);
-	rmdir(r->dir);
+	tmp_dir_remove(r->dir);
 	for (size_t i = 0; i < r->nprof; i++) {
 		struct profile *p = &r->prof[i];
 		for (size_t k = 0; k < p->nstacks; k++) {

@@ -1,11 +1,12 @@
 /* runner.h: runs a test program under libleek and loads every profile it wrote.
  *
-  * run_prog() starts a program from tests/preload in a fresh temporary directory, with LD_PRELOAD
-  * and LEEK_OUTPUT set, its stdout and stderr captured, in its own process group, and kills the
-  * group after a timeout. Then it reads every profile in the directory with the reader library
-  * (src/cli/read/read.h) and keeps what the tests look at: the header, the counts of each record
-  * type, the trailer's counters, every sampled block (ALLOC or INHERIT) with its size, stack and
-  * whether a FREE named it, and for every stack the modules its frames fall in.
+ * run_prog() starts a program from tests/preload in a fresh temporary directory, with LD_PRELOAD
+ * and LEEK_OUTPUT set, as tests/lib/proc.h starts any program: its stdout and stderr captured, in
+ * its own process group, killed with the group after a timeout. Then it reads every profile in the
+ * directory with the reader library (src/cli/read/read.h) and keeps what the tests look at: the
+ * header, the counts of each record type, the trailer's counters, every sampled block (ALLOC or
+ * INHERIT) with its size, stack and whether a FREE named it, and for every stack the modules its
+ * frames fall in.
  *
  * While loading it also enforces what every profile must satisfy, whatever the program did:
  * the reader reaches the end without an error; stack and module ids are assigned in order and
@@ -83,10 +84,6 @@ struct run {
 };
 
 /* argv[0] is the program's name in the build directory (PROG_DIR); the list ends with NULL. */
-/* The whole file, NUL-terminated, its length in *len (if len): an empty string if it cannot be
- * read. */
-char *run_read_all(const char *path, size_t *len);
-
 void run_prog(struct run *r, const struct run_opts *o, const char *const *argv);
 void run_cleanup(struct run *r); /* removes the directory; only after a passing test */
 

@@ -21,32 +21,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "harness.h"
+#include "proc.h"
 #include "runner.h"
 
 #define EXACT "LEEK_PERIOD=1"
 #define LOSS(c) (1ull << (c))
 #define MIB (1ull << 20)
 
-/* The number of files in dir (not . and ..). */
-static unsigned count_files(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	unsigned n = 0;
-
-	ASSERT_TRUE(d != NULL);
-	while ((de = readdir(d)))
-		n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
-	closedir(d);
-	return n;
-}
-
 static void expect_signal(const struct run *r, int sig)
 {
 	if (!WIFSIGNALED(r->status) || WTERMSIG(r->status) != sig)
-		lk_test_fail(__FILE__, __LINE__, "expected death by SIG%s, status %#x; stderr:\n%s",
-			     sigabbrev_np(sig), r->status, r->err);
+		FAIL("expected death by SIG%s, status %#x; stderr:\n%s", sigabbrev_np(sig),
+		     r->status, r->err);
 }
 
 /* ---- 1. a setuid program ignores LEEK_* and profiles nothing ---- */
@@ -65,36 +53,23 @@ static void copy_file(const char *from, const char *to, mode_t mode)
 	close(out);
 }
 
-/* Runs argv (a NULL-terminated list) with cwd dir and stdout into out (NUL-terminated). */
-static int run_argv(const char *dir, const char *const *argv, char *out, size_t size)
+/* Runs argv (a NULL-terminated list) in dir, its output in files apart from dir (whose files the
+ * test counts). */
+static void run_in(struct proc *p, const char *dir, const char *const *argv)
 {
-	int fds[2], status;
-	ssize_t k, n = 0;
+	char files[256];
 
-	ASSERT_EQ(pipe(fds), 0);
-	pid_t pid = fork();
-	ASSERT_TRUE(pid >= 0);
-	if (pid == 0) {
-		dup2(fds[1], 1);
-		close(fds[0]);
-		if (chdir(dir) < 0)
-			_exit(125);
-		execv(argv[0], (char *const *)argv);
-		_exit(126);
-	}
-	close(fds[1]);
-	while ((k = read(fds[0], out + n, size - 1 - (size_t)n)) > 0)
-		n += k;
-	out[n] = 0;
-	close(fds[0]);
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	return status;
+	tmp_dir(files);
+	proc_start_with(p, files, argv, &(struct proc_opts){ .cwd = dir });
+	proc_wait(p);
+	tmp_dir_remove(files);
 }
 
 TEST(setuid_program_ignores_leek_environment)
 {
-	char dir[] = "/tmp/leek-setuid-XXXXXX", prog[64], secret[64], output[128], out[4096];
+	char dir[] = "/tmp/leek-setuid-XXXXXX", prog[64], secret[64], output[128];
 	struct statvfs vfs;
+	struct proc p;
 
 	if (geteuid() != 0)
 		SKIP("needs root, to make a setuid-root program");
@@ -116,26 +91,28 @@ TEST(setuid_program_ignores_leek_environment)
 	const char *const as_nobody[] = { "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",
 					  "--clear-groups", "--", "/usr/bin/env", "-i", output,
 					  "LEEK_PERIOD=1", "LEEK_QUIET=0", prog, "\necho hi\n", NULL };
-	int status = run_argv(dir, as_nobody, out, sizeof(out));
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	if (!strstr(out, "euid 0 ruid 65534 secure 1")) {
+	run_in(&p, dir, as_nobody);
+	ASSERT_EQ(p.status, 0);
+	if (!strstr(p.out, "euid 0 ruid 65534 secure 1")) {
 		/* A file system that ignores the setuid bit, or a loader that did not go secure. */
 		unlink(prog);
 		rmdir(secret);
 		rmdir(dir);
-		SKIP("the copy did not run setuid: %.200s", out);
+		SKIP("the copy did not run setuid: %.200s", p.out);
 	}
-	ASSERT_CONTAINS(out, "leek 1");
-	ASSERT_CONTAINS(out, "\n\necho hi\n\ndone\n");
-	ASSERT_EQ(count_files(secret), 0);
-	ASSERT_EQ(count_files(dir), 2); /* the program and secret/: no profile anywhere */
+	ASSERT_CONTAINS(p.out, "leek 1");
+	ASSERT_CONTAINS(p.out, "\n\necho hi\n\ndone\n");
+	ASSERT_EQ(count_files(secret, "", ""), 0);
+	ASSERT_EQ(count_files(dir, "", ""), 2); /* the program and secret/: no profile anywhere */
+	proc_free(&p);
 
 	/* As root, the same program is profiled where LEEK_OUTPUT says: the library works in it. */
 	const char *const as_root[] = { "/usr/bin/env", "-i", output, prog, "root", NULL };
-	status = run_argv(dir, as_root, out, sizeof(out));
-	ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	ASSERT_CONTAINS(out, "secure 0 leek 1");
-	ASSERT_EQ(count_files(secret), 1);
+	run_in(&p, dir, as_root);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "secure 0 leek 1");
+	ASSERT_EQ(count_files(secret, "", ""), 1);
+	proc_free(&p);
 
 	char cmd[256];
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
@@ -362,7 +339,7 @@ static void output_dir(const char *suffix)
 	expect_clean(&r, 0, 0);
 	ASSERT_STREQ(r.err, "");
 	snprintf(path, sizeof(path), "%s/leek.churn.%d.lk", dir, (int)r.pid);
-	ASSERT_EQ(count_files(dir), 1);
+	ASSERT_EQ(count_files(dir, "", ""), 1);
 	ASSERT_EQ(access(path, R_OK), 0);
 	snprintf(path, sizeof(path), "%s.1", dir);
 	ASSERT_TRUE(access(path, F_OK) < 0);

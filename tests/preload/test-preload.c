@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "harness.h"
 #include "runner.h"
 
@@ -54,10 +55,9 @@ static void same_output(const char *const *argv, const char *alloc, const char *
 				a++, b++;
 			while (a > ref.out && a[-1] != '\n')
 				a--, b--;
-			lk_test_fail(__FILE__, __LINE__,
-				     "%s under leek (%s, LD_PRELOAD=%s) differs from %s alone; first "
-				     "difference:\n  without: %.200s\n  with:    %.200s\nfiles in %s",
-				     argv[0], *env, preload, *alloc ? alloc : "glibc", a, b, r.dir);
+			FAIL("%s under leek (%s, LD_PRELOAD=%s) differs from %s alone; first "
+			     "difference:\n  without: %.200s\n  with:    %.200s\nfiles in %s",
+			     argv[0], *env, preload, *alloc ? alloc : "glibc", a, b, r.dir);
 		}
 		if (r.exact)
 			ASSERT_TRUE(main_profile(&r)->ntag[LK_REC_ALLOC] > 0);
@@ -73,7 +73,7 @@ static unsigned long printed(const struct run *r, const char *key)
 	const char *s = strstr(r->out, key);
 
 	if (!s)
-		lk_test_fail(__FILE__, __LINE__, "no \"%s\" in the output of pid %d", key, (int)r->pid);
+		FAIL("no \"%s\" in the output of pid %d", key, (int)r->pid);
 	return strtoul(s + strlen(key), NULL, 10);
 }
 
@@ -205,8 +205,8 @@ static void dlopen_run(const char *period, bool exact)
 	for (size_t i = 1; i <= p->nstacks; i++)
 		stacks += stack_in_module(p, i, "libdlo.so");
 	if (exact && (loads == 0 || unloads == 0 || stacks == 0))
-		lk_test_fail(__FILE__, __LINE__, "%s: libdlo.so loaded %u times, unloaded %u times, in "
-			     "%u stacks", p->path, loads, unloads, stacks);
+		FAIL("%s: libdlo.so loaded %u times, unloaded %u times, in %u stacks", p->path,
+		     loads, unloads, stacks);
 	run_cleanup(&r);
 }
 
@@ -334,8 +334,7 @@ static void usable_matrix(const struct allocator *a)
 	expect_exit0(&mine);
 	expect_exit0(&libc);
 	if (!strcmp(mine.out, libc.out))
-		lk_test_fail(__FILE__, __LINE__, "usable sizes with LD_PRELOAD=%s are glibc's: was it "
-			     "loaded?", a->path);
+		FAIL("usable sizes with LD_PRELOAD=%s are glibc's: was it loaded?", a->path);
 	run_cleanup(&mine);
 	run_cleanup(&libc);
 }
@@ -404,8 +403,8 @@ TEST(usable_glibc)
 		ASSERT_EQ(sscanf(s, "usable %lu %lu", &n, &u), 2);
 		unsigned long want = ((n + 8 + 15) & ~15ul) < 32 ? 24 : ((n + 8 + 15) & ~15ul) - 8;
 		if (u != want)
-			lk_test_fail(__FILE__, __LINE__, "glibc: malloc_usable_size(malloc(%lu)) = %lu, "
-				     "formula %lu", n, u, want);
+			FAIL("glibc: malloc_usable_size(malloc(%lu)) = %lu, formula %lu", n, u,
+			     want);
 		rows++;
 	}
 	ASSERT_TRUE(rows > 4096);
@@ -469,10 +468,9 @@ TEST(cxx_exact)
 		if (b->size != 77777 && b->size != 6400)
 			continue;
 		if (!stack_in_module(p, b->stack, "libstdc++") || !stack_in_module(p, b->stack, p->exe))
-			lk_test_fail(__FILE__, __LINE__, "%s: the stack of a %llu-byte block (id %llu) "
-				     "is in:\n%s", p->path, (unsigned long long)b->size,
-				     (unsigned long long)b->stack,
-				     b->stack ? p->stacks[b->stack - 1].modules : "(none)");
+			FAIL("%s: the stack of a %llu-byte block (id %llu) is in:\n%s", p->path,
+			     (unsigned long long)b->size, (unsigned long long)b->stack,
+			     b->stack ? p->stacks[b->stack - 1].modules : "(none)");
 		n++; /* cxx.cc checks the alignment of what it got */
 	}
 	ASSERT_EQ(n, 20);
@@ -510,9 +508,8 @@ TEST(exact_counts)
 				continue;
 			live += !b->freed;
 			if (!stack_in_module(p, b->stack, p->exe))
-				lk_test_fail(__FILE__, __LINE__, "%s: a %llu-byte block's stack does not "
-					     "pass through %s", p->path, (unsigned long long)b->size,
-					     p->exe);
+				FAIL("%s: a %llu-byte block's stack does not pass through %s",
+				     p->path, (unsigned long long)b->size, p->exe);
 		} /* exact.c checks the alignment of what it got */
 	}
 	ASSERT_EQ(live, printed(&r, "live "));
@@ -619,18 +616,17 @@ static void unwind_check(const char *const *argv, const char *setting, int min_c
 			if (p->blocks[i].size == size)
 				b = &p->blocks[i];
 		if (!b)
-			lk_test_fail(__FILE__, __LINE__, "%s: no block of %zu bytes", p->path, size);
+			FAIL("%s: no block of %zu bytes", p->path, size);
 		ASSERT_TRUE(b->stack > 0 && b->stack <= p->nstacks);
 		const struct stack *st = &p->stacks[b->stack - 1];
 		if (st->nframes != (uint32_t)n + 1)
-			lk_test_fail(__FILE__, __LINE__, "%s: %zu bytes: %u frames, backtrace() saw %d "
-				     "callers + 1", p->path, size, st->nframes, n);
+			FAIL("%s: %zu bytes: %u frames, backtrace() saw %d callers + 1", p->path,
+			     size, st->nframes, n);
 		for (int k = 0; k < n; k++)
 			if (st->frames[k + 1] != want[k])
-				lk_test_fail(__FILE__, __LINE__, "%s: %zu bytes: frame %d is %#llx, "
-					     "backtrace() saw %#llx", p->path, size, k + 1,
-					     (unsigned long long)st->frames[k + 1],
-					     (unsigned long long)want[k]);
+				FAIL("%s: %zu bytes: frame %d is %#llx, backtrace() saw %#llx",
+				     p->path, size, k + 1, (unsigned long long)st->frames[k + 1],
+				     (unsigned long long)want[k]);
 		checked++;
 		deep += n > 30;
 	}
@@ -716,8 +712,8 @@ static void crash(const char *how, int sig)
 
 	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
 	if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != sig)
-		lk_test_fail(__FILE__, __LINE__, "crash %s: status %#x, expected SIG%s; stderr:\n%s", how,
-			     r.status, sigabbrev_np(sig), r.err);
+		FAIL("crash %s: status %#x, expected SIG%s; stderr:\n%s", how, r.status,
+		     sigabbrev_np(sig), r.err);
 	ASSERT_EQ(r.nprof, 1);
 	const struct profile *p = main_profile(&r);
 	ASSERT_TRUE(!p->trailer);
@@ -749,8 +745,8 @@ static void output_fails(const char *output)
 	expect_exit0(&r);
 	ASSERT_EQ(r.nprof, 0);
 	if (count_lines(r.err) != 1 || strncmp(r.err, "leek: ", 6))
-		lk_test_fail(__FILE__, __LINE__, "LEEK_OUTPUT=%s: stderr should be one line from leek, "
-			     "it is:\n%s", output, r.err);
+		FAIL("LEEK_OUTPUT=%s: stderr should be one line from leek, it is:\n%s", output,
+		     r.err);
 	ASSERT_CONTAINS(r.out, "allocs ");
 	run_cleanup(&r);
 }
@@ -964,7 +960,7 @@ static unsigned children_run(const char *const *argv, unsigned timeout, size_t n
 			expect_clean(&r, nprocs, 0);
 		for (size_t k = 0; k < r.nprof; k++) {
 			if (!r.prof[k].trailer)
-				lk_test_fail(__FILE__, __LINE__, "%s has no trailer", r.prof[k].path);
+				FAIL("%s has no trailer", r.prof[k].path);
 			check_counters(&r, &r.prof[k], 0);
 		}
 		if (r.exact)
@@ -1015,7 +1011,7 @@ static void daemon_run(const char *how, bool relative)
 	expect_exit0(&ref);
 	ASSERT_EQ(ref.nprof, 0);
 	snprintf(path, sizeof(path), "%s/daemon.expect", ref.dir);
-	char *want = run_read_all(path, &want_len);
+	char *want = read_file_or_empty(path, &want_len);
 	ASSERT_EQ(want_len, 4u << 20);
 	for (size_t i = 0; i < 3; i++) {
 		run_prog(&r, &(struct run_opts){ .env = { envs[i], SEED }, .output = output,
@@ -1023,14 +1019,14 @@ static void daemon_run(const char *how, bool relative)
 			 argv);
 		/* The program's data first: a damaged file says more than its exit status. */
 		snprintf(path, sizeof(path), "%s/daemon.expect", r.dir);
-		char *got = run_read_all(path, &got_len); /* missing: empty, and differs below */
+		char *got = read_file_or_empty(path, &got_len); /* missing: empty, and differs below */
 		if (got_len != want_len || memcmp(got, want, want_len)) {
 			size_t k = 0;
 			while (k < got_len && k < want_len && got[k] == want[k])
 				k++;
-			lk_test_fail(__FILE__, __LINE__, "daemon %s (%s): the program's data file has %zu "
-				     "bytes, first difference at byte %zu, from the run without leek (%zu "
-				     "bytes); files in %s", how, envs[i], got_len, k, want_len, r.dir);
+			FAIL("daemon %s (%s): the program's data file has %zu bytes, first "
+			     "difference at byte %zu, from the run without leek (%zu bytes); files "
+			     "in %s", how, envs[i], got_len, k, want_len, r.dir);
 		}
 		free(got);
 		expect_clean(&r, 1, 0);
@@ -1038,8 +1034,8 @@ static void daemon_run(const char *how, bool relative)
 		/* leek holds no descriptor the program could find (writer.c, file_get): the
 		 * program took 200, where leek's descriptor used to be. */
 		if (strstr(r.err, "leek fd found"))
-			lk_test_fail(__FILE__, __LINE__, "daemon %s (%s): the program found a "
-				     "descriptor of leek's profile", how, envs[i]);
+			FAIL("daemon %s (%s): the program found a descriptor of leek's profile",
+			     how, envs[i]);
 		const struct profile *p = main_profile(&r);
 		if (r.exact) {
 			ASSERT_EQ(check_tallies(&r), 2);

@@ -13,15 +13,15 @@
 #include <stdint.h>
 
 #include "json.h"
-#include "proc.h"
+#include "leek.h"
 
 #ifndef FX_DIR
 #error "meson passes FX_DIR, where the fixtures are built"
 #endif
 #define FX(name) FX_DIR "/" name
 
-/* `leek run ARGS...` (args after "run", ending with NULL), in dir, with LEEK_LIBRARY set to the
- * libleek.so of this build. */
+/* `leek run ARGS...` (args after "run", ending with NULL), in dir, as leek.h runs leek: with
+ * LEEK_LIBRARY set to the libleek.so of this build. */
 void leek_run(struct proc *p, const char *dir, const char *const *args, unsigned timeout);
 void leek_run_start(struct proc *p, const char *dir, const char *const *args, unsigned timeout);
 

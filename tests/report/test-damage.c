@@ -3,9 +3,9 @@
  *
  * The profiles: with libleek.so built (no sanitizer), one recorded by `leek run --period 1` of
  * fixtures/fx-golden.c (about 1.5 KB: MODULE, STACK, THREAD, ALLOC, FREE, RSS and TRAILER
- * records as libleek writes them); always tests/unit/build-profile.h's sample (every record
- * type, LOSS, UNLOAD, INHERIT and extensions too); and $LEEK_DAMAGE_PROFILE if set, so that an
- * ASan build can be run by hand on a profile recorded by a plain one.
+ * records as libleek writes them); always tests/lib/build-profile.h's sample (every record
+ * type, LOSS, UNLOAD, INHERIT and extensions too); and always seed-fork of tests/fuzz/corpus, a
+ * forked child's profile that libleek wrote, so that a sanitizer build reads one too.
  *
  * The pass rules, against the records of the whole profile (each decoded into a text holding
  * every field, and its offset):
@@ -39,18 +39,16 @@
 #include <zlib.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "gz-build.h"
-#include "proc.h"
+#include "leek.h"
 #include "read.h"
 #include "util.h"
-#include "zst-build.h"
+#include "z-build.h"
 
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
+#ifndef CORPUS_DIR
+#error "meson passes CORPUS_DIR, tests/fuzz/corpus"
 #endif
-
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
 
 /* A profile read to its end: each record as text, and its offset. */
 struct readout {
@@ -184,18 +182,6 @@ static int skip_profile(const uint8_t *data, size_t len, size_t max, size_t *n)
 	return r;
 }
 
-/* msg holds "offset N" with N not followed by another digit. */
-static bool has_offset(const char *msg, uint64_t n)
-{
-	char want[40];
-
-	snprintf(want, sizeof(want), "offset %" PRIu64, n);
-	for (const char *s = msg; (s = strstr(s, want)); s++)
-		if (s[strlen(want)] < '0' || s[strlen(want)] > '9')
-			return true;
-	return false;
-}
-
 static bool has_any_offset(const char *msg)
 {
 	const char *s = strstr(msg, "offset ");
@@ -218,11 +204,9 @@ static struct proc res;
 
 static void leek(const char *dir, const char *cmd, const char *opt, const char *path)
 {
-	static const char *const env[] = { "LC_ALL=C", NULL };
-	const char *argv[] = { LEEK_BIN, cmd, opt ? opt : path, opt ? path : NULL, NULL };
-
 	proc_free(&res);
-	proc_run(&res, dir, argv, env, 30);
+	leek_exec(&res, dir, NULL,
+		  (const char *const[]){ cmd, opt ? opt : path, opt ? path : NULL, NULL }, 30);
 }
 
 /* Status 0 or 2, and never a sanitizer's report. */
@@ -262,7 +246,7 @@ static void binaries_on_cut(const char *dir, const uint8_t *data, const struct r
 				     what, res.argv0, i == 0 ? " with " : "", i == 0 ? want : "",
 				     res.status, res.err);
 		} else if (!boundary) {
-			if (res.status != 2 || !has_offset(res.err, full->off[k - 1]))
+			if (res.status != 2 || !leek_says_offset(res.err, full->off[k - 1]))
 				FAIL("%s: %s: expected exit 2 and \"offset %" PRIu64 "\"; got exit "
 				     "%d, stderr:\n%s",
 				     what, res.argv0, full->off[k - 1], res.status, res.err);
@@ -327,7 +311,7 @@ static void cut_everywhere(const char *name, const uint8_t *data, size_t len)
 				     name, c, cut.r, cut.error, cut.trailer, cut.n, k, cut.end);
 		} else {
 			if (cut.r != -EBADMSG || cut.n != k - 1 ||
-			    !has_offset(cut.error, full.off[k - 1]))
+			    !leek_says_offset(cut.error, full.off[k - 1]))
 				FAIL("%s: cut at %zu, inside the record at %" PRIu64
 				     ": r %d \"%s\", %zu records (expected %zu)",
 				     name, c, full.off[k - 1], cut.r, cut.error, cut.n, k - 1);
@@ -494,116 +478,136 @@ static void z_everywhere(enum codec codec, const char *name, const uint8_t *data
 	free(z.p);
 }
 
-TEST(sample_cut)
+/* What a test does with a whole profile. */
+enum check { CUT, DAMAGED, GZIPPED, ZSTDED };
+
+static void check(enum check c, const char *name, const uint8_t *data, size_t len)
+{
+	switch (c) {
+	case CUT:
+		cut_everywhere(name, data, len);
+		break;
+	case DAMAGED:
+		damage_randomly(name, data, len, len);
+		break;
+	case GZIPPED:
+		z_everywhere(GZIP, name, data, len);
+		break;
+	case ZSTDED:
+		z_everywhere(ZSTD, name, data, len);
+		break;
+	}
+}
+
+/* build-profile.c's round-trip sample: every record type, LOSS, UNLOAD and extensions too. */
+static void check_sample(enum check c)
 {
 	struct pb_sample s;
 
 	pb_build_sample(&s);
-	cut_everywhere("build-profile.h's sample", s.b.p, s.b.len);
+	check(c, "build-profile.c's sample", s.b.p, s.b.len);
 	free(s.b.p);
+}
+
+TEST(sample_cut)
+{
+	check_sample(CUT);
 }
 
 TEST(sample_damaged)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	damage_randomly("build-profile.h's sample", s.b.p, s.b.len, s.b.len);
-	free(s.b.p);
+	check_sample(DAMAGED);
 }
 
 TEST(sample_gzip)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	z_everywhere(GZIP, "build-profile.h's sample", s.b.p, s.b.len);
-	free(s.b.p);
+	check_sample(GZIPPED);
 }
 
 TEST(sample_zstd)
 {
-	struct pb_sample s;
-
-	pb_build_sample(&s);
-	z_everywhere(ZSTD, "build-profile.h's sample", s.b.p, s.b.len);
-	free(s.b.p);
+	check_sample(ZSTDED);
 }
 
-/* $LEEK_DAMAGE_PROFILE: a raw profile recorded elsewhere (for a sanitizer build). */
-TEST(given_profile)
+/* A profile that libleek wrote, kept in the fuzz corpus: fork.c's forked child in exact mode
+ * (INHERIT records, FREEs of inherited blocks, MODULE, STACK, THREAD, ALLOC, RSS, TRAILER). It is
+ * read in every build, a sanitizer's too, where no program can run under libleek to record one. A
+ * format version that stops reading it wants the corpus recorded again (tests/fuzz). */
+static void check_corpus(enum check c)
 {
-	const char *path = getenv("LEEK_DAMAGE_PROFILE");
 	size_t len;
-	char *data;
+	char *data = read_file(CORPUS_DIR "/seed-fork", &len);
 
-	if (!path || !*path)
-		return;
-	data = read_file(path, &len);
-	cut_everywhere(path, (const uint8_t *)data, len);
-	damage_randomly(path, (const uint8_t *)data, len, len);
-	z_everywhere(GZIP, path, (const uint8_t *)data, len);
-	z_everywhere(ZSTD, path, (const uint8_t *)data, len);
+	check(c, "seed-fork", (const uint8_t *)data, len);
 	free(data);
 }
 
-#if defined(LIBLEEK_PATH) && defined(FX_DIR)
-/* fx-golden in exact mode, recorded raw; its bytes in *len (malloc'ed). */
-static char *record_golden(size_t *len)
+TEST(corpus_cut)
 {
-	static const char *const env[] = { "LEEK_LIBRARY=" LIBLEEK_PATH, "LC_ALL=C", NULL };
+	check_corpus(CUT);
+}
+
+TEST(corpus_damaged)
+{
+	check_corpus(DAMAGED);
+}
+
+TEST(corpus_gzip)
+{
+	check_corpus(GZIPPED);
+}
+
+TEST(corpus_zstd)
+{
+	check_corpus(ZSTDED);
+}
+
+#if defined(LIBLEEK_PATH) && defined(FX_DIR)
+/* fx-golden in exact mode, recorded raw by `leek run`. */
+static void check_recorded(enum check c)
+{
 	char dir[256], out[300], *path, *data;
+	size_t len;
 
 	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/golden.%%p.lk", dir);
-	const char *argv[] = { LEEK_BIN,    "run", "--period", "1", "--no-compress", "-o", out,
-			       "--",        FX_DIR "/fx-golden",      NULL };
 	proc_free(&res);
-	proc_run(&res, dir, argv, env, 60);
+	leek_exec(&res, dir, NULL,
+		  (const char *const[]){ "run", "--period", "1", "--no-compress", "-o", out, "--",
+					 FX_DIR "/fx-golden", NULL },
+		  60);
 	if (res.status != 0)
 		FAIL("leek run fx-golden: exit %d, stderr:\n%s", res.status, res.err);
-	path = find_one(dir, "golden.");
-	if (!path)
-		FAIL("leek run left no profile in %s", dir);
-	data = read_file(path, len);
+	path = find_one(dir, "golden.", "");
+	data = read_file(path, &len);
 	free(path);
 	tmp_dir_remove(dir);
-	return data;
+	check(c, "fx-golden's profile", (const uint8_t *)data, len);
+	free(data);
 }
 
 TEST(recorded_cut)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	cut_everywhere("fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(CUT);
 }
 
 TEST(recorded_damaged)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	damage_randomly("fx-golden's profile", (const uint8_t *)data, len, len);
-	free(data);
+	check_recorded(DAMAGED);
 }
 
 TEST(recorded_gzip)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	z_everywhere(GZIP, "fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(GZIPPED);
 }
 
 TEST(recorded_zstd)
 {
-	size_t len;
-	char *data = record_golden(&len);
-
-	z_everywhere(ZSTD, "fx-golden's profile", (const uint8_t *)data, len);
-	free(data);
+	check_recorded(ZSTDED);
+}
+#else
+TEST(recorded_profile)
+{
+	SKIP("no libleek.so or fixtures in this build (a sanitizer build) to record a profile");
 }
 #endif

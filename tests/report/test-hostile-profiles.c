@@ -29,52 +29,23 @@
 #include <unistd.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "proc.h"
+#include "leek.h"
 
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
-
-#define FAIL(...) lk_test_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define MAX_ARGS  24
-#define TIMEOUT   30 /* seconds: each run here takes well under one */
+#define TIMEOUT 30 /* seconds: each run here takes well under one */
 
 static struct proc res;
 
-/* `leek ARGS...` (NULL-terminated) in dir, with this build's libleek.so if there is one, the C
- * locale and the extra environment env (may be NULL). */
-static void leek_env(struct proc *p, const char *dir, const char *const *env,
-		     const char *const *args)
+/* `leek ARGS...` (NULL-terminated) in dir, with the extra environment env (may be NULL). */
+static void leek_env(const char *dir, const char *const *env, const char *const *args)
 {
-	const char *envp[16] = {
-#ifdef LIBLEEK_PATH
-		"LEEK_LIBRARY=" LIBLEEK_PATH,
-#endif
-		"LC_ALL=C",
-	};
-	const char *argv[MAX_ARGS] = { LEEK_BIN };
-	size_t n = 1, ne = 0;
-
-	while (envp[ne])
-		ne++;
-	for (size_t i = 0; env && env[i]; i++) {
-		if (ne + 1 >= sizeof(envp) / sizeof(envp[0]))
-			FAIL("too many variables");
-		envp[ne++] = env[i];
-	}
-	for (size_t i = 0; args[i]; i++) {
-		if (n + 1 >= MAX_ARGS)
-			FAIL("too many arguments");
-		argv[n++] = args[i];
-	}
-	argv[n] = NULL;
-	proc_free(p);
-	proc_run(p, dir, argv, envp, TIMEOUT);
+	proc_free(&res);
+	leek_exec(&res, dir, env, args, TIMEOUT);
 }
 
-#define LEEK(dir, ...)          leek_env(&res, dir, NULL, (const char *const[]){ __VA_ARGS__, NULL })
-#define LEEK_ENV(dir, env, ...) leek_env(&res, dir, env, (const char *const[]){ __VA_ARGS__, NULL })
+#define LEEK(dir, ...)          leek_env(dir, NULL, (const char *const[]){ __VA_ARGS__, NULL })
+#define LEEK_ENV(dir, env, ...) leek_env(dir, env, (const char *const[]){ __VA_ARGS__, NULL })
 
 /* A profile of one process whose exe is exe and whose one module (id 1) is at path module, with
  * one stack in that module and one block live at the end: reporting it symbolizes the module. */
@@ -252,7 +223,7 @@ TEST(run_writes_0600)
 	LEEK(dir, "run", "--period", "1", "-o", out, "--", FX("fx-exit"), "exit", "0");
 	ASSERT_EQ(res.status, 0);
 	ASSERT_EQ(count_files(dir, "x.", ".lk"), 0);
-	path = find_one(dir, "x.");
+	path = find_one(dir, "x.", "");
 	ASSERT_TRUE(path && strstr(path, ".lk.zst"));
 	ASSERT_OK(stat(path, &st));
 	ASSERT_EQ(st.st_mode & 07777, 0600);
@@ -362,7 +333,7 @@ TEST(run_keeps_debuginfod_to_the_program)
 #else
 	if (!dlopen("libdebuginfod.so.1", RTLD_LAZY))
 		SKIP("no libdebuginfod.so.1 (Debian: libdebuginfod1): libdw asks no server");
-	unsetenv("DEBUGINFOD_URLS"); /* the outer environment's would come first */
+	unsetenv("DEBUGINFOD_URLS"); /* nothing of the outer environment's */
 	unsetenv("DEBUGINFOD_CACHE_PATH");
 	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
@@ -381,7 +352,7 @@ TEST(run_keeps_debuginfod_to_the_program)
 		FAIL("leek run: exit %d; stderr:\n%s", res.status, res.err);
 	snprintf(want, sizeof(want), "%s\n", urls);
 	ASSERT_CONTAINS(res.out, want); /* the program saw it */
-	path = find_one(dir, "x.");
+	path = find_one(dir, "x.", "");
 	ASSERT_TRUE(path);
 
 	/* Would libdw have asked? The report of the same profile, allowed to. */
@@ -410,7 +381,7 @@ TEST(run_status_through_a_closed_pipe)
 {
 	extern char **environ;
 	char dir[256], out[300];
-	const char *argv[] = { LEEK_BIN, "run", "--period", "1", "-o", out, "--", FX("fx-exit"),
+	const char *argv[] = { leek_bin, "run", "--period", "1", "-o", out, "--", FX("fx-exit"),
 			       "exit", "5", NULL };
 	const char *envp[256];
 	struct timespec nap = { 0, 10 * 1000 * 1000 };

@@ -20,7 +20,7 @@ static struct json *parse_ok(const char *s)
 	int r = json_parse(s, strlen(s), &v, err, sizeof(err));
 
 	if (r < 0)
-		lk_test_fail(__FILE__, __LINE__, "rejected '%s': %s", s, err);
+		FAIL("rejected '%s': %s", s, err);
 	return v;
 }
 
@@ -32,13 +32,12 @@ static void parse_bad(const char *s, size_t len, size_t offset)
 
 	if (json_parse(s, len, &v, err, sizeof(err)) == 0) {
 		json_free(v);
-		lk_test_fail(__FILE__, __LINE__, "accepted '%.*s'", (int)len, s);
+		FAIL("accepted '%.*s'", (int)len, s);
 	}
 	ASSERT_TRUE(v == NULL);
 	snprintf(want, sizeof(want), "offset %zu: ", offset);
 	if (strncmp(err, want, strlen(want)) != 0)
-		lk_test_fail(__FILE__, __LINE__, "'%.*s': expected \"%s...\", got \"%s\"", (int)len, s,
-			     want, err);
+		FAIL("'%.*s': expected \"%s...\", got \"%s\"", (int)len, s, want, err);
 }
 
 #define BAD(s, off) parse_bad(s, sizeof(s) - 1, off)

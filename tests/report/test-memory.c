@@ -17,20 +17,16 @@
 #include <string.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "live-build.h"
-#include "proc.h"
-#include "zst-build.h"
-
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
+#include "leek.h"
+#include "z-build.h"
 
 #define MiB (1024L * 1024)
 #define HOSTILE_BLOCKS (4u << 20) /* 16 MiB of ALLOC records: about 300 MiB to read them all */
 #define ALLOWANCE (64 * MiB)      /* what the budget does not count, generously */
 
-/* live-build.h's profile of n live blocks, compressed with zstd unless raw: the offset of its first
+/* pb_live()'s profile of n live blocks, compressed with zstd unless raw: the offset of its first
  * ALLOC (each is 4 bytes) in *first. */
 static void write_live(const char *path, size_t n, bool raw, size_t *first)
 {
@@ -62,13 +58,10 @@ static void expect_refused(const struct proc *p, const char *what, const char *l
 	at = strstr(p->err, "offset ");
 	if (p->status != 2 || !at || sscanf(at, "offset %zu", &offset) != 1 || !strstr(at, want) ||
 	    offset < first || offset >= first + 4 * n || (offset - first) % 4)
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s: expected exit 2 and \"offset N%s\" at an ALLOC; got exit %d, "
-			     "stderr:\n%s",
-			     what, want, p->status, p->err);
+		FAIL("%s: expected exit 2 and \"offset N%s\" at an ALLOC; got exit %d, stderr:\n%s",
+		     what, want, p->status, p->err);
 	if (p->out_len)
-		lk_test_fail(__FILE__, __LINE__, "%s: exit 2, but stdout has %zu bytes:\n%.2000s",
-			     what, p->out_len, p->out);
+		FAIL("%s: exit 2, but stdout has %zu bytes:\n%.2000s", what, p->out_len, p->out);
 }
 
 /* Its peak resident set stayed below the limit and the allowance. */
@@ -81,15 +74,15 @@ static void expect_bounded(const struct proc *p, const char *what, long limit)
 	       (limit + ALLOWANCE) / 1024);
 	fflush(stdout);
 	if (p->max_rss_kb * 1024 > limit + ALLOWANCE)
-		lk_test_fail(__FILE__, __LINE__, "%s: peak RSS %ld KiB, above %ld KiB (the limit and "
-			     "%ld KiB)", what, p->max_rss_kb, (limit + ALLOWANCE) / 1024,
-			     ALLOWANCE / 1024);
+		FAIL("%s: peak RSS %ld KiB, above %ld KiB (the limit and %ld KiB)", what,
+		     p->max_rss_kb, (limit + ALLOWANCE) / 1024, ALLOWANCE / 1024);
 #endif
 }
 
-static void run(struct proc *p, const char *dir, const char *const *argv)
+/* `leek ARGS...` (ending with NULL) in dir. */
+static void run(struct proc *p, const char *dir, const char *const *args)
 {
-	proc_run(p, dir, argv, NULL, 120);
+	leek_exec(p, dir, NULL, args, 120);
 }
 
 /* A few kilobytes of zstd that claim four million live blocks: refused, in bounded memory. */
@@ -105,21 +98,21 @@ TEST(small_file_many_live_blocks)
 	free(read_file(path, &size));
 	ASSERT_TRUE(size < 64 * 1024); /* what makes it hostile: kilobytes of file */
 
-	const char *const report[] = { LEEK_BIN, "report", "--max-memory", "32M", path, NULL };
+	const char *const report[] = { "report", "--max-memory", "32M", path, NULL };
 	run(&p, dir, report);
 	expect_refused(&p, "report", "32 MiB", first, HOSTILE_BLOCKS);
 	expect_bounded(&p, "report", 32 * MiB);
 	proc_free(&p);
 
 	/* Every view and format reads the same way; old also lists the blocks live at the end. */
-	const char *const old[] = { LEEK_BIN, "report", "old", "--age", "0", "--format", "json",
+	const char *const old[] = { "report", "old", "--age", "0", "--format", "json",
 				    "--max-memory", "32M", path, NULL };
 	run(&p, dir, old);
 	expect_refused(&p, "report old", "32 MiB", first, HOSTILE_BLOCKS);
 	expect_bounded(&p, "report old", 32 * MiB);
 	proc_free(&p);
 
-	const char *const dump[] = { LEEK_BIN, "dump", "--summary", "--max-memory", "32M", path,
+	const char *const dump[] = { "dump", "--summary", "--max-memory", "32M", path,
 				     NULL };
 	run(&p, dir, dump);
 	expect_refused(&p, "dump --summary", "32 MiB", first, HOSTILE_BLOCKS);
@@ -131,7 +124,7 @@ TEST(small_file_many_live_blocks)
 	size_t first_good;
 	snprintf(good, sizeof(good), "%s/good.lk", dir);
 	write_live(good, 1000, true, &first_good);
-	const char *const merge[] = { LEEK_BIN, "report", "--merge", "--max-memory", "32M", good,
+	const char *const merge[] = { "report", "--merge", "--max-memory", "32M", good,
 				      path, NULL };
 	run(&p, dir, merge);
 	ASSERT_EQ(p.status, 2);
@@ -156,20 +149,20 @@ TEST(large_profile_reads_under_the_default)
 	snprintf(path, sizeof(path), "%s/large.lk.zst", dir);
 	write_live(path, 1u << 20, false, &first);
 
-	const char *const report[] = { LEEK_BIN, "report", "--format", "json", path, NULL };
+	const char *const report[] = { "report", "--format", "json", path, NULL };
 	run(&p, dir, report);
 	if (p.status != 0)
-		lk_test_fail(__FILE__, __LINE__, "report: exit %d, stderr:\n%s", p.status, p.err);
+		FAIL("report: exit %d, stderr:\n%s", p.status, p.err);
 	ASSERT_CONTAINS(p.out, "\"live_objects_end\": 1048576");
 	proc_free(&p);
 
-	const char *const fits[] = { LEEK_BIN, "report", "--max-memory", "256M", path, NULL };
+	const char *const fits[] = { "report", "--max-memory", "256M", path, NULL };
 	run(&p, dir, fits);
 	ASSERT_EQ(p.status, 0);
 	expect_bounded(&p, "report --max-memory 256M", 256 * MiB);
 	proc_free(&p);
 
-	const char *const dump[] = { LEEK_BIN, "dump", "--summary", path, NULL };
+	const char *const dump[] = { "dump", "--summary", path, NULL };
 	run(&p, dir, dump);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "live at end: 1048576 sampled blocks");
@@ -192,8 +185,8 @@ TEST(max_memory_usage)
 	tmp_dir(dir);
 	for (size_t c = 0; c < 3; c++)
 		for (size_t i = 0; i < 3; i++) {
-			const char *argv[8] = { LEEK_BIN, cmds[c][0] };
-			size_t n = 2;
+			const char *argv[8] = { cmds[c][0] };
+			size_t n = 1;
 			if (cmds[c][1])
 				argv[n++] = cmds[c][1];
 			argv[n++] = "--max-memory";
@@ -205,7 +198,7 @@ TEST(max_memory_usage)
 			ASSERT_CONTAINS(p.err, bad[i][1]);
 			proc_free(&p);
 		}
-	const char *const help[] = { LEEK_BIN, "help", "report", NULL };
+	const char *const help[] = { "help", "report", NULL };
 	run(&p, dir, help);
 	ASSERT_CONTAINS(p.out, "--max-memory SIZE");
 	proc_free(&p);
@@ -241,15 +234,14 @@ TEST(symbolizer_takes_from_the_budget)
 	write_file(path, b.p, b.len);
 	free(b.p);
 
-	const char *const small[] = { LEEK_BIN, "report", "--max-memory", "16M", path, NULL };
+	const char *const small[] = { "report", "--max-memory", "16M", path, NULL };
 	run(&p, dir, small);
 	if (p.status != 2 || !strstr(p.err, "of memory to report (--max-memory; "))
-		lk_test_fail(__FILE__, __LINE__, "expected exit 2 while reporting; got %d:\n%s",
-			     p.status, p.err);
+		FAIL("expected exit 2 while reporting; got %d:\n%s", p.status, p.err);
 	expect_bounded(&p, "report of 2000 deep stacks", 16 * MiB);
 	proc_free(&p);
 
-	const char *const enough[] = { LEEK_BIN, "report", "--max-memory", "256M", path, NULL };
+	const char *const enough[] = { "report", "--max-memory", "256M", path, NULL };
 	run(&p, dir, enough);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "lib.so+0x");

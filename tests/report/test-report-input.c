@@ -1,6 +1,6 @@
 /* test-report-input.c: `leek report` on damaged and foreign input.
  *
- * The profile under test is tests/unit/build-profile.h's sample, built with the writer's own
+ * The profile under test is tests/lib/build-profile.h's sample, built with the writer's own
  * encoders and holding one record of every type (and the odd values the format allows: a size of
  * 2^64 - 1, stack 0, extension records). Every way of damaging it must make `leek report` exit 2
  * and name the byte offset of the damaged record's tag, in both output formats, and print nothing
@@ -14,47 +14,28 @@
 #include <unistd.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
-#include "proc.h"
-
-#ifndef LEEK_BIN
-#error "meson passes LEEK_BIN, the built leek"
-#endif
+#include "leek.h"
 
 static struct proc res;
 
 static void report(const char *dir, const char *format, const char *path)
 {
-	const char *argv[] = { LEEK_BIN, "report", "--format", format, path, NULL };
-
 	proc_free(&res);
-	proc_run(&res, dir, argv, NULL, 30);
-}
-
-/* err holds "offset N" with N not followed by another digit. */
-static bool has_offset(const char *err, size_t n)
-{
-	char want[40];
-
-	snprintf(want, sizeof(want), "offset %zu", n);
-	for (const char *s = err; (s = strstr(s, want)); s++)
-		if (s[strlen(want)] < '0' || s[strlen(want)] > '9')
-			return true;
-	return false;
+	leek_exec(&res, dir, NULL, (const char *const[]){ "report", "--format", format, path, NULL },
+		  30);
 }
 
 static void expect_offset_error(const char *what, const char *path, size_t offset)
 {
-	if (res.status != 2 || !has_offset(res.err, offset))
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s (%s): expected exit 2 and \"offset %zu\" on stderr; got exit %d, "
-			     "stderr:\n%s",
-			     what, path, offset, res.status, res.err);
+	if (res.status != 2 || !leek_says_offset(res.err, offset))
+		FAIL("%s (%s): expected exit 2 and \"offset %zu\" on stderr; got exit %d, "
+		     "stderr:\n%s", what, path, offset, res.status, res.err);
 	/* A report of the damaged file's first part would pass for the whole; nothing may be
 	 * printed instead of the error. */
 	if (res.out_len)
-		lk_test_fail(__FILE__, __LINE__, "%s: exit 2, but stdout has %zu bytes:\n%.2000s", what,
-			     res.out_len, res.out);
+		FAIL("%s: exit 2, but stdout has %zu bytes:\n%.2000s", what, res.out_len, res.out);
 }
 
 TEST(intact_sample_reads)
@@ -68,8 +49,7 @@ TEST(intact_sample_reads)
 	write_file(path, s.b.p, s.b.len);
 	report(dir, "json", path);
 	if (res.status != 0)
-		lk_test_fail(__FILE__, __LINE__, "intact sample: exit %d, stderr:\n%s", res.status,
-			     res.err);
+		FAIL("intact sample: exit %d, stderr:\n%s", res.status, res.err);
 	report(dir, "text", path);
 	ASSERT_EQ(res.status, 0);
 	free(s.b.p);
@@ -142,7 +122,7 @@ TEST(foreign_files)
 	ASSERT_EQ(res.out_len, 0);
 
 	/* An ELF file: the leek binary itself. */
-	report(dir, "text", LEEK_BIN);
+	report(dir, "text", leek_bin);
 	ASSERT_EQ(res.status, 2);
 	ASSERT_CONTAINS(res.err, "not a leek profile");
 

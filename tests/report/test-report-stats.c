@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "files.h"
 #include "fx-stat.h"
 #include "harness.h"
 #include "report-util.h"
@@ -46,8 +47,8 @@ static void run_seeds(const char *dir, const char *fixture, unsigned first, unsi
 		for (unsigned k = 0; k < m; k++) {
 			proc_wait(&p[k]);
 			if (p[k].status != 0)
-				lk_test_fail(__FILE__, __LINE__, "seed %u: leek run exited %d:\n%s",
-					     first + i + k, p[k].status, p[k].err);
+				FAIL("seed %u: leek run exited %d:\n%s", first + i + k, p[k].status,
+				     p[k].err);
 			proc_free(&p[k]);
 		}
 	}
@@ -59,7 +60,7 @@ static void run_seeds(const char *dir, const char *fixture, unsigned first, unsi
 			char prefix[32];
 			size_t a = 0;
 			snprintf(prefix, sizeof(prefix), "s%u.", first + i + k);
-			profile[k] = find_one(dir, prefix);
+			profile[k] = find_one(dir, prefix, "");
 			ASSERT_TRUE(profile[k] != NULL);
 			for (; report_args[a] && a < 14; a++)
 				args[a] = report_args[a];
@@ -123,12 +124,11 @@ TEST(interval_coverage)
 	for (unsigned i = 0; i < R; i++) {
 		const struct json *s = find_site(docs[i], "fixture_stat_leak");
 		if (!s)
-			lk_test_fail(__FILE__, __LINE__, "seed %u: no fixture_stat_leak site", i + 1);
+			FAIL("seed %u: no fixture_stat_leak site", i + 1);
 		double est = get_num(s, "live_bytes");
 		get_ci95(s, "live_bytes", &lo, &hi);
 		if (!(lo <= est && est <= hi))
-			lk_test_fail(__FILE__, __LINE__, "seed %u: estimate %.0f outside [%.0f, %.0f]",
-				     i + 1, est, lo, hi);
+			FAIL("seed %u: estimate %.0f outside [%.0f, %.0f]", i + 1, est, lo, hi);
 		covered += lo <= truth && truth <= hi;
 		too_few += json_get(s, "too_few_samples")->type != JSON_FALSE;
 		sum += est;
@@ -181,15 +181,13 @@ TEST(growth_trends)
 		for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
 			const struct json *s = find_site(docs[i], want[k].function);
 			if (!s)
-				lk_test_fail(__FILE__, __LINE__, "seed %u: no site %s", i + 1,
-					     want[k].function);
+				FAIL("seed %u: no site %s", i + 1, want[k].function);
 			note("seed %u: %-20s %-8s confidence %.4f, %llu samples\n", i + 1,
 			     want[k].function, get_str(s, "trend"), get_num(s, "trend_confidence"),
 			     (unsigned long long)get_u64(s, "alloc_samples"));
 			if (strcmp(get_str(s, "trend"), want[k].trend) != 0)
-				lk_test_fail(__FILE__, __LINE__, "seed %u: %s is \"%s\", expected \"%s\"",
-					     i + 1, want[k].function, get_str(s, "trend"),
-					     want[k].trend);
+				FAIL("seed %u: %s is \"%s\", expected \"%s\"", i + 1,
+				     want[k].function, get_str(s, "trend"), want[k].trend);
 		}
 		/* The growth view ranks growing sites first, then plateaus, then flat ones. */
 		ASSERT_STREQ(get_str(json_at(report_sites(docs[i]), 0), "function"),

@@ -20,6 +20,7 @@
 
 #include "harness.h"
 #include "read.h"
+#include "files.h"
 #include "report-util.h"
 
 #ifndef FX_DLIB
@@ -51,8 +52,8 @@ static char *run_exact_with(const char *dir, struct proc *p, const char *fixture
 	args[n] = arg; /* NULL or the last */
 	leek_run(p, dir, args, 60);
 	if (p->status != want_status)
-		lk_test_fail(__FILE__, __LINE__, "leek run %s: exit %d, expected %d; stderr:\n%s",
-			     fixture, p->status, want_status, p->err);
+		FAIL("leek run %s: exit %d, expected %d; stderr:\n%s", fixture, p->status,
+		     want_status, p->err);
 	ASSERT_CONTAINS(p->err, "1 profile written");
 	return run_profile(dir);
 }
@@ -420,7 +421,7 @@ TEST(run_max_memory)
 		 60);
 	ASSERT_EQ(run.status, 0);
 	if (strstr(run.err, "--max-memory"))
-		lk_test_fail(__FILE__, __LINE__, "the default refused the profile:\n%s", run.err);
+		FAIL("the default refused the profile:\n%s", run.err);
 	ASSERT_CONTAINS(run.err, "fixture_exit_leak");
 	proc_free(&run);
 	tmp_dir_remove(dir);
@@ -447,7 +448,7 @@ static void start_ready(struct proc *run, const char *dir, const char *mode)
 		nanosleep(&nap, NULL);
 	}
 	kill(-run->pid, SIGKILL);
-	lk_test_fail(__FILE__, __LINE__, "fx-exit %s never said it was ready", mode);
+	FAIL("fx-exit %s never said it was ready", mode);
 }
 
 /* A signal sent to `leek run` (not to its process group) reaches the program: one that handles

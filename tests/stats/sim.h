@@ -1,11 +1,8 @@
-/* sim.h: the sampler's countdown rule and the reader's weights, for the statistical tests.
+/* sim.h: the reader's weights and their estimates, for the statistical tests; the sampler's own
+ * countdown rule is tests/lib/countdown.h.
  *
- * The countdown step is the rule of docs/sampling.md section 1, written with the same unsigned
- * compare the library uses, so that a test of this step is a test of the sampler's decision:
- * sampled iff size >= left, the subtraction only when size < left (so it never wraps), a fresh
- * lk_rng_interval() after every sample, and a fresh draw (not an automatic sample) for a new
- * thread. Weights follow section 4. Never put a tolerance or a tuned constant here: bounds live in
- * the tests, each with its derivation.
+ * Weights follow docs/sampling.md section 4. Never put a tolerance or a tuned constant here:
+ * bounds live in the tests, each with its derivation.
  */
 #ifndef LEEK_TESTS_SIM_H
 #define LEEK_TESTS_SIM_H
@@ -15,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "rng.h"
+#include "countdown.h"
 
 /* 95% two-sided normal quantile. */
 #define Z95 1.959963984540054
@@ -23,30 +20,6 @@
 /* A line of diagnostics (the statistic and its margin), flushed at once: the harness runs each
  * test in a child that leaves with _exit(), which would drop anything still buffered. */
 #define note(...) (printf(__VA_ARGS__), fflush(stdout))
-
-struct sim {
-	struct lk_rng rng;
-	uint64_t period;
-	uint64_t left; /* bytes until the next sample, in [1, 2^62] */
-};
-
-static inline void sim_init(struct sim *s, uint64_t seed, uint64_t stream, uint64_t period)
-{
-	lk_rng_seed(&s->rng, seed, stream);
-	s->period = period;
-	s->left = lk_rng_interval(&s->rng, period); /* a new thread's first draw */
-}
-
-/* One allocation of `size` bytes: true if it is sampled. */
-static inline bool sim_alloc(struct sim *s, uint64_t size)
-{
-	if (size < s->left) {
-		s->left -= size;
-		return false;
-	}
-	s->left = lk_rng_interval(&s->rng, s->period);
-	return true;
-}
 
 /* p(s) = 1 - exp(-s/T), through expm1 so that small s/T keeps its digits; exact mode is p = 1. */
 static inline double sim_p(uint64_t size, uint64_t period)

@@ -72,13 +72,13 @@ static uint8_t *workload(size_t *ret_n)
 static void run(const uint8_t *w, size_t n, uint64_t stream, struct est e[NEST])
 {
 	double p[NCLASSES];
-	struct sim s;
+	struct countdown s;
 
 	for (unsigned c = 0; c < NCLASSES; c++)
 		p[c] = sim_p(classes[c].size, PERIOD);
 	for (unsigned i = 0; i < NEST; i++)
 		e[i] = (struct est){ 0 };
-	sim_init(&s, SEED, 1 + stream, PERIOD);
+	countdown_init(&s, SEED, 1 + stream, PERIOD);
 	for (size_t i = 0; i < n; i++) {
 		unsigned c = w[i], site = classes[c].site;
 		double size = (double)classes[c].size;
@@ -89,7 +89,7 @@ static void run(const uint8_t *w, size_t n, uint64_t stream, struct est e[NEST])
 		est_all(bt, size, p[c]);
 		est_all(o, 1, p[c]);
 		est_all(ot, 1, p[c]);
-		if (sim_alloc(&s, classes[c].size)) {
+		if (countdown_take(&s, classes[c].size)) {
 			est_sample(b, size, p[c]);
 			est_sample(bt, size, p[c]);
 			est_sample(o, 1, p[c]);
@@ -191,15 +191,15 @@ TEST(estimator_adaptive_workload)
 	for (uint64_t k = 0; k < RUNS; k++) {
 		struct est e = { 0 };
 		bool last = false;
-		struct sim s;
+		struct countdown s;
 
-		sim_init(&s, SEED, 1000 + k, PERIOD);
+		countdown_init(&s, SEED, 1000 + k, PERIOD);
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t size = last ? big : small;
 			double p = last ? pb : ps;
 
 			est_all(&e, (double)size, p);
-			last = sim_alloc(&s, size);
+			last = countdown_take(&s, size);
 			if (last)
 				est_sample(&e, (double)size, p);
 		}

@@ -1,10 +1,11 @@
 /* test-sampling.c: which allocations the countdown samples.
  *
- * Runs the sampler's countdown rule (sim.h) over streams of allocations and checks
- * docs/sampling.md: an allocation of s bytes is sampled with probability 1 - exp(-s/T) (within 4
- * binomial sigma), a periodic pattern of sizes cannot bias a site's estimate (and a fixed-period
- * sampler fails the same check), and huge sizes are always sampled without the countdown ever
- * wrapping. Bounds come from section 10 of that page; never tune them or change a seed.
+ * Runs the sampler's countdown rule (tests/lib/countdown.h) over streams of allocations and
+ * checks docs/sampling.md: an allocation of s bytes is sampled with probability 1 - exp(-s/T)
+ * (within 4 binomial sigma), a periodic pattern of sizes cannot bias a site's estimate (and a
+ * fixed-period sampler fails the same check), and huge sizes are always sampled without the
+ * countdown ever wrapping. Bounds come from section 10 of that page; never tune them or change a
+ * seed.
  */
 #include "harness.h"
 #include "sim.h"
@@ -18,12 +19,12 @@ TEST(sampling_probability)
 	const uint64_t n = 1000000;
 
 	for (unsigned i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		struct sim s;
+		struct countdown s;
 		uint64_t sampled = 0;
 
-		sim_init(&s, SEED, i, PERIOD);
+		countdown_init(&s, SEED, i, PERIOD);
 		for (uint64_t k = 0; k < n; k++)
-			sampled += sim_alloc(&s, sizes[i]);
+			sampled += countdown_take(&s, sizes[i]);
 
 		double p = sim_p(sizes[i], PERIOD), frac = (double)sampled / (double)n;
 		double sigma = sqrt(p * (1 - p) / (double)n);
@@ -36,11 +37,11 @@ TEST(sampling_probability)
 
 TEST(sampling_zero_size)
 {
-	struct sim s;
+	struct countdown s;
 
-	sim_init(&s, SEED, 10, PERIOD);
+	countdown_init(&s, SEED, 10, PERIOD);
 	for (int k = 0; k < 1000000; k++)
-		ASSERT_TRUE(!sim_alloc(&s, 0));
+		ASSERT_TRUE(!countdown_take(&s, 0));
 }
 
 /* The loop of docs/sampling.md section 2: { malloc(T - 64); malloc(64); }, exactly T bytes per
@@ -50,22 +51,22 @@ static void run_pattern(bool fixed, uint64_t iterations, struct est *small, stru
 {
 	const uint64_t a = PERIOD - 64, b = 64;
 	double pa = sim_p(a, PERIOD), pb = sim_p(b, PERIOD);
-	struct sim s;
+	struct countdown s;
 
 	*small = (struct est){ 0 };
 	*big = (struct est){ 0 };
-	sim_init(&s, SEED, 11, PERIOD);
+	countdown_init(&s, SEED, 11, PERIOD);
 	if (fixed)
 		s.left = PERIOD;
 	for (uint64_t k = 0; k < iterations; k++) {
 		est_all(big, (double)a, pa);
 		est_all(small, (double)b, pb);
-		if (sim_alloc(&s, a)) {
+		if (countdown_take(&s, a)) {
 			est_sample(big, (double)a, pa);
 			if (fixed)
 				s.left = PERIOD;
 		}
-		if (sim_alloc(&s, b)) {
+		if (countdown_take(&s, b)) {
 			est_sample(small, (double)b, pb);
 			if (fixed)
 				s.left = PERIOD;
@@ -116,14 +117,14 @@ TEST(sampling_huge_sizes)
 	const unsigned nsizes = sizeof(sizes) / sizeof(sizes[0]);
 
 	for (unsigned i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
-		struct sim s;
+		struct countdown s;
 		struct lk_rng pick;
 
-		sim_init(&s, SEED, 20 + i, periods[i]);
+		countdown_init(&s, SEED, 20 + i, periods[i]);
 		lk_rng_seed(&pick, SEED, 40 + i);
 		for (int k = 0; k < 200000; k++) {
 			uint64_t size = sizes[lk_rng_next(&pick) % nsizes], before = s.left;
-			bool sampled = sim_alloc(&s, size);
+			bool sampled = countdown_take(&s, size);
 
 			ASSERT_TRUE(s.left >= 1 && s.left <= cap);
 			if (size >= cap)

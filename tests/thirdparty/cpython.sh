@@ -4,7 +4,8 @@
 # mmap, gc, ctypes and the compression libraries.
 #
 # Each module runs plain first; a module that fails, crashes or is skipped plain is excluded and
-# said so (the pass rule is "the same result as a plain run", so a broken module proves nothing).
+# counted as skipped (the pass rule is "the same result as a plain run", so a broken module proves
+# nothing).
 # Then it runs in default and in exact mode, and its result must equal the plain one: the overall
 # verdict, the number of test cases, and the exact list of the cases skipped, failed or in error
 # (from --junit-xml). Every profile written by every Python process (the test runner, its
@@ -162,7 +163,7 @@ for spec in "${modules[@]}"; do
 	res=$lk_scratch/$label.plain.res
 	if ((rc != 0)) || ! grep -q '^Tests result: SUCCESS$' "$res" || ! grep -q '^cases [1-9]' "$res"; then
 		excluded=$((excluded + 1))
-		echo "skip $label: fails or is skipped without leek (exit $rc, $(grep -m1 '^Tests result' "$res"))"
+		lk_skip "cpython $label" "fails or is skipped without leek (exit $rc, $(grep -m1 '^Tests result' "$res"))"
 		continue
 	fi
 	cases=$(sed -n 's/^cases //p' "$res")

@@ -172,8 +172,8 @@ static void do_free(unsigned i)
 	uint8_t *p = s->p;
 
 	if (!verify(s))
-		lk_test_fail(__FILE__, __LINE__, "block %p (%zu bytes, align %zu) was overwritten",
-			     (void *)p, s->usable, s->align);
+		FAIL("block %p (%zu bytes, align %zu) was overwritten", (void *)p, s->usable,
+		     s->align);
 	check_block(s);
 	lk_arena_free(p);
 	ASSERT_TRUE(lk_arena_check());
@@ -459,15 +459,14 @@ TEST(arena_grows_under_address_space_limit)
 	ASSERT_TRUE(lk_arena_check());
 }
 
-/* A block that no retained run can hold gives back as many retained pages as it faults in
- * (largest runs first, whole runs), and one that a retained run can hold gives back none. Eight
- * freed runs of 15 pages, kept apart by live blocks, and a retained amount far above them. */
-TEST(arena_gives_back_what_it_cannot_use)
+/* An arena (give_back as lk_arena_init() takes it) with eight freed runs of 15 pages, kept apart
+ * by live blocks, and a retained amount far above them. */
+static void eight_retained_runs(bool give_back)
 {
 	struct lk_arena_stats st;
 
 	rng_state = 12;
-	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, true));
+	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, give_back));
 	for (unsigned k = 0; k < 8; k++) {
 		ASSERT_TRUE(do_alloc(60000, 16)); /* 15 pages with its header */
 		ASSERT_TRUE(do_alloc(5000, 16));  /* 2 pages: a live neighbour */
@@ -476,6 +475,15 @@ TEST(arena_gives_back_what_it_cannot_use)
 		do_free((unsigned)k * 2); /* each free moves a live neighbour into the hole */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15);
+}
+
+/* A block that no retained run can hold gives back as many retained pages as it faults in
+ * (largest runs first, whole runs), and one that a retained run can hold gives back none. */
+TEST(arena_gives_back_what_it_cannot_use)
+{
+	struct lk_arena_stats st;
+
+	eight_retained_runs(true);
 	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: no retained run holds it */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15 - 2 * 15); /* two whole runs went back */
@@ -493,16 +501,7 @@ TEST(arena_exact_keeps_what_it_cannot_use)
 {
 	struct lk_arena_stats st;
 
-	rng_state = 12;
-	ASSERT_OK(lk_arena_init(1ull << 30, 8 * MIB, false));
-	for (unsigned k = 0; k < 8; k++) {
-		ASSERT_TRUE(do_alloc(60000, 16));
-		ASSERT_TRUE(do_alloc(5000, 16));
-	}
-	for (int k = 7; k >= 0; k--)
-		do_free((unsigned)k * 2);
-	lk_arena_get_stats(&st);
-	ASSERT_EQ(st.dirty_pages, 8 * 15);
+	eight_retained_runs(false);
 	ASSERT_TRUE(do_alloc(30 * 4096 - 64, 16)); /* 30 pages: fresh ones, and nothing goes back */
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.dirty_pages, 8 * 15);
@@ -551,8 +550,8 @@ TEST(arena_retain)
 		resident += vec[i] & 1;
 	/* Dirty pages we kept plus the boot area, which nothing here touched. */
 	if (resident > st.dirty_pages + 64)
-		lk_test_fail(__FILE__, __LINE__, "%llu pages resident after freeing all, %llu dirty",
-			     (unsigned long long)resident, (unsigned long long)st.dirty_pages);
+		FAIL("%llu pages resident after freeing all, %llu dirty",
+		     (unsigned long long)resident, (unsigned long long)st.dirty_pages);
 }
 
 /* Thousands of operations over a 1 GiB arena add at most 4 kernel mappings: the arena and its
@@ -570,8 +569,7 @@ TEST(arena_mappings)
 	}
 	unsigned after = count_mappings();
 	if (after > before + 4)
-		lk_test_fail(__FILE__, __LINE__, "%u mappings before, %u after:\n%s", before, after,
-			     maps_buf);
+		FAIL("%u mappings before, %u after:\n%s", before, after, maps_buf);
 	while (nlive)
 		do_free(nlive - 1);
 	ASSERT_TRUE(count_mappings() <= before + 4);
@@ -605,7 +603,7 @@ TEST(arena_boot)
 		ASSERT_TRUE(b->usable >= size);
 		for (size_t i = 0; i < size; i++)
 			if (p[i])
-				lk_test_fail(__FILE__, __LINE__, "boot block %p byte %zu is %u", (void *)p, i, p[i]);
+				FAIL("boot block %p byte %zu is %u", (void *)p, i, p[i]);
 		memset(p, (int)(nboot + 1), size);
 		boot[nboot] = p;
 		boot_size[nboot++] = size;

@@ -1,71 +1,41 @@
 /* test-cli.c: the `leek` binary from outside: exit codes, `leek dump` lines, `leek run`'s checks.
  *
- * meson passes the binary as $LEEK_BIN and, when src/preload is built, libleek.so as
- * $LEEK_TEST_LIBRARY (the tests that need it return early without it). Profiles are built with
- * record.h's encoders, so the expected lines here are the format's contract with tests/golden.
- * `leek run` must refuse, with exit 2 and one line, a program it cannot profile: statically
- * linked, or run in the loader's secure-execution mode (setuid, setgid, file capabilities).
+ * tests/lib/leek.h runs the binary of this build. The tests of `leek run` that need libleek.so
+ * skip without it (a sanitizer build), and those that need root or a file system that honours
+ * set-user-id bits skip elsewhere. Profiles are built with record.h's encoders, so the expected
+ * lines here are the format's contract with tests/golden. `leek run` must refuse, with exit 2 and
+ * one line, a program it cannot profile: statically linked, or run in the loader's
+ * secure-execution mode (setuid, setgid, file capabilities).
  */
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include "build-profile.h"
+#include "files.h"
 #include "harness.h"
+#include "leek.h"
 
-struct result {
-	int status; /* exit code, or 128 + signal */
-	char out[1 << 16], err[1 << 16];
-};
-
-static void slurp(int fd, char *buf, size_t size)
+/* Runs leek with args (after "leek", ending with NULL), with LEEK_LIBRARY=library if it is not
+ * NULL (else this build's, if there is one), in a directory of its own. */
+static void run_leek(struct proc *res, const char *library, const char *const *args)
 {
-	ssize_t n = pread(fd, buf, size - 1, 0);
+	char dir[256], lib[300];
+	const char *const env[] = { lib, NULL };
 
-	buf[n > 0 ? n : 0] = 0;
-	close(fd);
-}
-
-/* Runs leek with argv (after "leek"), with LEEK_LIBRARY set to library if not NULL. */
-static void run_leek(struct result *res, const char *library, const char *const *argv)
-{
-	char out[] = "/tmp/leek-cli-out-XXXXXX", err[] = "/tmp/leek-cli-err-XXXXXX";
-	const char *bin = getenv("LEEK_BIN");
-	int fo = mkstemp(out), fe = mkstemp(err), status;
-	const char *args[16] = { "leek" };
-	pid_t pid;
-
-	if (!bin)
-		lk_test_fail(__FILE__, __LINE__, "$LEEK_BIN is not set: run this through meson test");
-	ASSERT_TRUE(fo >= 0 && fe >= 0);
-	unlink(out);
-	unlink(err);
-	for (int i = 0; argv[i]; i++)
-		args[i + 1] = argv[i];
-	pid = fork();
-	ASSERT_TRUE(pid >= 0);
-	if (pid == 0) {
-		dup2(fo, 1);
-		dup2(fe, 2);
-		if (library)
-			setenv("LEEK_LIBRARY", library, 1);
-		else
-			unsetenv("LEEK_LIBRARY");
-		execv(bin, (char **)args);
-		_exit(99);
-	}
-	ASSERT_EQ(waitpid(pid, &status, 0), pid);
-	res->status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-	slurp(fo, res->out, sizeof(res->out));
-	slurp(fe, res->err, sizeof(res->err));
+	snprintf(lib, sizeof(lib), "LEEK_LIBRARY=%s", library ? library : "");
+	tmp_dir(dir);
+	proc_free(res);
+	leek_exec(res, dir, library ? env : NULL, args, 60);
+	tmp_dir_remove(dir);
 }
 
 /* path: a mkstemp template, filled in. */
@@ -78,7 +48,7 @@ static void write_temp(char *path, const void *p, size_t n)
 	close(fd);
 }
 
-static struct result res;
+static struct proc res;
 
 TEST(usage_and_version)
 {
@@ -183,7 +153,7 @@ TEST(dump_errors)
 	unlink(path);
 	unlink(good);
 
-	run_leek(&res, NULL, (const char *[]){ "dump", getenv("LEEK_BIN"), NULL });
+	run_leek(&res, NULL, (const char *[]){ "dump", leek_bin, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_CONTAINS(res.err, ": not a leek profile (bad magic)\n");
 
@@ -270,100 +240,112 @@ static void make_copy(char *path, uid_t uid, gid_t gid, mode_t mode)
 	ASSERT_EQ(chmod(path, mode), 0); /* after chown, which clears the set-id bits */
 }
 
+/* Set-user-id and set-group-id bits do nothing on a nosuid mount, where run-target.c lets the
+ * program run. */
+static void need_suid_tmp(void)
+{
+	struct statvfs vfs;
+
+	ASSERT_EQ(statvfs("/tmp", &vfs), 0);
+	if (vfs.f_flag & ST_NOSUID)
+		SKIP("/tmp is mounted nosuid");
+}
+
 /* `leek run` of a program whose exec changes its ids: the loader runs it in secure-execution mode
  * and ignores LD_PRELOAD (ld.so(8)), so leek must refuse with exit 2 and say why, before running
  * it (a refused program that waited for input would hang the run). What counts is a change of
- * ids: a set-user-id file owned by the user who runs it changes nothing, and is profiled. The
- * refused cases need a file owned by someone else, which only root can make here. */
+ * ids: a set-user-id file owned by the user who runs it changes nothing, and is profiled
+ * (run_profiles_own_setuid). The refused cases need a file owned by someone else, which only root
+ * can make here. */
 TEST(run_refuses_setuid)
 {
-	const char *lib = getenv("LEEK_TEST_LIBRARY");
+	static const struct {
+		uid_t uid;
+		gid_t gid;
+		mode_t mode;
+		const char *why;
+	} cases[] = {
+		{ 65534, 0, 04755, "setuid" },  /* owned by nobody: exec makes us nobody */
+		{ 0, 65534, 02755, "setgid" },  /* group nogroup */
+		{ 65534, 65534, 06755, "setuid" },
+	};
 	char path[] = "/tmp/leek-cli-setid-XXXXXX", want[256];
-	struct statvfs vfs;
 
-	/* On a nosuid mount the bits do nothing, and run-target.c lets the program run. */
-	ASSERT_EQ(statvfs("/tmp", &vfs), 0);
-	if (vfs.f_flag & ST_NOSUID) {
-		printf("(/tmp is mounted nosuid: skipped)\n");
-		return;
-	}
-	if (geteuid() == 0) {
-		static const struct {
-			uid_t uid;
-			gid_t gid;
-			mode_t mode;
-			const char *why;
-		} cases[] = {
-			{ 65534, 0, 04755, "setuid" },  /* owned by nobody: exec makes us nobody */
-			{ 0, 65534, 02755, "setgid" },  /* group nogroup */
-			{ 65534, 65534, 06755, "setuid" },
-		};
-		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-			strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
-			make_copy(path, cases[i].uid, cases[i].gid, cases[i].mode);
-			run_leek(&res, lib, (const char *[]){ "run", "--", path, NULL });
-			ASSERT_EQ(res.status, 2);
-			snprintf(want, sizeof(want), "leek: %s is %s: the dynamic loader ignores "
-				 "LD_PRELOAD for it (secure-execution mode), so leek cannot profile it\n",
-				 path, cases[i].why);
-			ASSERT_STREQ(res.err, want);
-			ASSERT_STREQ(res.out, "");
-			unlink(path);
-		}
-		/* File capabilities: the same secure-execution mode. A v2 capability set granting
-		 * CAP_NET_BIND_SERVICE (bit 10), permitted and effective. */
-		static const uint32_t caps[5] = { 0x02000000 | 1, 1u << 10, 0, 0, 0 };
+	need_suid_tmp();
+	if (geteuid() != 0)
+		SKIP("making a file of another user's needs root (chown)");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
-		make_copy(path, 0, 0, 0755);
-		if (setxattr(path, "security.capability", caps, sizeof(caps), 0) == 0) {
-			run_leek(&res, lib, (const char *[]){ "run", "--", path, NULL });
-			ASSERT_EQ(res.status, 2);
-			ASSERT_CONTAINS(res.err, "is given file capabilities: the dynamic loader ignores "
-						 "LD_PRELOAD for it");
-		} else {
-			printf("(setxattr security.capability: %s: the capability case skipped)\n",
-			       strerror(errno));
-		}
+		make_copy(path, cases[i].uid, cases[i].gid, cases[i].mode);
+		run_leek(&res, NULL, (const char *[]){ "run", "--", path, NULL });
+		ASSERT_EQ(res.status, 2);
+		snprintf(want, sizeof(want), "leek: %s is %s: the dynamic loader ignores "
+			 "LD_PRELOAD for it (secure-execution mode), so leek cannot profile it\n",
+			 path, cases[i].why);
+		ASSERT_STREQ(res.err, want);
+		ASSERT_STREQ(res.out, "");
 		unlink(path);
 	}
-	/* Set-user-id, but ours: no change of ids, so leek runs it. */
-	strcpy(path, "/tmp/leek-cli-setid-XXXXXX");
-	make_copy(path, geteuid(), getegid(), 06755);
-	if (lib && *lib) {
-		char dir[] = "/tmp/leek-cli-setid-out-XXXXXX", out[96], cmd[128];
-		ASSERT_TRUE(mkdtemp(dir));
-		snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
-		run_leek(&res, lib, (const char *[]){ "run", "--period", "1", "-o", out, "--", path,
-						     NULL });
-		ASSERT_EQ(res.status, 0);
-		ASSERT_CONTAINS(res.err, "1 profile written");
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		ASSERT_EQ(system(cmd), 0);
+}
+
+/* File capabilities: the same secure-execution mode. A v2 capability set granting
+ * CAP_NET_BIND_SERVICE (bit 10), permitted and effective. */
+TEST(run_refuses_file_capabilities)
+{
+	static const uint32_t caps[5] = { 0x02000000 | 1, 1u << 10, 0, 0, 0 };
+	char path[] = "/tmp/leek-cli-setid-XXXXXX";
+
+	need_suid_tmp();
+	if (geteuid() != 0)
+		SKIP("setting file capabilities needs root (CAP_SETFCAP)");
+	make_copy(path, 0, 0, 0755);
+	if (setxattr(path, "security.capability", caps, sizeof(caps), 0) != 0) {
+		int e = errno;
+		unlink(path);
+		SKIP("setxattr security.capability: %s", strerror(e));
 	}
+	run_leek(&res, NULL, (const char *[]){ "run", "--", path, NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "is given file capabilities: the dynamic loader ignores "
+				 "LD_PRELOAD for it");
+	unlink(path);
+}
+
+/* Set-user-id, but ours: no change of ids, so leek runs it. */
+TEST(run_profiles_own_setuid)
+{
+	char path[] = "/tmp/leek-cli-setid-XXXXXX", dir[256], out[300];
+
+	need_suid_tmp();
+	if (!leek_library)
+		SKIP("no libleek.so to run a program under (a sanitizer build)");
+	make_copy(path, geteuid(), getegid(), 06755);
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
+	run_leek(&res, NULL, (const char *[]){ "run", "--period", "1", "-o", out, "--", path, NULL });
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.err, "1 profile written");
+	ASSERT_EQ(count_files(dir, "p.", ""), 1);
+	tmp_dir_remove(dir);
 	unlink(path);
 }
 
 TEST(run_status)
 {
-	const char *lib = getenv("LEEK_TEST_LIBRARY");
-	char dir[] = "/tmp/leek-cli-run-XXXXXX", out[64];
+	char dir[256], out[300];
 
-	if (!lib || !*lib) {
-		printf("(no libleek.so built: skipped)\n");
-		return;
-	}
-	ASSERT_TRUE(mkdtemp(dir));
+	if (!leek_library)
+		SKIP("no libleek.so to run a program under (a sanitizer build)");
+	tmp_dir(dir);
 	snprintf(out, sizeof(out), "%s/p.%%p.lk", dir);
-	run_leek(&res, lib, (const char *[]){ "run", "-o", out, "sh", "-c", "exit 7", NULL });
+	run_leek(&res, NULL, (const char *[]){ "run", "-o", out, "sh", "-c", "exit 7", NULL });
 	ASSERT_EQ(res.status, 7);
 	ASSERT_CONTAINS(res.err, "1 profile written");
-	run_leek(&res, lib, (const char *[]){ "run", "-o", out, "--", "sh", "-c", "kill -TERM $$",
+	run_leek(&res, NULL, (const char *[]){ "run", "-o", out, "--", "sh", "-c", "kill -TERM $$",
 					     NULL });
 	ASSERT_EQ(res.status, 128 + 15);
 	ASSERT_CONTAINS(res.err, "leek: program killed by signal SIGTERM\n");
 	/* The older profile in the directory is not this run's: still one. */
 	ASSERT_CONTAINS(res.err, "1 profile written");
-	char cmd[96];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-	ASSERT_EQ(system(cmd), 0);
+	tmp_dir_remove(dir);
 }

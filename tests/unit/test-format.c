@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -439,15 +441,12 @@ TEST(foreign_files)
 static void build_big(struct pbuf *b, size_t *nrec)
 {
 	static uint8_t ext[3 * LK_READ_BUF];
-	uint64_t frames[40];
 
 	*b = (struct pbuf){ 0 };
 	pb_simple_header(b);
 	*nrec = 0;
 	for (uint64_t i = 1; i <= 3000; i++) {
-		for (int k = 0; k < 40; k++)
-			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
-		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
+		pb_made_up_stack(b, i, (uint32_t)(i % 41));
 		*nrec += 2 + !b->thread;
 		pb_alloc(b, i, 7, 0x10000 * i, i * 3, i);
 		if (i == 1500) {

@@ -62,7 +62,7 @@ TEST(escaping_every_byte)
 	lk_json_write_string(f, in, sizeof(in));
 	fclose(f);
 	if (json_parse(out, size, &v, err, sizeof(err)) < 0)
-		lk_test_fail(__FILE__, __LINE__, "%s in %s", err, out);
+		FAIL("%s in %s", err, out);
 	ASSERT_EQ(v->type, JSON_STRING);
 	ASSERT_EQ(v->len, 128 + 128 * 3); /* ASCII, then U+FFFD (3 bytes) for each high byte */
 	ASSERT_TRUE(memcmp(v->text, in, 128) == 0);
@@ -127,7 +127,7 @@ static struct json *parse(const char *out, size_t size)
 	struct json *v = NULL;
 
 	if (json_parse(out, size, &v, err, sizeof(err)) < 0)
-		lk_test_fail(__FILE__, __LINE__, "%s in:\n%s", err, out);
+		FAIL("%s in:\n%s", err, out);
 	return v;
 }
 
@@ -141,7 +141,7 @@ static void check_site(const struct json *s)
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!json_get(s, keys[i]))
-			lk_test_fail(__FILE__, __LINE__, "a site has no \"%s\"", keys[i]);
+			FAIL("a site has no \"%s\"", keys[i]);
 	ASSERT_EQ(json_get(s, "live_bytes_ci95")->len, 2);
 }
 

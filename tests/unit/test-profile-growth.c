@@ -27,8 +27,8 @@ static const char *trend_name(enum lk_trend t)
 #define ASSERT_TREND(g, t)                                                                         \
 	do {                                                                                       \
 		if ((g).trend != (t))                                                              \
-			lk_test_fail(__FILE__, __LINE__, "trend %s, expected %s (confidence %g)",  \
-				     trend_name((g).trend), trend_name(t), (g).confidence);        \
+			FAIL("trend %s, expected %s (confidence %g)", trend_name((g).trend),       \
+			     trend_name(t), (g).confidence);                                       \
 	} while (0)
 
 TEST(classify_series)
@@ -168,13 +168,13 @@ static struct lk_profile *simulate(uint64_t seed, uint64_t period, bool with_cac
 	uint64_t cache[CACHE_SLOTS] = { 0 }, addr = 0x10000;
 	struct lk_profile *p = NULL;
 	struct events out = { 0 };
-	struct sampler sm;
+	struct countdown sm;
 	struct lk_rng rng;
 	char *err = NULL;
 	struct sim s;
 
 	lk_rng_seed(&rng, seed, 1);
-	sampler_init(&sm, period, seed);
+	countdown_init(&sm, seed, 0, period);
 	for (size_t k = 0; k < nst; k++)
 		stream_next(&st[k], &rng);
 	for (;;) {
@@ -194,7 +194,7 @@ static struct lk_profile *simulate(uint64_t seed, uint64_t period, bool with_cac
 			cache[slot] = 0;
 		}
 		stream_next(e, &rng);
-		if (!sampler_take(&sm, size))
+		if (!countdown_take(&sm, size))
 			continue;
 		addr += 16;
 		push(&out, (struct event){ .t = t, .addr = addr, .size = size, .site = e->site,

@@ -4,6 +4,7 @@
   * per-stack estimates of a profile at the default period, recomputed here from the records.
  */
 #include <math.h>
+#include <stdlib.h>
 
 #include "harness.h"
 #include "profile-sim.h"

@@ -9,13 +9,15 @@
 #include <errno.h>
 #include <malloc.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "profile-sim.h"
-#include "gz-build.h"
 #include "recent.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 /* An exact estimate: the point, no interval, never "too few". */
 #define ASSERT_EXACT(e, v)                                                                         \

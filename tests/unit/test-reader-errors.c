@@ -4,9 +4,11 @@
  * Each case builds a valid header and a few records with record.h's encoders, breaks one thing,
  * and checks the exact "offset N: ..." message, so that a changed check shows up here.
  */
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "build-profile.h"
 #include "harness.h"

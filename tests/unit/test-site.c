@@ -6,6 +6,7 @@
  * demangler was found, or glibc's __GI_ aliases).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "budget.h"
@@ -41,7 +42,7 @@ TEST(malloc_family_anywhere)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!alloc(NULL, names[i], PROG) || !alloc(NULL, names[i], LIBC) ||
 		    !alloc(NULL, names[i], NULL))
-			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+			FAIL("%s is not an allocator frame", names[i]);
 	}
 }
 
@@ -73,7 +74,7 @@ TEST(operator_new_and_std_allocator)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!alloc(NULL, names[i], "/usr/lib/x86_64-linux-gnu/libstdc++.so.6"))
-			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+			FAIL("%s is not an allocator frame", names[i]);
 	/* What merely looks alike is the program's own. */
 	ASSERT_TRUE(!alloc(NULL, "operator delete(void*)", PROG));
 	ASSERT_TRUE(!alloc(NULL, "_Z3foov", PROG));
@@ -108,7 +109,7 @@ TEST(rust_std_allocation_paths)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!alloc(NULL, names[i], PROG))
-			lk_test_fail(__FILE__, __LINE__, "%s is not an allocator frame", names[i]);
+			FAIL("%s is not an allocator frame", names[i]);
 	/* The program's own code, and C++ namespaces that happen to be called alloc or core. */
 	ASSERT_TRUE(!alloc(NULL, "rustmain::work", PROG));
 	ASSERT_TRUE(!alloc(NULL, "<rustmain::Pool as core::clone::Clone>::clone", PROG));
@@ -129,11 +130,9 @@ TEST(libc_helpers_only_in_libc)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (!alloc(NULL, names[i], LIBC))
-			lk_test_fail(__FILE__, __LINE__, "%s in libc is not an allocator frame",
-				     names[i]);
+			FAIL("%s in libc is not an allocator frame", names[i]);
 		if (alloc(NULL, names[i], PROG))
-			lk_test_fail(__FILE__, __LINE__, "the program's own %s is an allocator frame",
-				     names[i]);
+			FAIL("the program's own %s is an allocator frame", names[i]);
 	}
 	ASSERT_TRUE(alloc(NULL, "strdup", "/lib/x86_64-linux-gnu/libc-2.31.so"));
 	ASSERT_TRUE(!alloc(NULL, "strdup", "/lib/x86_64-linux-gnu/libcrypt.so.1"));
@@ -149,7 +148,7 @@ TEST(not_allocators)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (alloc(NULL, names[i], LIBC))
-			lk_test_fail(__FILE__, __LINE__, "%s is an allocator frame", names[i]);
+			FAIL("%s is an allocator frame", names[i]);
 }
 
 TEST(alloc_fn_adds_wrappers)

@@ -97,14 +97,19 @@ static struct mods *load_modules(void)
 	return &ms;
 }
 
+/* Registers m, a module of this process, as module id of profile in s, under path. */
+static void add_as(struct lk_symbolizer *s, uint32_t profile, uint64_t id, const char *path,
+		   const struct mod *m)
+{
+	ASSERT_OK(lk_symbolizer_add_module(s, profile, id, path, m->build_id, m->build_id_len,
+					   m->base, m->seg, m->nseg));
+}
+
 /* Registers every loaded object as ids 1, 2, ... of that profile. */
 static void add_all(struct lk_symbolizer *s, uint32_t profile, const struct mods *ms)
 {
-	for (size_t i = 0; i < ms->n; i++) {
-		const struct mod *m = &ms->m[i];
-		ASSERT_OK(lk_symbolizer_add_module(s, profile, i + 1, m->path, m->build_id,
-						   m->build_id_len, m->base, m->seg, m->nseg));
-	}
+	for (size_t i = 0; i < ms->n; i++)
+		add_as(s, profile, i + 1, ms->m[i].path, &ms->m[i]);
 }
 
 static const struct mod *find_mod(const struct mods *ms, uintptr_t pc)
@@ -131,7 +136,7 @@ static void *lib_open(void)
 	void *h = dlopen(FIXTURE_LIB, RTLD_NOW);
 
 	if (!h)
-		lk_test_fail(__FILE__, __LINE__, "dlopen: %s", dlerror());
+		FAIL("dlopen: %s", dlerror());
 	return h;
 }
 
@@ -227,6 +232,28 @@ static void debug_dir_remove(struct debug_dir *d)
 	rmdir(d->root);
 }
 
+/* The fixture library's module (sites: its call sites) as this process loaded it, with its
+ * build-id. */
+static const struct mod *lib_mod(const struct fix_lib_sites *sites)
+{
+	const struct mod *m = find_mod(load_modules(), sites->leaf.ret - 1);
+
+	ASSERT_TRUE(m && m->build_id_len);
+	return m;
+}
+
+/* The fixture library's module and a debug directory d holding its debug file by its build-id,
+ * given to s: where the symbolizer finds DWARF that the module's own path lacks. */
+static const struct mod *lib_debug_dir(struct lk_symbolizer *s, const struct fix_lib_sites *sites,
+				       struct debug_dir *d)
+{
+	const struct mod *m = lib_mod(sites);
+
+	debug_dir_make(d, m->build_id, m->build_id_len);
+	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d->root));
+	return m;
+}
+
 TEST(program_inline_chain)
 {
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s = new_symbolizer();
@@ -303,8 +330,7 @@ TEST(cache_shared_between_profiles)
 	uintptr_t pc = sites->leaf.ret - 1;
 	const struct mod *m = find_mod(ms, pc);
 	ASSERT_TRUE(m);
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 7, m->path, m->build_id, m->build_id_len, m->base,
-					   m->seg, m->nseg));
+	add_as(s, 0, 7, m->path, m);
 	ASSERT_OK(lk_symbolizer_add_module(s, 1, 3, m->path, m->build_id, m->build_id_len,
 					   m->base + shift, m->seg, m->nseg));
 	ASSERT_OK(lk_symbolize(s, 0, 7, pc, &f1, &n1));
@@ -327,11 +353,8 @@ TEST(stripped_copy_uses_symbol_table)
 	const char *const *w;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m);
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, FIXTURE_STRIPPED, m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	const struct mod *m = lib_mod(sites);
+	add_as(s, 0, 1, FIXTURE_STRIPPED, m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_EQ(n, 1);
 	ASSERT_STREQ(f[0].function, "fix_lib_outer");
@@ -371,13 +394,8 @@ TEST(debug_dir_by_build_id)
 	struct debug_dir d;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d.root));
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, FIXTURE_STRIPPED, m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	const struct mod *m = lib_debug_dir(s, sites, &d);
+	add_as(s, 0, 1, FIXTURE_STRIPPED, m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	assert_lib_chain(f, n, sites, FIXTURE_STRIPPED);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
@@ -456,14 +474,11 @@ TEST(debuglink_beside_the_file)
 	struct tmp_tree t;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
+	const struct mod *m = lib_mod(sites);
 	tree_make(&t);
 	tree_copy(&t, FIXTURE_LINKED, "lib.so");
 	tree_copy(&t, FIXTURE_DEBUG, "libleekfix.debug"); /* the debuglink's name */
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	add_as(s, 0, 1, t.made[0], m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	assert_lib_chain(f, n, sites, t.made[0]);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
@@ -488,9 +503,7 @@ TEST(fifos_never_opened)
 	struct tmp_tree t;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
+	const struct mod *m = lib_mod(sites);
 	for (size_t i = 0; i < m->build_id_len; i++)
 		sprintf(hex + 2 * i, "%02x", m->build_id[i]);
 	tree_make(&t);
@@ -506,8 +519,7 @@ TEST(fifos_never_opened)
 	tree_fifo(&t, "fifo.so");
 	ASSERT_OK(lk_symbolizer_add_debug_dir(s, t.root));
 
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	add_as(s, 0, 1, t.made[0], m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_EQ(n, 1);
 	ASSERT_STREQ(f[0].function, "fix_lib_outer");
@@ -542,9 +554,7 @@ TEST(dwz_alternate_file)
 	struct tmp_tree t;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
+	const struct mod *m = lib_mod(sites);
 	tree_make(&t);
 	tree_copy(&t, FIXTURE_LIB, "a.so");
 	tree_copy(&t, FIXTURE_LIB, "b.so");
@@ -554,8 +564,7 @@ TEST(dwz_alternate_file)
 	ASSERT_EQ(system(cmd), 0);
 
 	struct lk_symbolizer *s = new_symbolizer();
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	add_as(s, 0, 1, t.made[0], m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	assert_lib_chain(f, n, sites, t.made[0]); /* names from the alternate file */
 	lk_symbolizer_free(s);
@@ -564,8 +573,7 @@ TEST(dwz_alternate_file)
 	ASSERT_OK(rename(alt, real));
 	ASSERT_OK(mkfifo(alt, 0600));
 	s = new_symbolizer();
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, t.made[0], m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	add_as(s, 0, 1, t.made[0], m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_TRUE(n >= 1);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->mangled.ret - 1, &f, &n));
@@ -587,9 +595,7 @@ TEST(build_id_mismatch_warns_once)
 	const char *const *w;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
+	const struct mod *m = lib_mod(sites);
 	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, m->path, wrong, sizeof(wrong), m->base, m->seg,
 					   m->nseg));
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
@@ -613,15 +619,12 @@ TEST(build_id_mismatch_prefers_debug_file)
 	struct debug_dir d;
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m && m->build_id_len);
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s, d.root));
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, ms->m[0].path, m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
+	const struct mod *m = lib_debug_dir(s, sites, &d);
+	const char *prog = load_modules()->m[0].path; /* dl_iterate_phdr reports the program first */
+
+	add_as(s, 0, 1, prog, m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
-	assert_lib_chain(f, n, sites, ms->m[0].path);
+	assert_lib_chain(f, n, sites, prog);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 1);
 	ASSERT_CONTAINS(w[0], "does not match the profile");
 	ASSERT_CONTAINS(w[0], ": using ");
@@ -641,11 +644,8 @@ TEST(missing_file)
 	char want[64];
 	size_t n;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m);
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, "/nonexistent/libleekfix.so", m->build_id,
-					   m->build_id_len, m->base, m->seg, m->nseg));
+	const struct mod *m = lib_mod(sites);
+	add_as(s, 0, 1, "/nonexistent/libleekfix.so", m);
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_EQ(n, 1);
 	snprintf(want, sizeof(want), "libleekfix.so+%#llx",
@@ -656,19 +656,27 @@ TEST(missing_file)
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 1);
 	ASSERT_CONTAINS(w[0], "module /nonexistent/libleekfix.so: ");
 	ASSERT_CONTAINS(w[0], "no symbols");
+}
 
+/* Gone from disk, but its debug file is at hand: no warning, every frame. */
+TEST(missing_file_debug_file_at_hand)
+{
 #ifdef FIXTURE_DEBUG
-	/* Gone from disk, but its debug file is at hand: no warning, every frame. */
-	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s2 = new_symbolizer();
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *s = new_symbolizer();
+	const struct fix_lib_sites *sites = lib_call(lib_open());
+	const struct lk_sym_frame *f;
+	const char *const *w;
 	struct debug_dir d;
-	debug_dir_make(&d, m->build_id, m->build_id_len);
-	ASSERT_OK(lk_symbolizer_add_debug_dir(s2, d.root));
-	ASSERT_OK(lk_symbolizer_add_module(s2, 0, 1, "/nonexistent/libleekfix.so", m->build_id,
-					   m->build_id_len, m->base, m->seg, m->nseg));
-	ASSERT_OK(lk_symbolize(s2, 0, 1, sites->leaf.ret - 1, &f, &n));
+	size_t n;
+
+	const struct mod *m = lib_debug_dir(s, sites, &d);
+	add_as(s, 0, 1, "/nonexistent/libleekfix.so", m);
+	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	assert_lib_chain(f, n, sites, "/nonexistent/libleekfix.so");
-	ASSERT_EQ(lk_symbolizer_warnings(s2, &w), 0);
+	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 	debug_dir_remove(&d);
+#else
+	SKIP("no objcopy");
 #endif
 }
 
@@ -684,17 +692,11 @@ TEST(prepare_ahead)
 	const char *const *w;
 	size_t n, k;
 
-	struct mods *ms = load_modules();
-	const struct mod *m = find_mod(ms, sites->leaf.ret - 1);
-	ASSERT_TRUE(m);
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 1, m->path, m->build_id, m->build_id_len, m->base,
-					   m->seg, m->nseg));
-	ASSERT_OK(lk_symbolizer_add_module(plain, 0, 1, m->path, m->build_id, m->build_id_len,
-					   m->base, m->seg, m->nseg));
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 2, "/nonexistent/libleekfix.so", m->build_id,
-					   m->build_id_len, m->base, m->seg, m->nseg));
-	ASSERT_OK(lk_symbolizer_add_module(s, 0, 3, "/nonexistent/other.so", m->build_id,
-					   m->build_id_len, m->base, m->seg, m->nseg));
+	const struct mod *m = lib_mod(sites);
+	add_as(s, 0, 1, m->path, m);
+	add_as(plain, 0, 1, m->path, m);
+	add_as(s, 0, 2, "/nonexistent/libleekfix.so", m);
+	add_as(s, 0, 3, "/nonexistent/other.so", m);
 	ASSERT_EQ(lk_symbolizer_prepare(s, 0, 9), -ENOENT);
 	ASSERT_EQ(lk_symbolizer_prepare(s, 1, 1), -ENOENT);
 	ASSERT_OK(lk_symbolizer_prepare(s, 0, 1));

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -18,10 +19,9 @@
 
 #include "build-profile.h"
 #include "harness.h"
-#include "gz-build.h"
 #include "read-z.h"
 #include "read.h"
-#include "zst-build.h"
+#include "z-build.h"
 
 enum codec { GZIP, ZSTD, NCODECS };
 
@@ -71,14 +71,11 @@ static size_t unpackable(enum codec c, const struct pbuf *z, size_t n, bool *who
 static void build_big(struct pbuf *b)
 {
 	static uint8_t ext[3 * LK_READ_BUF / 2];
-	uint64_t frames[40];
 
 	*b = (struct pbuf){ 0 };
 	pb_simple_header(b);
 	for (uint64_t i = 1; i <= 3000; i++) {
-		for (int k = 0; k < 40; k++)
-			frames[k] = 0x400000 + i * 0x40 + (uint64_t)k * 0x1000;
-		PB_REC(b, lk_rec_stack(rec, i, frames, (uint32_t)(i % 41)));
+		pb_made_up_stack(b, i, (uint32_t)(i % 41));
 		pb_alloc(b, i, 7 + i % 3, 0x10000 * i, i * 3, i);
 		if (i % 2 && i > 1)
 			pb_free(b, 2, 7, 0x10000 * (i - 1));
@@ -209,8 +206,8 @@ static void expect_prefix(const struct reading *got, const struct reading *want,
 	ASSERT_EQ(got->n, n);
 	for (size_t i = 0; i < n; i++) {
 		if (memcmp(&got->rec[i], &want->rec[i], sizeof(got->rec[i])) != 0)
-			lk_test_fail(__FILE__, __LINE__, "record %zu (offset %llu) differs", i,
-				     (unsigned long long)want->rec[i].offset);
+			FAIL("record %zu (offset %llu) differs", i,
+			     (unsigned long long)want->rec[i].offset);
 	}
 }
 
@@ -372,10 +369,9 @@ static void check_cut(enum codec codec, const struct pbuf *z, size_t c, const st
 		return;
 	}
 	if (got.last != 0 || got.n != n)
-		lk_test_fail(__FILE__, __LINE__,
-			     "%s cut at compressed byte %zu (%zu decompressed): %zu records, "
-			     "last %d (%s); want %zu records and 0", codec_name[codec], c, u,
-			     got.n, got.last, got.error, n);
+		FAIL("%s cut at compressed byte %zu (%zu decompressed): %zu records, last %d (%s); "
+		     "want %zu records and 0", codec_name[codec], c, u, got.n, got.last, got.error,
+		     n);
 	expect_prefix(&got, want, n);
 	ASSERT_STREQ(got.error, "");
 	if (u >= len) { /* only gzip's trailer or zstd's checksum is missing: every record */
@@ -538,6 +534,24 @@ TEST(corrupt_first_block)
 	free(s.b.p);
 }
 
+/* z, whole members or frames of codec c holding b, followed by bytes that are not one: "LEEK",
+ * its first byte alone, and a member or frame of the other codec. Each fails with want. z is as
+ * it was after. */
+static void expect_trailing_junk(enum codec c, struct pbuf *z, const struct pbuf *b,
+				 const char *want)
+{
+	size_t end = z->len;
+
+	pb_put(z, "LEEK", 4);
+	expect_error(z, want);
+	z->len = end + 1;
+	expect_error(z, want);
+	z->len = end;
+	member(c == GZIP ? ZSTD : GZIP, z, b, 0, b->len, 1);
+	expect_error(z, want);
+	z->len = end;
+}
+
 TEST(corrupt_gzip)
 {
 	struct pb_sample s;
@@ -559,15 +573,10 @@ TEST(corrupt_gzip)
 	gz.p[gz.len - 1] ^= 1;
 
 	/* Bytes after the last member that are not a member: anything, or a zstd frame. */
-	size_t end = gz.len;
 	snprintf(want, sizeof(want),
 		 "gzip data corrupt after uncompressed offset %zu: bytes after the last member "
 		 "that are not another gzip member", s.b.len);
-	pb_put(&gz, "LEEK", 4);
-	expect_error(&gz, want);
-	gz.len = end;
-	member(ZSTD, &gz, &s.b, 0, s.b.len, 1);
-	expect_error(&gz, want);
+	expect_trailing_junk(GZIP, &gz, &s.b, want);
 	free(gz.p);
 	free(s.b.p);
 }
@@ -590,14 +599,12 @@ static size_t expect_zstd_error(const struct pbuf *z, const char *what, size_t a
 		read_way(&got, z->p, z->len, w);
 		ASSERT_TRUE(got.open == -EBADMSG || got.last == -EBADMSG);
 		if (strncmp(got.error, prefix, strlen(prefix)) != 0)
-			lk_test_fail(__FILE__, __LINE__, "\"%s\" is not \"%sN: %s\"", got.error,
-				     prefix, what);
+			FAIL("\"%s\" is not \"%sN: %s\"", got.error, prefix, what);
 		n = strtoull(got.error + strlen(prefix), &end, 10);
 		snprintf(tail, sizeof(tail), ": %s", what);
 		ASSERT_STREQ(end, tail);
 		if (n != at)
-			lk_test_fail(__FILE__, __LINE__, "\"%s\": the damage is at %zu", got.error,
-				     at);
+			FAIL("\"%s\": the damage is at %zu", got.error, at);
 		ASSERT_EQ(got.n, whole_records(want, (size_t)n, want->end_offset));
 		expect_prefix(&got, want, got.n);
 	}
@@ -639,16 +646,9 @@ TEST(corrupt_zstd)
 
 	/* Bytes after the last frame that are not a frame: anything, even one byte, or a gzip
 	 * member. zstd returns at the end of a frame, so the offset is exact. */
-	size_t end = z.len;
 	snprintf(want, sizeof(want), "zstd data corrupt after uncompressed offset %zu: Unknown "
 		 "frame descriptor", s.b.len);
-	pb_put(&z, "LEEK", 4);
-	expect_error(&z, want);
-	z.len = end + 1;
-	expect_error(&z, want);
-	z.len = end;
-	member(GZIP, &z, &s.b, 0, s.b.len, 1);
-	expect_error(&z, want);
+	expect_trailing_junk(ZSTD, &z, &s.b, want);
 	free(z.p);
 	free(s.b.p);
 }
@@ -687,8 +687,7 @@ TEST(corrupt_zstd_block)
 		z.p[at + k] ^= 0xa5;
 	}
 	if (found < 3)
-		lk_test_fail(__FILE__, __LINE__, "%zu of %zu changes that zstd finds", found,
-			     tried);
+		FAIL("%zu of %zu changes that zstd finds", found, tried);
 	free(z.p);
 	free(big.p);
 }

@@ -1,37 +1,15 @@
-/* build-profile.h: builds profiles in memory for the unit tests, with record.h's encoders (the
- * writer's own), so a test reads exactly the bytes libleek would write.
+/* build-profile.c: profiles built in memory with the writer's encoders (see build-profile.h).
  *
- * Tests speak of blocks by address, as a program does; the builder numbers them as the writer
- * does (format.h): pb_alloc() gives the block at addr the next number, pb_free() frees the last
- * block allocated at addr, even if it was freed already (a damaged file's double FREE).
- *
- * Test-only: aborts on out-of-memory, never frees on failure paths (the harness forks).
+ * Test-only: aborts on out-of-memory, and never calls the harness, so that bench/ can build it
+ * too.
  */
-#ifndef LEEK_TEST_BUILD_PROFILE_H
-#define LEEK_TEST_BUILD_PROFILE_H
-
 #include <endian.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "record.h"
+#include "build-profile.h"
 
-struct pb_block {
-	uint64_t addr, block; /* block 0: an empty entry */
-};
-
-struct pbuf {
-	uint8_t *p;
-	size_t len, cap;
-	uint64_t blocks, prev_free, tid; /* the writer's state: ALLOC and INHERIT records, the last
-					  * FREE's block, the thread of the last ALLOC or FREE */
-	bool thread;                     /* a THREAD record was written: tid holds */
-	struct pb_block *map;            /* addr -> its last block: open addressing */
-	size_t map_size, map_used;
-};
-
-static inline struct pb_block *pb_find(struct pbuf *b, uint64_t addr)
+static struct pb_block *find(struct pbuf *b, uint64_t addr)
 {
 	size_t mask = b->map_size - 1, i = (addr * 0x9e3779b97f4a7c15ull >> 32) & mask;
 
@@ -40,8 +18,7 @@ static inline struct pb_block *pb_find(struct pbuf *b, uint64_t addr)
 	return &b->map[i];
 }
 
-/* A new block at addr, as an ALLOC or INHERIT about to be appended: its number. */
-static inline uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
+uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
 {
 	if (2 * (b->map_used + 1) > b->map_size) {
 		struct pb_block *old = b->map;
@@ -52,26 +29,25 @@ static inline uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
 			abort();
 		for (size_t i = 0; i < n; i++)
 			if (old[i].block)
-				*pb_find(b, old[i].addr) = old[i];
+				*find(b, old[i].addr) = old[i];
 		free(old);
 	}
-	struct pb_block *e = pb_find(b, addr);
+	struct pb_block *e = find(b, addr);
 	b->map_used += !e->block;
 	*e = (struct pb_block){ addr, ++b->blocks };
 	return e->block;
 }
 
-/* The last block allocated at addr; aborts if none was (a test's mistake). */
-static inline uint64_t pb_block_at(struct pbuf *b, uint64_t addr)
+uint64_t pb_block_at(struct pbuf *b, uint64_t addr)
 {
-	struct pb_block *e = b->map_size ? pb_find(b, addr) : NULL;
+	struct pb_block *e = b->map_size ? find(b, addr) : NULL;
 
 	if (!e || !e->block)
 		abort();
 	return e->block;
 }
 
-static inline void pb_put(struct pbuf *b, const void *data, size_t n)
+void pb_put(struct pbuf *b, const void *data, size_t n)
 {
 	if (n == 0) /* data may be NULL then, and memcpy must not see it */
 		return;
@@ -85,25 +61,13 @@ static inline void pb_put(struct pbuf *b, const void *data, size_t n)
 	b->len += n;
 }
 
-static inline void pb_zeros(struct pbuf *b, size_t n)
+void pb_zeros(struct pbuf *b, size_t n)
 {
 	while (n--)
 		pb_put(b, "", 1);
 }
 
-/* Appends one encoded record: pass an encoder call writing into rec, e.g.
- * PB_REC(b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096)). Evaluates to the record's offset. */
-#define PB_REC(b, call)                                                                            \
-	({                                                                                         \
-		static uint8_t rec[LK_MODULE_MAX];                                                 \
-		size_t _off = (b)->len, _n = (call);                                               \
-		pb_put((b), rec, _n);                                                              \
-		_off;                                                                              \
-	})
-
-/* ALLOC and FREE as libleek writes them: a THREAD record first if tid is not the thread of the
- * previous one. Return the ALLOC's or FREE's offset. */
-static inline void pb_thread(struct pbuf *b, uint64_t tid)
+void pb_thread(struct pbuf *b, uint64_t tid)
 {
 	if (b->thread && b->tid == tid)
 		return;
@@ -112,15 +76,15 @@ static inline void pb_thread(struct pbuf *b, uint64_t tid)
 	b->thread = true;
 }
 
-static inline size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr,
-			      uint64_t size, uint64_t stack)
+size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr, uint64_t size,
+		uint64_t stack)
 {
 	pb_thread(b, tid);
 	pb_new_block(b, addr);
 	return PB_REC(b, lk_rec_alloc(rec, dt, size, stack));
 }
 
-static inline size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr)
+size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr)
 {
 	uint64_t block = pb_block_at(b, addr);
 
@@ -128,22 +92,25 @@ static inline size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t
 	return PB_REC(b, lk_rec_free(rec, dt, b->blocks, &b->prev_free, block));
 }
 
-/* INHERIT of a block at addr, numbered like an ALLOC. */
-static inline size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
-				uint64_t alloc_monotonic_ns)
+size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
+		  uint64_t alloc_monotonic_ns)
 {
 	pb_new_block(b, addr);
 	return PB_REC(b, lk_rec_inherit(rec, size, stack, alloc_monotonic_ns));
 }
 
-struct pb_header {
-	uint32_t flags, pid, ppid;
-	uint64_t period, start_realtime_ns, start_monotonic_ns, session, seed;
-	const char *exe, *cmdline;
-	size_t cmdline_len;
-};
+size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n)
+{
+	uint64_t frames[40];
 
-static inline void pb_header(struct pbuf *b, const struct pb_header *ph)
+	if (n > sizeof(frames) / sizeof(frames[0]))
+		abort();
+	for (uint32_t k = 0; k < n; k++)
+		frames[k] = 0x400000 + id * 0x40 + (uint64_t)k * 0x1000;
+	return PB_REC(b, lk_rec_stack(rec, id, frames, n));
+}
+
+void pb_header(struct pbuf *b, const struct pb_header *ph)
 {
 	size_t exe_len = strlen(ph->exe), size = LK_HEADER_FIXED_SIZE + exe_len + ph->cmdline_len;
 	struct lk_file_header h = {
@@ -172,24 +139,12 @@ static inline void pb_header(struct pbuf *b, const struct pb_header *ph)
 	pb_zeros(b, ((size + 7) & ~(size_t)7) - size);
 }
 
-/* A minimal valid header: pid 1, period 512 KiB, exe "/x", no command line. */
-static inline void pb_simple_header(struct pbuf *b)
+void pb_simple_header(struct pbuf *b)
 {
 	pb_header(b, &(struct pb_header){ .pid = 1, .period = 524288, .exe = "/x" });
 }
 
-#define PB_MAX_RECORDS 64
-#define PB_CMDLINE "prog\0-x\0a b"
-#define PB_FRAMES1 { 0x555555555123, 0x7f0000012345, 0x555555555000 }
-
-/* The round-trip profile: one of every record (tests/unit/test-format.c checks each field),
- * and the offset of each record, then the profile's length. */
-struct pb_sample {
-	struct pbuf b;
-	size_t header_size, nrec, off[PB_MAX_RECORDS];
-};
-
-static inline void pb_build_sample(struct pb_sample *s)
+void pb_build_sample(struct pb_sample *s)
 {
 	static const uint64_t frames1[] = PB_FRAMES1;
 	static const char cmdline[] = PB_CMDLINE;
@@ -248,4 +203,17 @@ static inline void pb_build_sample(struct pb_sample *s)
 	s->off[s->nrec] = b->len;
 }
 
-#endif /* LEEK_TEST_BUILD_PROFILE_H */
+size_t pb_live(struct pbuf *b, size_t n)
+{
+	static const uint64_t frames[] = { 0x401234, 0x402000 };
+	size_t first;
+
+	pb_header(b, &(struct pb_header){ .flags = LK_HDR_EXACT, .period = 1, .pid = 7,
+					  .exe = "/usr/bin/live" });
+	PB_REC(b, lk_rec_stack(rec, 1, frames, 2));
+	PB_REC(b, lk_rec_thread(rec, 1));
+	first = b->len;
+	for (size_t i = 0; i < n; i++)
+		PB_REC(b, lk_rec_alloc(rec, 0, 16, 1));
+	return first;
+}

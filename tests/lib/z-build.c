@@ -1,23 +1,58 @@
-/* zst-build.h: zstd frames built in memory for the tests that read compressed profiles, with
- * libzstd itself rather than leek's compress.c, so that those tests check leek against independent
- * code; and zstd's own decoder, to read back what leek wrote.
- *
- * A frame is made the way a stream is compressed (input with ZSTD_e_continue, then ZSTD_e_end), as
- * compress.c does: no content size in its header, and the same bytes whatever the input's chunks.
- * With `flush`, a block ends every `flush` bytes (ZSTD_e_flush), so that a small profile makes a
- * frame of many blocks, which a decoder can deliver one at a time.
- *
- * Test-only: include after harness.h (ASSERT_*) and build-profile.h (struct pbuf, pb_put).
- */
-#ifndef LEEK_TEST_ZST_BUILD_H
-#define LEEK_TEST_ZST_BUILD_H
-
+/* z-build.c: gzip and zstd streams made and read with zlib and libzstd (see z-build.h). */
+#include <stdint.h>
+#include <zlib.h>
 #include <zstd.h>
 
-/* Appends len bytes of data (NULL if len is 0) to out as one zstd frame at zstd's level, with its
- * content checksum, a block ending every flush bytes (0: where zstd likes). */
-static inline void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level,
-				   size_t flush)
+#include "harness.h"
+#include "z-build.h"
+
+void pb_gzip(struct pbuf *out, const void *data, size_t len, int level)
+{
+	z_stream zs = { 0 };
+	uint8_t buf[65536];
+	int k;
+
+	ASSERT_EQ(deflateInit2(&zs, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	zs.next_in = len ? (Bytef *)data : (Bytef *)"";
+	zs.avail_in = (uInt)len;
+	do {
+		zs.next_out = buf;
+		zs.avail_out = sizeof(buf);
+		k = deflate(&zs, Z_FINISH);
+		ASSERT_TRUE(k == Z_OK || k == Z_STREAM_END);
+		pb_put(out, buf, sizeof(buf) - zs.avail_out);
+	} while (k != Z_STREAM_END);
+	deflateEnd(&zs);
+}
+
+size_t pb_gunzip(struct pbuf *out, const void *gz, size_t n, bool *whole)
+{
+	static uint8_t buf[1 << 16];
+	z_stream zs = { 0 };
+	size_t total = 0;
+	int k = Z_OK;
+
+	ASSERT_EQ(inflateInit2(&zs, 16 + MAX_WBITS), Z_OK);
+	zs.next_in = (Bytef *)gz;
+	zs.avail_in = (uInt)n;
+	for (;;) {
+		zs.next_out = buf;
+		zs.avail_out = sizeof(buf);
+		k = inflate(&zs, Z_NO_FLUSH);
+		total += sizeof(buf) - zs.avail_out;
+		if (out)
+			pb_put(out, buf, sizeof(buf) - zs.avail_out);
+		if (k == Z_STREAM_END && zs.avail_in > 0)
+			inflateReset(&zs); /* the next member */
+		else if (k != Z_OK || (zs.avail_out > 0 && zs.avail_in == 0))
+			break; /* the end of a member or of the input, or no progress */
+	}
+	*whole = k == Z_STREAM_END;
+	inflateEnd(&zs);
+	return total;
+}
+
+void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, size_t flush)
 {
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_inBuffer end = { NULL, 0, 0 };
@@ -47,15 +82,12 @@ static inline void pb_zstd_flushed(struct pbuf *out, const void *data, size_t le
 	ZSTD_freeCCtx(cc);
 }
 
-static inline void pb_zstd(struct pbuf *out, const void *data, size_t len, int level)
+void pb_zstd(struct pbuf *out, const void *data, size_t len, int level)
 {
 	pb_zstd_flushed(out, data, len, level, 0);
 }
 
-/* How many bytes zstd gets out of the first n bytes of a zstd stream (its frames, one after the
- * other), appended to out unless it is NULL; *whole: whether those n bytes end with a complete
- * frame. Fails the test on an error (corrupt data, a wrong checksum). */
-static inline size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *whole)
+size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *whole)
 {
 	ZSTD_DStream *ds = ZSTD_createDStream();
 	static uint8_t buf[1 << 17];
@@ -68,7 +100,7 @@ static inline size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *
 		size_t used = in.pos;
 		k = ZSTD_decompressStream(ds, &o, &in);
 		if (ZSTD_isError(k))
-			lk_test_fail(__FILE__, __LINE__, "zstd: %s", ZSTD_getErrorName(k));
+			FAIL("zstd: %s", ZSTD_getErrorName(k));
 		/* A call with nothing to do after a frame asks for the next one. */
 		if (o.pos > 0 || in.pos > used)
 			last = k;
@@ -82,5 +114,3 @@ static inline size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *
 	ZSTD_freeDStream(ds);
 	return total;
 }
-
-#endif /* LEEK_TEST_ZST_BUILD_H */

@@ -1,4 +1,4 @@
-/* json.h: a small, strict JSON reader for the report tests (RFC 8259, nothing more).
+/* json.h: a small, strict JSON reader for the tests of leek's JSON (RFC 8259, nothing more).
  *
  * It parses a whole document into a tree and refuses anything RFC 8259 does not allow, because
  * the tests use it to check `leek report --format json` and a lenient reader would hide a broken

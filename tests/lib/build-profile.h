@@ -1,0 +1,96 @@
+/* build-profile.h: builds profiles in memory for the tests, with record.h's encoders (the writer's
+ * own), so a test reads exactly the bytes libleek would write.
+ *
+ * Tests speak of blocks by address, as a program does; the builder numbers them as the writer
+ * does (format.h): pb_alloc() gives the block at addr the next number, pb_free() frees the last
+ * block allocated at addr, even if it was freed already (a damaged file's double FREE).
+ *
+ * Test-only: aborts on out-of-memory, never frees on failure paths (the harness forks).
+ */
+#ifndef LEEK_TEST_BUILD_PROFILE_H
+#define LEEK_TEST_BUILD_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+struct pb_block {
+	uint64_t addr, block; /* block 0: an empty entry */
+};
+
+struct pbuf {
+	uint8_t *p;
+	size_t len, cap;
+	uint64_t blocks, prev_free, tid; /* the writer's state: ALLOC and INHERIT records, the last
+					  * FREE's block, the thread of the last ALLOC or FREE */
+	bool thread;                     /* a THREAD record was written: tid holds */
+	struct pb_block *map;            /* addr -> its last block: open addressing */
+	size_t map_size, map_used;
+};
+
+void pb_put(struct pbuf *b, const void *data, size_t n); /* data may be NULL if n is 0 */
+void pb_zeros(struct pbuf *b, size_t n);
+
+/* Appends one encoded record: pass an encoder call writing into rec, e.g.
+ * PB_REC(b, lk_rec_pair(rec, LK_REC_RSS, 1, 4096)). Evaluates to the record's offset. */
+#define PB_REC(b, call)                                                                            \
+	({                                                                                         \
+		static uint8_t rec[LK_MODULE_MAX];                                                 \
+		size_t _off = (b)->len, _n = (call);                                               \
+		pb_put((b), rec, _n);                                                              \
+		_off;                                                                              \
+	})
+
+/* A new block at addr, as an ALLOC or INHERIT about to be appended: its number. */
+uint64_t pb_new_block(struct pbuf *b, uint64_t addr);
+/* The last block allocated at addr; aborts if none was (a test's mistake). */
+uint64_t pb_block_at(struct pbuf *b, uint64_t addr);
+
+/* ALLOC and FREE as libleek writes them: a THREAD record first if tid is not the thread of the
+ * previous one. Return the ALLOC's or FREE's offset. */
+void pb_thread(struct pbuf *b, uint64_t tid);
+size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr, uint64_t size,
+		uint64_t stack);
+size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr);
+/* INHERIT of a block at addr, numbered like an ALLOC. */
+size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
+		  uint64_t alloc_monotonic_ns);
+
+/* STACK id of n made-up frames (n at most 40): 0x400000 + id * 0x40 + k * 0x1000 for frame k, so
+ * that no two ids share a frame. Returns its offset. */
+size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n);
+
+struct pb_header {
+	uint32_t flags, pid, ppid;
+	uint64_t period, start_realtime_ns, start_monotonic_ns, session, seed;
+	const char *exe, *cmdline;
+	size_t cmdline_len;
+};
+
+void pb_header(struct pbuf *b, const struct pb_header *ph);
+/* A minimal valid header: pid 1, period 512 KiB, exe "/x", no command line. */
+void pb_simple_header(struct pbuf *b);
+
+#define PB_MAX_RECORDS 64
+#define PB_CMDLINE "prog\0-x\0a b"
+#define PB_FRAMES1 { 0x555555555123, 0x7f0000012345, 0x555555555000 }
+
+/* The round-trip profile: one of every record (tests/unit/test-format.c checks each field),
+ * and the offset of each record, then the profile's length. */
+struct pb_sample {
+	struct pbuf b;
+	size_t header_size, nrec, off[PB_MAX_RECORDS];
+};
+
+void pb_build_sample(struct pb_sample *s);
+
+/* A profile that claims many live blocks in few bytes, for the tests of the memory budget
+ * (tests/report/test-memory.c) and bench/budget.sh: an exact-mode header, one stack, a THREAD
+ * record, then n ALLOCs of 16 bytes at that stack, never freed, and no trailer (a crash). Each
+ * ALLOC is 4 bytes, the first at the offset pb_live() returns; zstd makes a few kilobytes of
+ * millions of them, which a reader must hold as that many live blocks. */
+size_t pb_live(struct pbuf *b, size_t n);
+
+#endif /* LEEK_TEST_BUILD_PROFILE_H */
