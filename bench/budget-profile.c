@@ -1,25 +1,20 @@
-/* budget-profile.c: writes tests/unit/live-build.h's profile of N live blocks, zstd-compressed, for
- * bench/budget.sh: `budget-profile N FILE`. Built by the script, never by meson.
+/* budget-profile.c: writes tests/lib/build-profile.c's pb_live() profile of N live blocks,
+ * zstd-compressed, for bench/budget.sh: `budget-profile N FILE`. Built by the script (with
+ * tests/lib/build-profile.c and z-build.c), never by meson.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-/* zst-build.h's checks, without the test harness. */
-#define ASSERT_TRUE(x)                                                                             \
-	do {                                                                                       \
-		if (!(x))                                                                          \
-			abort();                                                                   \
-	} while (0)
-static void lk_test_fail(const char *file, int line, const char *fmt, ...)
+#include "build-profile.h"
+#include "harness.h"
+#include "z-build.h"
+
+/* z-build.c's checks, without the test harness. */
+void lk_test_fail(const char *file, int line, const char *fmt, ...)
 {
 	(void)file, (void)line, (void)fmt;
 	abort();
 }
-
-#include "build-profile.h"
-#include "live-build.h"
-#include "zst-build.h"
 
 int main(int argc, char **argv)
 {

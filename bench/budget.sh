@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # budget.sh: the memory and time `leek report` and `leek dump --summary` take to read a few
-# kilobytes of zstd that claim BLOCKS live blocks (tests/unit/live-build.h), under the default
-# memory budget and under --max-memory LIMIT (src/cli/base/budget.h). docs/design.md ("Reading a
-# profile") quotes it. Peak RSS is GNU time's; the times are timings of one run each, on whatever
-# else the machine does: compare the memory, and the times only roughly. Run by hand only.
+# kilobytes of zstd that claim BLOCKS live blocks (tests/lib/build-profile.c's pb_live), under the
+# default memory budget and under --max-memory LIMIT (src/cli/base/budget.h). docs/design.md
+# ("Reading a profile") quotes it. Peak RSS is GNU time's; the times are timings of one run each,
+# on whatever else the machine does: compare the memory, and the times only roughly. Run by hand
+# only.
 #
 #   bench/budget.sh [BUILD_DIR [BLOCKS]]        (default: build 20000000)
 #   LIMIT=64M bench/budget.sh /tmp/build-old    a build without --max-memory says so and goes on
@@ -17,8 +18,8 @@ leek=$(realpath "$build/src/cli/leek")
 [ -x /usr/bin/time ] || { echo "GNU time is needed: apt-get install -y time" >&2; exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cc -O2 -D_GNU_SOURCE -I tests/unit -I src/common -I include -o "$tmp/gen" bench/budget-profile.c \
-  -lzstd
+cc -O2 -D_GNU_SOURCE -I tests/lib -I src/common -I include -o "$tmp/gen" bench/budget-profile.c \
+  tests/lib/build-profile.c tests/lib/z-build.c -lzstd -lz
 "$tmp/gen" "$blocks" "$tmp/live.lk.zst"
 
 for args in "report" "report --max-memory $limit" "report old --age 0" "dump --summary" \
