@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # budget.sh: the memory and time `leek report` and `leek dump --summary` take to read a few
 # kilobytes of zstd that claim BLOCKS live blocks (tests/lib/build-profile.c's pb_live), under the
-# default memory budget and under --max-memory LIMIT (src/cli/base/budget.h). docs/design.md
-# ("Reading a profile") quotes it. Peak RSS is GNU time's; the times are timings of one run each,
-# on whatever else the machine does: compare the memory, and the times only roughly. Run by hand
-# only.
+# default memory budget and under --max-memory LIMIT (src/cli/base/budget.h). docs/performance.md
+# ("Reading profiles") quotes it; docs/design.md ("Reading a profile") explains the budget. Peak
+# RSS is GNU time's; the times are timings of one run each, on whatever else the machine does:
+# compare the memory, and the times only roughly. Run by hand only.
 #
 #   bench/budget.sh [BUILD_DIR [BLOCKS]]        (default: build 20000000)
 #   LIMIT=64M bench/budget.sh /tmp/build-old    a build without --max-memory says so and goes on

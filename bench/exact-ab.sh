@@ -13,8 +13,7 @@
 # each round. The noise of this machine is bursts that only ever add time, so the table shows the
 # least time, the 10th percentile and the median of each: compare the first two columns. Two
 # runs of one library agree within about 1% at the 10th percentile, where the medians of the
-# long runs of bench/real.sh differ by 5% (docs/performance.md, "The walks kept, the lock, the
-# common record").
+# long runs of bench/real.sh differ by 5% or more (docs/performance.md, "The benchmarks").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${RUNS:-30}

@@ -5,7 +5,7 @@
  * 48 MiB in DIR (a store every 64 bytes, as the records come), in each of these ways:
  *
  *   fallocate        posix_fallocate only: each page faults in through the file system
- *   fallocate+64k    and the range written as zeros 64 KiB a write first (writer.c, page_in)
+ *   fallocate+64k    and the range written as zeros 64 KiB a write first (what the writer does)
  *   fallocate+1m     and the range written as zeros in one write of 1 MiB
  *   populate         fallocate, then MADV_POPULATE_WRITE on the window
  *   willneed         fallocate, then POSIX_FADV_WILLNEED on the range

@@ -15,8 +15,9 @@
 
 #define LK_OPTIONS(X)                                                                              \
 	X(period, "LEEK_PERIOD", SIZE, "524288",                                                   \
-	  "mean bytes between samples; 1 records every allocation. 512 KiB is the default of "      \
-	  "jemalloc and Go: about 2 samples per MiB allocated, well under 1% overhead")              \
+	  "mean bytes between samples; 1 records every allocation (exact mode). 512 KiB is the "   \
+	  "default of jemalloc and Go: about 2 samples per MiB allocated, for a cost within 1% "   \
+	  "on real programs (docs/performance.md, bench/callgrind-real.sh)")                       \
 	X(seed, "LEEK_SEED", UINT, "",                                                             \
 	  "seed of the sampler's random stream, for reproducible runs; empty means a fresh "        \
 	  "random seed (written to the profile header)")                                            \
@@ -29,20 +30,20 @@
 	  "profile exec'd children too (they inherit LD_PRELOAD); 0 removes libleek from the "     \
 	  "environment the program's children see")                                                \
 	X(max_frames, "LEEK_MAX_FRAMES", UINT, "128",                                              \
-	  "deepest stack recorded; 128 covers deep C++ and Rust stacks, and the cut is counted")    \
+	  "deepest stack recorded (at most 128); 128 covers deep C++ and Rust stacks, and a cut "  \
+	  "stack is counted in the profile")                                                       \
 	X(arena_size, "LEEK_ARENA_SIZE", SIZE, "64G",                                              \
-	  "address space reserved for sampled blocks (not memory: pages are committed as used); "   \
-	  "64 GiB is 0.05% of the 47-bit address space and holds the sampled part of any heap "     \
-	  "that fits in this machine class")                                                        \
+	  "address space reserved for sampled blocks (not memory: pages are committed as used); "  \
+	  "64 GiB is 0.05% of the 47-bit address space and holds the sampled part of any heap "    \
+	  "that fits in this machine class. Under an address-space limit (ulimit -v) the arena "   \
+	  "reserves a sixteenth of the room left and grows as its blocks need")                    \
 	X(arena_retain, "LEEK_ARENA_RETAIN", SIZE, "2M",                                           \
-	  "freed arena pages kept mapped for reuse before they are returned to the kernel (at "     \
-	  "least: freeing a block of 128 KiB to 32 MiB raises it to one and a half times that); "   \
-	  "2 MiB holds a churning 1 MiB sampled block (257 pages with its header) with room to "    \
-	  "spare, so it is reused without page faults; 4 MiB saved python3 only 3k more faults for "\
-	  "+2% of its peak RSS. Unset in exact mode (LEEK_PERIOD=1), where the arena holds the "    \
-	  "whole heap and keeps freed runs as a heap does: 64 MiB, with which sqlite3 faults 29k "  \
-	  "pages instead of 41k and python3.11 48k instead of 58k (16 MiB), for +4% and +8% of "    \
-	  "their peak RSS")                                                                         \
+	  "freed arena pages kept resident for reuse before they go back to the kernel (freeing "  \
+	  "a block of 128 KiB to 32 MiB raises it to one and a half times that block). 2 MiB "     \
+	  "holds a churning 1 MiB sampled block (257 pages with its header), so it is reused "     \
+	  "without page faults; more trades peak RSS for fewer faults (bench/faults-real.sh). "    \
+	  "When unset in exact mode (LEEK_PERIOD=1) it is 64M: there the arena holds the whole "   \
+	  "heap and keeps freed runs as a heap does (docs/performance.md)")                        \
 	X(rss_interval_ms, "LEEK_RSS_INTERVAL_MS", UINT, "100",                                    \
 	  "least milliseconds between two RSS records (read at sample time, no thread): 10 per "    \
 	  "second resolves a heap timeline without a syscall per sample")                           \
