@@ -28,7 +28,8 @@ for call in malloc calloc realloc; do
     h=$(self "$tmp/leek" $call); f=$(self "$tmp/leek" free)
     printf '%-8s %6s %12.1f %12.1f %10s\n' $call $size "$(echo "$a / $n" | bc -l)" \
       "$(echo "$b / $n" | bc -l)" "$(echo "scale=1; ${h:-0} / $n" | bc -l)"
-    [ "$call" = malloc ] && [ "$size" = 128 ] && \
+    if [ "$call" = malloc ] && [ "$size" = 128 ]; then
       printf '%-8s %6s %12s %12s %10s\n' free $size - - "$(echo "scale=1; ${f:-0} / $n" | bc -l)"
+    fi
   done
 done

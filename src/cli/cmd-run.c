@@ -247,8 +247,8 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 /* Compressing one profile of the run, on a thread of its own while the summary reads the raw file
  * and symbolizes (in exact mode each takes seconds without the follower). The raw file goes once
  * both the compression and the summary's reading are done, on the job's thread: the kernel drops
- * the file's pages from its cache when the last name and descriptor go (20 ms for sqlite3's
- * 45 MB in exact mode), which the summary need not wait for. */
+ * the file's pages from its cache when the last name and descriptor go, milliseconds for an
+ * exact-mode profile of tens of megabytes, which the summary need not wait for. */
 struct compress_job {
 	const char *path;
 	struct lk_compress_stream *comp; /* the follower's start on it, or NULL */

@@ -9,13 +9,12 @@
 
 #include <stdint.h>
 
-/* The level suits the data (compress.c, choose_level; measured in docs/format.md, "Compressed
- * profiles"). zstd's level 9 for a profile that compresses well: its 4 MiB window reaches the
- * stacks and blocks that an exact-mode profile names again and again, which gzip's 32 KiB cannot
- * (redis-server's exact profile: 437 KB at level 9 in 0.2 s, 601 KB at level 3, 957 KB with
- * gzip -6 in 0.4 s), and level 12 costs twice its time for 5% less. Level 1 for one that does
- * not compress well, where level 9 is several times slower for little. LK_COMPRESS_LEVEL asks
- * for that choice; a zstd level 1..19 is used as it is. */
+/* The level suits the data (compress.c, choose_level; the sizes and times are in docs/format.md,
+ * "Compressed profiles"). zstd's level 9 for a profile that compresses well: its 4 MiB window
+ * reaches the stacks and blocks that an exact-mode profile names again and again, which gzip's
+ * 32 KiB cannot, and a higher level costs much more time for little. Level 1 for one that does
+ * not compress well, where level 9 is several times slower for little. LK_COMPRESS_LEVEL asks for
+ * that choice; a zstd level 1..19 is used as it is. */
 #define LK_COMPRESS_LEVEL 0
 #define LK_COMPRESS_LEVEL_BEST 9
 #define LK_COMPRESS_LEVEL_FAST 1

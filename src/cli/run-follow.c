@@ -181,8 +181,8 @@ static void drop(struct lk_run_follower *w)
 }
 
 /* Opens ahead the modules that the stacks read since the last call name (lk_symbolizer_prepare),
- * for the summary: symbolizing is most of what it does after the program's exit (sqlite3's libc
- * with libc6-dbg installed: 60 ms of 100). On this idle thread it costs the program nothing. */
+ * for the summary: symbolizing, a large library's debug sections inflated first, is most of what
+ * it does after the program's exit. On this idle thread it costs the program nothing. */
 static void prepare_modules(struct lk_run_follower *w)
 {
 	const struct lk_profile *p = w->f ? lk_profile_follow_partial(w->f) : NULL;

@@ -275,8 +275,8 @@ void live_set_foreach(const struct live_set *ls,
 {
 	lk_recent_foreach(&ls->recent, visit_recent, &(struct visit){ ls, fn, ctx });
 	/* The slots in their order, not the table's: a table entry's slot is anywhere in the array,
-	 * and a million live blocks read that way were a miss each (1.3 s of `leek report` on an
-	 * exact profile of redis-server, docs/performance.md). Block numbers start at 1. */
+	 * and a million live blocks read that way would be a cache miss each (an exact profile of
+	 * redis-server; bench/report-throughput.sh). Block numbers start at 1. */
 	for (uint32_t i = 0; i < ls->used; i++)
 		if (ls->blocks[i].seq)
 			fn(ctx, &ls->blocks[i]);

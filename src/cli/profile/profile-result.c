@@ -32,8 +32,8 @@ void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, u
 /* The end's one pass over the live set: the peak's snapshot (the blocks live at the mark), the
  * live snapshot when the selected time is the end, the old blocks, and the totals and list of the
  * blocks live at the end. One pass rather than four: each reads the whole set, and a million
- * blocks left live (an exact profile of redis-server) took `leek run` 0.2 s after its program's
- * exit in four (docs/performance.md). */
+ * blocks left live (an exact profile of redis-server) make each pass a walk of tens of megabytes
+ * after the program's exit, while `leek run` waits (bench/exact-heaptrack.sh). */
 struct at_end {
 	struct lk_profile *p;
 	const struct live_set *ls;

@@ -26,8 +26,8 @@ static inline unsigned char *elem_at(const struct lk_recent *r, const struct lk_
 	return (unsigned char *)pg->elem + (size_t)i * r->elem;
 }
 
-/* An element's copy: the live set's 32 bytes inline, where a copy of r->elem bytes was a call
- * (4% of `leek report`'s time on an exact profile of redis-server, docs/performance.md). */
+/* An element's copy: the live set's 32 bytes inline, where a copy of r->elem bytes is a call, made
+ * for every block of an exact profile (bench/report-throughput.sh). */
 static inline void copy_elem(void *to, const void *from, size_t n)
 {
 	if (n == 32)

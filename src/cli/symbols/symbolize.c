@@ -265,7 +265,8 @@ int lk_symbolizer_prepare(struct lk_symbolizer *s, uint32_t profile, uint64_t id
 	}
 	if (o->mod) {
 		/* What the first lookups take their time in: the DWARF (a compressed debug file's
-		 * sections inflated: 50 ms for libc6-dbg's), its address ranges, the symbol table. */
+		 * sections inflated, tens of milliseconds for libc6-dbg's), its address ranges, the
+		 * symbol table. */
 		if ((dw = dwfl_module_getdwarf(o->mod, &bias)))
 			(void)dwarf_getaranges(dw, &ar, &nar);
 		if (!o->syms)
