@@ -12,6 +12,9 @@
  * callback that allocates must never wait for us while we wait for the loader lock it holds. The
  * records are then written under lk_lock, never while the loader lock is held by us.
  *
+ * It also says which loaded object, and which of its executable segments, holds an address
+ * (lk_object_of, lk_object_text: real.c, stack.c and unwind-io.c ask).
+ *
  * Never: allocate (paths go to a fixed pool), call dl_iterate_phdr under lk_lock, block on the
  * table mutex from the sample path.
  */
@@ -236,4 +239,59 @@ void lk_modules_atfork(int phase)
 		pthread_mutex_unlock(&mods_lock);
 	else
 		pthread_mutex_init(&mods_lock, NULL);
+}
+
+/* ---- which loaded object holds an address ----
+ *
+ * Its program headers (one table per object) and its path. dladdr would also say, but it looks for
+ * the nearest symbol as well, by a walk over every symbol of the object, which made start-up many
+ * times longer (bench/callgrind-real.sh, its start-up line). This walks the program headers of the
+ * loaded objects, a few hundred instructions. */
+struct owner {
+	uintptr_t addr;
+	struct dl_phdr_info *info;
+	bool found;
+};
+
+static int owner_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct owner *o = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
+			*o->info = *info;
+			o->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+bool lk_object_of(const void *addr, struct dl_phdr_info *info)
+{
+	struct owner o = { (uintptr_t)addr, info, false };
+
+	dl_iterate_phdr(owner_cb, &o);
+	return o.found;
+}
+
+/* The executable segment that holds the address at: [*lo, *hi); left alone if there is none. */
+void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi)
+{
+	struct dl_phdr_info info;
+
+	if (!lk_object_of(at, &info))
+		return;
+	for (int i = 0; i < info.dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info.dlpi_phdr[i];
+		uintptr_t start = info.dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		    (uintptr_t)at - start < ph->p_memsz) {
+			*lo = start;
+			*hi = start + ph->p_memsz;
+		}
+	}
 }

@@ -73,9 +73,6 @@ struct lk_real {
 };
 extern struct lk_real lk_real;
 int lk_real_init(void);
-struct dl_phdr_info;
-/* The loaded object that holds addr (its name and program headers stay valid while it is). */
-bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
 /* nallocx's answers for requests of up to LK_NALLOCX_MEMO bytes with no alignment, by size (0: not
  * asked yet; real.c). */
@@ -200,7 +197,7 @@ void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_loc
 void lk_arena_get_stats(struct lk_arena_stats *s);
 bool lk_arena_check(void);                                /* invariant checker, for tests */
 
-/* ---- stack.c: unwinding and interning ---- */
+/* ---- stack.c: a sample's stack, captured (unwind.h: the files it uses) ---- */
 /* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
  * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
  * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
@@ -211,6 +208,10 @@ bool lk_arena_check(void);                                /* invariant checker, 
 #define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
 uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
 			  const uint64_t **frames, uint32_t *known, void **ticket);
+int lk_stack_init(void);
+void lk_stack_atfork_child(void);
+
+/* ---- walks-kept.c: each thread's last walks, found again ---- */
 /* lk_stack_capture's first case alone: the number of the stack of the kept walk that a capture
  * from frame would find (*known), or 0 when there is none or the capture has more to do; *cut,
  * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
@@ -221,13 +222,17 @@ void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_T
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
 void lk_stack_learned(void *ticket, uint32_t id);
+
+/* ---- stack-table.c: each distinct stack stored once, and written once to each file ---- */
+/* *hash: the hash of a capture's frames for lk_stack_intern, computed with no lock held; the
+ * table's slot for it is prefetched. */
+void lk_stack_hash(const uint64_t *frames, uint32_t n, uint64_t *hash);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
-int lk_stack_init(void);
-/* unwind-io.c: libunwind's address checks go through no descriptor (before its first use). */
-int lk_unwind_io_init(const void *in_libunwind);
 void lk_stack_new_file(void); /* every stack must be written again to a new file */
-void lk_stack_atfork_child(void);
+
+/* ---- unwind-io.c: libunwind's address checks go through no descriptor ---- */
+int lk_unwind_io_init(const void *in_libunwind); /* before libunwind's first use */
 
 /* ---- modules.c: loaded ELF objects ---- */
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
@@ -240,6 +245,11 @@ unsigned long long lk_modules_gen(bool *look);
 void lk_modules_moved(void); /* dlclose (loader.c): the next lk_modules_gen() looks */
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);
+struct dl_phdr_info;
+/* The loaded object that holds addr (its name and program headers stay valid while it is). */
+bool lk_object_of(const void *addr, struct dl_phdr_info *info);
+/* The executable segment of a loaded object that holds at: [*lo, *hi); unchanged if none. */
+void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- writer.c: the profile file ---- */
 /* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */

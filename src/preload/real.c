@@ -139,41 +139,6 @@ static void via_free_free_aligned_sized(void *p, size_t align, size_t size)
 	lk_real.free(p);
 }
 
-/* Which loaded object holds an address: its program headers (one table per object) and its path.
- * dladdr would also say, but it looks for the nearest symbol as well, by a walk over every symbol
- * of the object: 90 000 instructions a call in libc, a million at each start-up for the 12 calls
- * here. This walks the program headers of the loaded objects, a few hundred. */
-struct owner {
-	uintptr_t addr;
-	struct dl_phdr_info *info;
-	bool found;
-};
-
-static int owner_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct owner *o = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
-			*o->info = *info;
-			o->found = true;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-bool lk_object_of(const void *addr, struct dl_phdr_info *info)
-{
-	struct owner o = { (uintptr_t)addr, info, false };
-
-	dl_iterate_phdr(owner_cb, &o);
-	return o.found;
-}
-
 static const void *object_of(const void *addr, const char **name)
 {
 	struct dl_phdr_info info;

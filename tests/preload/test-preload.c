@@ -520,7 +520,7 @@ TEST(exact_counts)
 }
 
 /* A stack cut at LEEK_MAX_FRAMES is a loss counted once a sample, whether the sample's walk was
- * taken or found kept (stack.c, lk_stack_kept: the count waits for the sample, so one that then
+ * taken or found kept (walks-kept.c, lk_stack_kept: the count waits for the sample, so one that then
  * goes to the full capture is not counted twice). Every one of exact.c's own allocations is more
  * than 3 frames deep (its function, main, libc's start, _start). */
 TEST(exact_cut_stacks_counted_once)
@@ -918,8 +918,8 @@ TEST(edge_fp_environment)
  * of which glibc takes about 4.4 KiB for TLS and its descriptor), and in a handler on a
  * MINSIGSTKSZ * 2 sigaltstack, at both periods. libunwind's DWARF lookups and the dynamic
  * linker's lazy binding of libunwind take 8 to 11 KiB; leek runs them on a stack of its own
- * (stack.c, run_unwinder). Before it did, a thread's first sample overflowed such a stack in 12
- * to 17 runs out of 30 at the default period (and with run_unwinder disabled, this test failed
+ * (unwind-altstack.c, lk_unwind_run). Before it did, a thread's first sample overflowed such a stack in 12
+ * to 17 runs out of 30 at the default period (and with lk_unwind_run disabled, this test failed
  * once in three). Run 20 times, since which sample comes first on which thread varies. */
 TEST(edge_small_stacks)
 {
