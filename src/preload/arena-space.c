@@ -22,7 +22,6 @@
  * MAP_FIXED_NOREPLACE, and checks the address it got on kernels that take that flag as a hint).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -38,22 +37,13 @@
 #define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17 */
 #endif
 
-/* The bytes the process has mapped (statm's first field, in pages), or the limit itself when it
- * cannot be read: then the arena gets no more room. */
+/* The bytes the process has mapped (statm's first field), or the limit itself when it cannot be
+ * read: then the arena gets no more room. */
 static uint64_t mapped_bytes(uint64_t limit)
 {
-	char buf[128];
-	uint64_t pages = 0;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	uint64_t pages;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-		return limit;
-	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-		pages = pages * 10 + (uint64_t)(buf[i] - '0');
-	return pages * PAGE;
+	return lk_proc_statm(0, &pages) ? pages * PAGE : limit;
 }
 
 /* A sixteenth of what the limit still leaves, in pages. */

@@ -192,10 +192,8 @@ unsigned long long lk_modules_refresh(bool force)
 		return c.adds + c.subs;
 	if (pthread_mutex_trylock(&mods_lock))
 		return c.adds + c.subs; /* another thread is at it: its next refresh has our frames */
-	if (!exe[0]) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = 0;
-	}
+	if (!exe[0])
+		lk_proc_exe(exe, sizeof(exe));
 	for (unsigned i = 0; i < nmods; i++)
 		mods[i].seen = 0;
 	dl_iterate_phdr(walk_cb, NULL);

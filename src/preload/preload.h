@@ -336,6 +336,14 @@ static inline bool lk_coarse_time(void)
 {
 	return lk_cfg.period <= 1;
 }
+/* ---- proc.c: what libleek reads from /proc/self ---- */
+/* The file at path read into buf, at most size bytes (not terminated): the bytes read, or a
+ * negative errno. */
+int lk_proc_read(const char *path, char *buf, size_t size);
+/* statm's field number field (0: the size of the mappings, 1: the resident set), in pages. */
+bool lk_proc_statm(unsigned field, uint64_t *pages);
+void lk_proc_exe(char *buf, size_t size); /* the executable's path, "" if it cannot be read */
+
 /* ---- log.c: one line to stderr, unless LEEK_QUIET ---- */
 struct lk_line {
 	char buf[512];

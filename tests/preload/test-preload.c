@@ -565,9 +565,9 @@ TEST(exact_arena_retain)
 	run_cleanup(&r);
 }
 
-/* The profile's pages are put into the page cache before the window stores into them (writer.c,
- * page_in), so that a MiB of profile costs the program a fault a 64 KiB folio on a kernel whose
- * page cache has large folios, not one a page. pagein.c measures both ways on a scratch file next
+/* The profile's pages are put into the page cache before the window stores into them
+ * (writer-window.c, page_in), so that a MiB of profile costs the program a fault a 64 KiB folio on
+ * a kernel whose page cache has large folios, not one a page. pagein.c measures both ways on a scratch file next
  * to the profile, and leek's own: leek's must be the first kind, within a quarter of the way to
  * the second (window moves cost a few more). On Linux 6.18 and ext4: 16, 255 and 33. */
 TEST(exact_profile_paged_in)
@@ -1035,8 +1035,8 @@ static void daemon_run(const char *how, bool relative)
 		free(got);
 		expect_clean(&r, 1, 0);
 		ASSERT_STREQ(untallied(r.out, b, sizeof(b)), untallied(ref.out, a, sizeof(a)));
-		/* leek holds no descriptor the program could find (writer.c, file_get): the
-		 * program took 200, where leek's descriptor used to be. */
+		/* leek holds no descriptor the program could find (writer-window.c, lk_window_fd):
+		 * the program took 200, where leek's descriptor used to be. */
 		if (strstr(r.err, "leek fd found"))
 			lk_test_fail(__FILE__, __LINE__, "daemon %s (%s): the program found a "
 				     "descriptor of leek's profile", how, envs[i]);
