@@ -50,8 +50,17 @@ struct lk_config {
 extern struct lk_config lk_cfg;
 void lk_config_load(void);
 
+/* ---- lifecycle.c: the process's start, forks and exit ---- */
+enum { LK_INIT_NONE, LK_INIT_RUNNING, LK_INIT_DONE };
+extern int lk_init_state;
+extern __thread uint8_t lk_booting; /* this thread is running lk_init */
+void lk_init(void);                 /* once per process; safe to call again */
+static inline bool lk_init_done(void)
+{
+	return __atomic_load_n(&lk_init_state, __ATOMIC_ACQUIRE) == LK_INIT_DONE;
+}
+
 /* ---- real.c: the next allocator ---- */
-void lk_init(void); /* sampler.c: once per process; safe to call again */
 struct lk_real {
 	void *(*malloc)(size_t);
 	void (*free)(void *);
@@ -132,6 +141,13 @@ extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")
 void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame);
 void *lk_realloc_slow(void *p, size_t size);
 void lk_free_sampled(void *p);
+/* The process's part (lifecycle.c): its seed chosen, sampling started if the profile can be
+ * written (false: the program runs unprofiled), stopped at exit with the trailer written (the
+ * caller's in_slow up), and each phase of a fork. */
+void lk_sampler_seed(void);
+bool lk_sampler_start(void);
+void lk_sampler_stop(void);
+void lk_sampler_atfork(int phase);
 
 /* ---- arena.c: where sampled blocks live ---- */
 struct lk_arena_stats {
