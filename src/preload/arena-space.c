@@ -26,12 +26,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "preload.h"
 
-#define PAGE 4096u
-#define PAGE_SHIFT 12
 #define RESERVE_SHARE 16
-#define STEP_PAGES ((32u << 20) >> PAGE_SHIFT) /* the least growth: arena.c's commit step */
+#define STEP_PAGES (COMMIT_STEP >> PAGE_SHIFT) /* the least growth: the arena's commit step */
 #define MAP_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17 */
