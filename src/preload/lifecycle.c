@@ -119,6 +119,7 @@ static void init_process(void)
 	}
 	say_arena_limit();
 	lk_clock_init();
+	lk_lock_init();
 	lk_sampler_seed();
 	if (!lk_cfg.inherit)
 		scrub_ld_preload();

@@ -4,6 +4,10 @@
  * here may run inside malloc, so none of them may call malloc, stdio or anything else that
  * allocates; most run with the thread's reentrancy guard up (see sampler.c).
  *
+ * One section a file, in the order of the pipeline: the start, the hooks and the sampler, the
+ * stack, the arena, the writer, then what they all use. A part made of several files keeps what
+ * only its own files share in a header of its own: unwind.h (the stack), arena.h, writer.h.
+ *
  * Glossary: real = the next allocator (glibc, jemalloc, ...); arena = leek's own address range
  * for sampled blocks; slow path = everything that is not the few-instruction forwarding call.
  */
@@ -22,7 +26,6 @@
 #define LK_EXPORT __attribute__((visibility("default")))
 /* leek's descriptors (the profile, libunwind's pipe) stay clear of the low ones programs use */
 #define LK_FD_FLOOR 200
-#define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
 /* Exact mode's path through a sample and its free: kept together in .text.hot, a few pages
  * beside each other instead of spread through the library (docs/performance.md). */
@@ -33,8 +36,8 @@
  * no inline, so its file still defines it for a build without that optimization. */
 #define LK_INLINE __attribute__((always_inline)) inline
 /* Samples between two looks at the loader when nothing else calls for one (modules.c): a look
- * costs about 220 instructions, a tenth of a sample; one in 64 costs 3 a sample, and bounds how
- * long an unloading that no dlclose showed can go unseen. */
+ * costs about a tenth of a sample, so one in 64 adds little to each (bench/callgrind-real.sh), and
+ * it bounds how long an unloading that no dlclose showed can go unseen. */
 #define LK_MODULES_LOOK_EVERY 64
 #define lk_likely(x) __builtin_expect(!!(x), 1)
 #define lk_unlikely(x) __builtin_expect(!!(x), 0)
@@ -114,7 +117,9 @@ static inline size_t lk_real_usable_fast(size_t size, size_t align)
 	return u ? u : lk_real_usable(size, align);
 }
 
-/* ---- sampler.c: per-thread state and the slow paths ---- */
+/* ---- hooks.c: the exported malloc family (exports.map); nothing of it is internal ---- */
+
+/* ---- sampler.c: per-thread state, the samples and their frees ---- */
 struct lk_thread {
 	uint64_t bytes_left; /* countdown; 0 = take the slow path; UINT64_MAX = never sample */
 	uint32_t tid;
@@ -149,70 +154,6 @@ bool lk_sampler_start(void);
 void lk_sampler_stop(void);
 void lk_sampler_atfork(int phase);
 
-/* ---- arena.c: where sampled blocks live ---- */
-struct lk_arena_stats {
-	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
-	uint64_t as_limit, first_reserved, max_reserved; /* RLIMIT_AS (0: none), arena-space.c */
-	uint64_t retain; /* bytes of freed pages kept resident at most, now */
-};
-extern uintptr_t lk_arena_base, lk_arena_span; /* [base, base + span); span 0 before init */
-
-static inline bool lk_arena_owns(const void *p)
-{
-	return (uintptr_t)p - lk_arena_base < lk_arena_span;
-}
-
-/* 32 bytes, right before every pointer handed out. An arena block is below 2^44 bytes (the arena
- * has fewer than 2^32 pages) and a stack id below 2^20 (stack.c's MAX_STACKS), so size and stack,
- * usable and magic, share a word each. */
-struct lk_block {
-	uint64_t id;            /* its ALLOC or INHERIT record's number in the profile (format.h);
-				 * 0: in no record (never written, or freed) */
-	uint64_t time_ns;       /* CLOCK_MONOTONIC at allocation */
-	uint64_t size : 44;     /* bytes asked for */
-	uint64_t stack : 20;    /* stack id */
-	uint64_t usable : 44;   /* what malloc_usable_size answers; room is at least this */
-	uint64_t magic : 20;    /* LK_BLOCK_LIVE while allocated */
-};
-_Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32 bytes a header");
-#define LK_BLOCK_LIVE 0x1eecbu
-#define LK_BLOCK_FREE 0xf4eedu
-#define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
-
-/* ---- arena-space.c: the arena's address range and page map ---- */
-struct lk_space {
-	uintptr_t base;   /* [base, base + pages pages): reserved, PROT_NONE until committed */
-	void *map;        /* the page map, reserved for max_pages entries */
-	uint32_t pages, first_pages, max_pages;
-	uint64_t limit;   /* RLIMIT_AS at start-up; 0: none, and pages never grows */
-};
-/* pages wanted (at least min_pages); 0 or a negative errno. */
-int lk_space_reserve(struct lk_space *s, uint64_t pages, uint64_t min_pages, size_t entry_size);
-uint32_t lk_space_grow(struct lk_space *s, uint64_t need); /* pages added: 0, or at least need */
-
-/* give_back: a block that no retained run can hold first gives back as many retained pages as it
- * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
- * mode's arena is the whole heap and keeps them, as a heap does (arena.c, run_take). */
-int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
-void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
-struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
-struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
-size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
-bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
-void lk_arena_free(void *p);                              /* caller holds lk_lock */
-bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
-#define LK_ARENA_RECENT 16u /* slots a size class keeps, freed, to hand out again first */
-void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
-#define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
-static inline bool lk_arena_is_boot(const void *p)
-{
-	return (uintptr_t)p - lk_arena_base < LK_ARENA_BOOT_SIZE && lk_arena_span;
-}
-typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
-void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
-void lk_arena_get_stats(struct lk_arena_stats *s);
-bool lk_arena_check(void);                                /* invariant checker, for tests */
-
 /* ---- stack.c: a sample's stack, captured (unwind.h: the files it uses) ---- */
 /* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
  * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
@@ -239,6 +180,11 @@ void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_T
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
 void lk_stack_learned(void *ticket, uint32_t id);
 
+/* ---- walk.c, unwind-rules.c, unwind-altstack.c: the stack's own (unwind.h only) ---- */
+
+/* ---- unwind-io.c: libunwind's address checks go through no descriptor ---- */
+int lk_unwind_io_init(const void *in_libunwind); /* before libunwind's first use */
+
 /* ---- stack-table.c: each distinct stack stored once, and written once to each file ---- */
 /* *hash: the hash of a capture's frames for lk_stack_intern, computed with no lock held; the
  * table's slot for it is prefetched. */
@@ -247,8 +193,99 @@ uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* 
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
 void lk_stack_new_file(void); /* every stack must be written again to a new file */
 
-/* ---- unwind-io.c: libunwind's address checks go through no descriptor ---- */
-int lk_unwind_io_init(const void *in_libunwind); /* before libunwind's first use */
+/* ---- arena.c: where sampled blocks live (arena.h: the files it uses) ---- */
+struct lk_arena_stats {
+	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
+	uint64_t as_limit, first_reserved, max_reserved; /* RLIMIT_AS (0: none), arena-space.c */
+	uint64_t retain; /* bytes of freed pages kept resident at most, now */
+};
+extern uintptr_t lk_arena_base, lk_arena_span; /* [base, base + span); span 0 before init */
+
+static inline bool lk_arena_owns(const void *p)
+{
+	return (uintptr_t)p - lk_arena_base < lk_arena_span;
+}
+
+/* 32 bytes, right before every pointer handed out. An arena block is below 2^44 bytes (the arena
+ * has fewer than 2^32 pages) and a stack id below 2^20 (stack-table.c's MAX_STACKS), so size and
+ * stack, usable and magic, share a word each. */
+struct lk_block {
+	uint64_t id;            /* its ALLOC or INHERIT record's number in the profile (format.h);
+				 * 0: in no record (never written, or freed) */
+	uint64_t time_ns;       /* CLOCK_MONOTONIC at allocation */
+	uint64_t size : 44;     /* bytes asked for */
+	uint64_t stack : 20;    /* stack id */
+	uint64_t usable : 44;   /* what malloc_usable_size answers; room is at least this */
+	uint64_t magic : 20;    /* LK_BLOCK_LIVE while allocated */
+};
+_Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32 bytes a header");
+#define LK_BLOCK_LIVE 0x1eecbu
+#define LK_BLOCK_FREE 0xf4eedu
+#define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
+
+/* give_back: a block that no retained run can hold first gives back as many retained pages as it
+ * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
+ * mode's arena is the whole heap and keeps them, as a heap does (arena-runs.c, lk_run_take). */
+int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
+void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
+struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
+struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
+size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
+bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
+void lk_arena_free(void *p);                              /* caller holds lk_lock */
+void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
+#define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
+static inline bool lk_arena_is_boot(const void *p)
+{
+	return (uintptr_t)p - lk_arena_base < LK_ARENA_BOOT_SIZE && lk_arena_span;
+}
+typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
+void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
+void lk_arena_get_stats(struct lk_arena_stats *s);
+
+/* ---- arena-space.c: the arena's address range and page map ---- */
+struct lk_space {
+	uintptr_t base;   /* [base, base + pages pages): reserved, PROT_NONE until committed */
+	void *map;        /* the page map, reserved for max_pages entries */
+	uint32_t pages, first_pages, max_pages;
+	uint64_t limit;   /* RLIMIT_AS at start-up; 0: none, and pages never grows */
+};
+/* pages wanted (at least min_pages); 0 or a negative errno. */
+int lk_space_reserve(struct lk_space *s, uint64_t pages, uint64_t min_pages, size_t entry_size);
+uint32_t lk_space_grow(struct lk_space *s, uint64_t need); /* pages added: 0, or at least need */
+
+/* ---- arena-slabs.c: size classes, slabs and recent slots ---- */
+#define LK_ARENA_RECENT 16u /* slots a size class keeps, freed, to hand out again first */
+bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
+
+/* ---- arena-runs.c: runs of pages (arena.h only) ---- */
+
+/* ---- arena-check.c: the arena's invariants ---- */
+bool lk_arena_check(void); /* every invariant holds; for tests (caller holds lk_lock) */
+
+/* ---- writer.c: the profile's record stream (writer.h: the files it uses) ---- */
+void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
+uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
+/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
+ * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
+ * of b is written only if b has a number in this file, and clears it. */
+/* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
+		     uint32_t stack);
+void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
+void lk_writer_rss_maybe(uint64_t now_ns);
+void lk_writer_close(void);         /* clean exit: trailer, truncate */
+extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
+
+/* ---- writer-window.c: the window into the file, and its growth ---- */
+bool lk_writer_fault(const void *addr); /* SIGBUS in the window: repaired (signals.c) */
+/* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */
+int lk_fd_raise(int fd, bool cloexec);
+
+/* ---- writer-open.c: the file's creation, naming and header ---- */
+bool lk_writer_ready(void);         /* a file is open, or can be opened */
+bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
+void lk_writer_atfork_child(void);
 
 /* ---- modules.c: loaded ELF objects ---- */
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
@@ -267,27 +304,6 @@ bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 /* The executable segment of a loaded object that holds at: [*lo, *hi); unchanged if none. */
 void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi);
 
-/* ---- writer.c: the profile file ---- */
-/* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */
-int lk_fd_raise(int fd, bool cloexec);
-int lk_writer_open(void);           /* caller holds lk_lock */
-void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
-uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
-/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
- * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
- * of b is written only if b has a number in this file, and clears it. */
-/* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
-		     uint32_t stack);
-void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
-void lk_writer_rss_maybe(uint64_t now_ns);
-void lk_writer_close(void);         /* clean exit: trailer, truncate */
-void lk_writer_atfork_child(void);
-bool lk_writer_ready(void);         /* a file is open, or can be opened */
-bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
-bool lk_writer_fault(const void *addr); /* SIGBUS in the window: repaired (signals.c) */
-extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
-
 /* ---- signals.c: SIGBUS in the window repaired, the program's handlers and masks kept ---- */
 void lk_signals_init(void); /* once profiling: on_fault becomes SIGBUS's kernel action */
 
@@ -305,7 +321,7 @@ extern bool lk_lock_elided; /* held while the process had one thread: not taken 
 void lk_lock_wait(void);
 void lk_lock_wake(void);
 
-/* &__libc_single_threaded where glibc has it, or a byte that stays 0 (lk_clock_init): the weak
+/* &__libc_single_threaded where glibc has it, or a byte that stays 0 (lk_lock_init): the weak
  * symbol's address tested once, not at each of the three reads a sample and its free make. */
 extern const char *lk_single_at;
 
@@ -339,12 +355,13 @@ static inline void lk_unlock(void)
 	if (__atomic_load_n(&lk_lock_sleepers, __ATOMIC_RELAXED))
 		lk_lock_wake();
 }
+void lk_lock_init(void); /* finds glibc's single-thread flag */
 void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 
+/* ---- clock.c: the time of every record ---- */
 uint64_t lk_now_ns(void); /* CLOCK_MONOTONIC, or its coarse reading: lk_coarse_time() */
-/* Chooses the clock, finds the vDSO's clock_gettime and glibc's single-thread flag; may call into
- * the dynamic linker. */
+/* Chooses the clock and finds the vDSO's clock_gettime; may call into the dynamic linker. */
 void lk_clock_init(void);
 /* Exact mode reads every time from CLOCK_MONOTONIC_COARSE (LK_HDR_COARSE_TIME): the last tick's
  * time, cheaper to read, and the same for most records, whose dt is then 0. */
@@ -352,6 +369,7 @@ static inline bool lk_coarse_time(void)
 {
 	return lk_cfg.period <= 1;
 }
+
 /* ---- proc.c: what libleek reads from /proc/self ---- */
 /* The file at path read into buf, at most size bytes (not terminated): the bytes read, or a
  * negative errno. */
