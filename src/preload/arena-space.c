@@ -5,17 +5,17 @@
  *
  * Under a limit (RLIMIT_AS, `ulimit -v`), every page reserved counts against what the program may
  * map, used or not: a 64 GiB reservation does not fit, and the largest that fits leaves the program
- * nothing (1 GiB of a 1.14 GiB limit, where a program that allocates 700 MiB then failed after 158
- * MiB). So the arena reserves a sixteenth of the room the limit leaves (RESERVE_SHARE), and when
- * sampled blocks fill it, grows in place by the larger of what they need and a sixteenth of the
- * room left then: what it holds unused is at most a sixteenth of what the program could still map.
- * The page map is reserved whole for the largest arena the limit allows, 40 bytes a page (1% of
- * the limit), so that it never moves. Growing in place needs free addresses above the arena, so
- * the arena is placed below the addresses the kernel hands out next (it gives them top-down), at a
- * distance that the program's own mappings cannot cover under the limit: twice the limit and the
- * arena's largest size. Where the kernel cannot put it there, or the addresses above are taken
- * after all, the arena stays the size it has and a block it cannot hold goes to the real allocator,
- * counted (arena_full).
+ * nothing (a 1 GiB arena under a 1.14 GiB limit left a program that allocates 700 MiB failing
+ * early: tests/preload/aslimit.c). So the arena reserves a sixteenth of the room the limit leaves
+ * (RESERVE_SHARE), and when sampled blocks fill it, grows in place by the larger of what they need
+ * and a sixteenth of the room left then: what it holds unused is at most a sixteenth of what the
+ * program could still map. The page map is reserved whole for the largest arena the limit allows,
+ * 40 bytes a page (1% of the limit), so that it never moves. Growing in place needs free addresses
+ * above the arena, so the arena is placed below the addresses the kernel hands out next (it gives
+ * them top-down), at a distance that the program's own mappings cannot cover under the limit: twice
+ * the limit and the arena's largest size. Where the kernel cannot put it there, or the addresses
+ * above are taken after all, the arena stays the size it has and a block it cannot hold goes to the
+ * real allocator, counted (arena_full).
  *
  * Never: take more than a sixteenth of the room left under a limit at once, move the arena (free
  * compares pointers with its base and length without a lock), or map over anything (growth uses

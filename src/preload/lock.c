@@ -9,15 +9,16 @@
  * The lock is a futex word taken with one compare-and-swap and given back with a plain store: no
  * atomic instruction at the unlock, whose exchange, a full barrier, waited for the critical
  * section's stores to drain (a large share of exact mode's sample in redis-server, which has
- * threads from its start: docs/performance.md, "a lock without an exchange"). A waiter spins, then sleeps on the word with a timeout,
- * counted in lk_lock_sleepers, which the unlock reads after its store: without a barrier between
- * the two, a waiter that began to sleep just then is not woken, and wakes at its timeout
- * (SLEEP_NS), the price of that race, which a lock held for a sample meets seldom. Taking it free
- * and giving it back with no waiter: one atomic instruction in all, inline in preload.h, where
- * pthread_mutex_lock and unlock take many times the instructions (bench/callgrind-real.sh). While the process has a single thread
- * (glibc's __libc_single_threaded, which glibc's own malloc trusts the same way to skip its arena
- * locks) it is not taken at all: nothing else could hold it, and a signal handler on this thread
- * never reaches it (in_slow, sampler.c).
+ * threads from its start: docs/performance.md, "a lock without an exchange"). A waiter spins, then
+ * sleeps on the word with a timeout, counted in lk_lock_sleepers, which the unlock reads after its
+ * store: without a barrier between the two, a waiter that began to sleep just then is not woken,
+ * and wakes at its timeout (SLEEP_NS), the price of that race, which a lock held for a sample meets
+ * seldom. Taking it free and giving it back with no waiter: one atomic instruction in all, inline
+ * in preload.h, where pthread_mutex_lock and unlock take many times the instructions
+ * (bench/callgrind-real.sh). While the process has a single thread (glibc's __libc_single_threaded,
+ * which glibc's own malloc trusts the same way to skip its arena locks) it is not taken at all:
+ * nothing else could hold it, and a signal handler on this thread never reaches it (in_slow,
+ * sampler.c).
  *
  * Never: block a thread without a timeout; take the lock in a signal handler that may have
  * interrupted its holder (in_slow keeps handlers out); change errno.

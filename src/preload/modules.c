@@ -1,16 +1,16 @@
 /* modules.c: the loaded ELF objects, with their build-ids, written as MODULE and UNLOAD records.
  *
- * Symbolization happens offline (leek report), so the profile must say which file was mapped
- * where, and which build of it. A look at the loader asks dl_iterate_phdr for its adds/subs
- * counters (one callback, then stop; about 220 instructions, most of them the loader's lock);
+ * Symbolization happens offline (leek report), so the profile must say which file was mapped where,
+ * and which build of it. A look at the loader asks dl_iterate_phdr for its adds/subs counters (one
+ * callback, then stop: a tenth of a sample, most of it the loader's lock; bench/callgrind-real.sh);
  * only when they moved does it walk every object. A sample looks when a library may have come or
- * gone: when its stack holds a return address that the unwinder has no rule for yet (stack.c:
- * code that no earlier sample ran, such as a library loaded since), after a dlclose (loader.c),
- * and every LK_MODULES_LOOK_EVERY-th sample, for what neither shows (glibc's own unloading of
- * iconv modules, JIT code replaced by a library). The walk
- * fills this file's table under its own mutex, taken with trylock: a program's dl_iterate_phdr
- * callback that allocates must never wait for us while we wait for the loader lock it holds. The
- * records are then written under lk_lock, never while the loader lock is held by us.
+ * gone: when its stack holds a return address that the unwinder has no rule for yet (stack.c: code
+ * that no earlier sample ran, such as a library loaded since), after a dlclose (loader.c), and
+ * every LK_MODULES_LOOK_EVERY-th sample, for what neither shows (glibc's own unloading of iconv
+ * modules, JIT code replaced by a library). The walk fills this file's table under its own mutex,
+ * taken with trylock: a program's dl_iterate_phdr callback that allocates must never wait for us
+ * while we wait for the loader lock it holds. The records are then written under lk_lock, never
+ * while the loader lock is held by us.
  *
  * It also says which loaded object, and which of its executable segments, holds an address
  * (lk_object_of, lk_object_text: real.c, stack.c and unwind-io.c ask).

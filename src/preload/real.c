@@ -229,10 +229,11 @@ static size_t glibc_usable(size_t size, size_t align)
 }
 
 /* nallocx's answer depends on the request alone, and exact mode asks for every allocation: the
- * small sizes' answers are kept (lk_real_usable_fast reads them), which took jemalloc's nallocx
- * (1.1% of redis-server's time in exact mode, docs/performance.md) off the common sample. Threads
- * that race store the same answer. Only nallocx's: glibc's is arithmetic, and another allocator's
- * malloc_usable_size of a probe block is not known to be the same at every call. */
+ * small sizes' answers are kept (lk_real_usable_fast reads them), which took jemalloc's nallocx (a
+ * share of redis-server's time in exact mode: docs/performance.md, "Exact mode on redis-server")
+ * off the common sample. Threads that race store the same answer. Only nallocx's: glibc's is
+ * arithmetic, and another allocator's malloc_usable_size of a probe block is not known to be the
+ * same at every call. */
 uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
 
 /* What malloc_usable_size would answer for this request without leek. The sampled block is given at

@@ -161,12 +161,12 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 }
 
 /* Exact mode's common sample: take_sample's steps without what it does not need, for the stack of
- * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when
- * any of that is not so, with nothing done: take_sample does it all then. Apart from take_sample,
- * whose frame holds a walk's buffers (3.4 KiB, put out of the first-level cache at every sample)
- * and whose values the compiler kept on the stack beside the walk: a 128-byte malloc here is 419
- * instructions against 482, and sqlite3's exact run takes 1.3 million fewer first-level misses
- * in 20 000 rows (docs/performance.md). */
+ * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when any of that is not
+ * so, with nothing done: take_sample does it all then. Apart from take_sample, whose frame holds a
+ * walk's buffers (3.4 KiB, put out of the first-level cache at every sample) and whose values the
+ * compiler kept on the stack beside the walk: a sample here takes fewer instructions, and far
+ * fewer first-level misses (bench/exact-model.sh; docs/performance.md, "Exact mode's common
+ * sample apart"). */
 static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, size_t align,
 					   bool zero, void *old, const void *frame)
 {

@@ -82,7 +82,8 @@ static LK_COLD int capture_slow(struct cursor *c, const struct cursor *top, uint
 	}
 	while (w == WALK_LEARN) {
 		/* A frame without a rule: one libunwind step learns it, from a context that holds
-		 * the frame's three registers (lk_rules_learn), and the walk goes on from the cache. */
+		 * the frame's three registers (lk_rules_learn), and the walk goes on from the
+		 * cache. */
 		if (!have_uc) {
 			get_context(&uc);
 			have_uc = true;
@@ -120,8 +121,9 @@ LK_HOT uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame,
 	int cap = (int)(max + 8 < LK_CAPTURE_FRAMES ? max + 8 : LK_CAPTURE_FRAMES), n = 0, i = 0;
 	/* The cached walk starts at the caller of the hook's frame, from that frame's saved %rbp
 	 * and return address (libleek is built with frame pointers, and __builtin_frame_address
-	 * gives a function one in any case): no register state to save, which cost a sample 6% of
-	 * its time, and none of libleek's own frames to walk (docs/performance.md). */
+	 * gives a function one in any case): no register state to save, which cost a sample a
+	 * noticeable share of its time, and none of libleek's own frames to walk
+	 * (docs/performance.md). */
 	const uintptr_t *fp = frame, ip0 = fp[1], sp0 = (uintptr_t)(fp + 2), bp0 = fp[0];
 	const struct cursor top = { .ip = ip0, .sp = sp0, .bp = bp0 };
 	/* Not a copy of top: a copy read top's words back as pairs, each pair two stores just
