@@ -384,6 +384,10 @@ struct lk_line {
 	size_t n;
 };
 #define LK_LINE_INIT { .buf = "leek: ", .n = 6 }
+/* v in decimal, at the end of buf (LK_U64_CHARS bytes): its first digit, NUL-terminated. No stdio
+ * in libleek: this is its number formatter, for lines and for the profile's file name. */
+#define LK_U64_CHARS 21
+char *lk_fmt_u64(char *buf, uint64_t v);
 void lk_line_str(struct lk_line *l, const char *s);
 void lk_line_u64(struct lk_line *l, uint64_t v);
 /* Quoted, cut (64 and 256 bytes), control bytes escaped: values from the environment, paths. */

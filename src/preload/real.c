@@ -53,13 +53,21 @@ struct lk_real lk_real = {
 
 /* ---- stand-ins built from the real allocator's own functions ---- */
 
+/* n * m in *size, or false with errno ENOMEM when it overflows, as calloc and reallocarray fail. */
+static bool product(size_t n, size_t m, size_t *size)
+{
+	if (!__builtin_mul_overflow(n, m, size))
+		return true;
+	errno = ENOMEM;
+	return false;
+}
+
 static void *via_memalign_calloc(size_t n, size_t m)
 {
 	size_t size;
-	if (__builtin_mul_overflow(n, m, &size)) {
-		errno = ENOMEM;
+
+	if (!product(n, m, &size))
 		return NULL;
-	}
 	void *p = lk_real.malloc(size);
 	if (p)
 		memset(p, 0, size);
@@ -69,11 +77,8 @@ static void *via_memalign_calloc(size_t n, size_t m)
 static void *via_realloc_reallocarray(void *p, size_t n, size_t m)
 {
 	size_t size;
-	if (__builtin_mul_overflow(n, m, &size)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return lk_real.realloc(p, size);
+
+	return product(n, m, &size) ? lk_real.realloc(p, size) : NULL;
 }
 
 static void *via_posix_memalign_memalign(size_t align, size_t size)

@@ -40,7 +40,7 @@ static char scratch[LK_HEADER_FIXED_SIZE + 2 * LK_MAX_PATH + 16384]; /* header; 
 static bool expand(char *buf, size_t size, const char *pat, const char *exe)
 {
 	size_t n = 0;
-	char num[24];
+	char num[LK_U64_CHARS];
 
 	for (const char *p = pat; *p; p++) {
 		const char *s = p;
@@ -48,12 +48,8 @@ static bool expand(char *buf, size_t size, const char *pat, const char *exe)
 		if (*p == '%' && (p[1] == 'p' || p[1] == 'e' || p[1] == '%')) {
 			p++;
 			if (*p == 'p') {
-				unsigned v = (unsigned)getpid(), k = sizeof(num);
-				do
-					num[--k] = (char)('0' + v % 10);
-				while (v /= 10);
-				s = num + k;
-				m = sizeof(num) - k;
+				s = lk_fmt_u64(num, (uint64_t)getpid());
+				m = strlen(s);
 			} else if (*p == 'e') {
 				const char *slash = strrchr(exe, '/');
 				s = slash ? slash + 1 : exe;
@@ -82,15 +78,13 @@ static void inherit_block(struct lk_block *b, void *user, void *ctx)
 /* writer.path from base on: "" for k = 0, else ".k": a profile never overwrites a file. */
 static void set_suffix(size_t base, unsigned k)
 {
-	char *p = writer.path + base;
+	char *p = writer.path + base, num[LK_U64_CHARS];
 
 	if (k) {
+		const char *digits = lk_fmt_u64(num, k);
 		*p++ = '.';
-		if (k >= 100)
-			*p++ = (char)('0' + k / 100);
-		if (k >= 10)
-			*p++ = (char)('0' + k / 10 % 10);
-		*p++ = (char)('0' + k % 10);
+		memcpy(p, digits, strlen(digits));
+		p += strlen(digits);
 	}
 	*p = 0;
 }
@@ -146,15 +140,10 @@ static int open_unnamed(void)
 /* Names the unnamed file fd writer.path, or the first free writer.path.N. */
 static int name_file(int fd, size_t base)
 {
-	char proc[32] = "/proc/self/fd/", digits[12];
-	size_t n = 0, at = strlen(proc);
+	char proc[16 + LK_U64_CHARS] = "/proc/self/fd/", num[LK_U64_CHARS];
+	const char *digits = lk_fmt_u64(num, (uint64_t)fd);
 
-	do /* no stdio in libleek */
-		digits[n++] = (char)('0' + fd % 10);
-	while ((fd /= 10) > 0);
-	while (n)
-		proc[at++] = digits[--n];
-	proc[at] = 0;
+	memcpy(proc + strlen(proc), digits, strlen(digits) + 1);
 	for (unsigned k = 0; k < 1000; k++) {
 		set_suffix(base, k);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, writer.path, AT_SYMLINK_FOLLOW) == 0)
