@@ -5,6 +5,9 @@
  * their slabs and each class's recent slots, arena-check.c checks every invariant, and
  * arena-space.c reserves the address range. All of it runs under lk_lock, but for what preload.h
  * says may not (lk_arena_owns, lk_arena_boot_alloc, lk_arena_is_boot, lk_arena_usable).
+ *
+ * Never: declare here what another part of libleek uses (that goes in preload.h); turn an inline
+ * function of the sample's path into a call.
  */
 #ifndef LEEK_ARENA_H
 #define LEEK_ARENA_H

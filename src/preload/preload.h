@@ -86,10 +86,10 @@ struct lk_real {
 extern struct lk_real lk_real;
 int lk_real_init(void);
 size_t lk_real_usable(size_t size, size_t align);
-/* nallocx's answers for requests of up to LK_NALLOCX_MEMO bytes with no alignment, by size (0: not
+/* nallocx's answers for requests of up to LK_NALLOCX_SMALL bytes with no alignment, by size (0: not
  * asked yet; real.c). */
-#define LK_NALLOCX_MEMO 4096u
-extern uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
+#define LK_NALLOCX_SMALL 4096u
+extern uint32_t lk_nallocx_small[LK_NALLOCX_SMALL + 1];
 #define LK_GLIBC_MMAP_MIN (128u << 10) /* glibc's default mmap threshold: larger blocks are mapped */
 /* glibc's chunk for a request of size bytes (malloc.c's request2size): the size and 8 bytes of
  * header rounded up to 16, 32 at least. */
@@ -105,8 +105,8 @@ static inline size_t lk_real_usable_known(size_t size, size_t align)
 {
 	if (lk_real.glibc_sizes && size < LK_GLIBC_MMAP_MIN)
 		return lk_glibc_chunk(size) - 8;
-	if (align <= 16 && size <= LK_NALLOCX_MEMO)
-		return __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
+	if (align <= 16 && size <= LK_NALLOCX_SMALL)
+		return __atomic_load_n(&lk_nallocx_small[size], __ATOMIC_RELAXED);
 	return 0;
 }
 

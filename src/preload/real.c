@@ -239,7 +239,7 @@ static size_t glibc_usable(size_t size, size_t align)
  * off the common sample. Threads that race store the same answer. Only nallocx's: glibc's is
  * arithmetic, and another allocator's malloc_usable_size of a probe block is not known to be the
  * same at every call. */
-uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
+uint32_t lk_nallocx_small[LK_NALLOCX_SMALL + 1];
 
 /* What malloc_usable_size would answer for this request without leek. The sampled block is given at
  * least that much room, so a program that uses its usable size (redis does) stays in bounds. */
@@ -249,8 +249,8 @@ LK_HOT size_t lk_real_usable(size_t size, size_t align)
 		int flags = align > 16 ? __builtin_ctzl(align) : 0; /* MALLOCX_LG_ALIGN */
 		size_t u = lk_real.nallocx(size ? size : 1, flags);
 		if (u >= size) {
-			if (!flags && size <= LK_NALLOCX_MEMO && u <= UINT32_MAX)
-				__atomic_store_n(&lk_nallocx_memo[size], (uint32_t)u, __ATOMIC_RELAXED);
+			if (!flags && size <= LK_NALLOCX_SMALL && u <= UINT32_MAX)
+				__atomic_store_n(&lk_nallocx_small[size], (uint32_t)u, __ATOMIC_RELAXED);
 			return u;
 		}
 	}

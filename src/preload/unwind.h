@@ -6,8 +6,10 @@
  * of libleek sees none of this: only preload.h's lk_stack_* functions.
  *
  * Everything here may run inside malloc with no lock held (the capture's walk) or under lk_lock
- * (the kept walks of exact mode's common sample): nothing here allocates, and the inline
- * functions are on the sample's path, where they must stay inline.
+ * (the kept walks of exact mode's common sample).
+ *
+ * Never: declare here what another part of libleek uses (that goes in preload.h); allocate; turn
+ * an inline function of the sample's path into a call (bench/callgrind-real.sh shows it).
  */
 #ifndef LEEK_UNWIND_H
 #define LEEK_UNWIND_H

@@ -271,7 +271,7 @@ static uint8_t kept_spare(struct kept_walks *kw, uint8_t not)
 			return i;
 }
 
-/* The walk just recorded in the spare (walk_cached) becomes the last, and if it is whole it takes
+/* The walk just recorded in the spare (lk_walk_cached) becomes the last, and if it is whole it takes
  * the oldest kept walk's position, until its stack's number is learned (lk_stack_learned). */
 void lk_kept_add(struct kept_walks *kw, const struct cursor *top, bool cut)
 {

@@ -5,6 +5,10 @@
  * header. The rest of libleek sees preload.h's lk_writer_* functions only. Everything here runs
  * under lk_lock, but for what lk_writer_fault and lk_writer_atfork_child reach (the window's
  * unmapping and the state), which must stay async-signal-safe.
+ *
+ * Never: declare here what another part of libleek uses (that goes in preload.h); move the state
+ * that records are coded against (blocks, prev_free, tid, last_ns) but when a record is stored or
+ * a file begins.
  */
 #ifndef LEEK_WRITER_H
 #define LEEK_WRITER_H
