@@ -5,55 +5,44 @@
  *
  * Under a limit (RLIMIT_AS, `ulimit -v`), every page reserved counts against what the program may
  * map, used or not: a 64 GiB reservation does not fit, and the largest that fits leaves the program
- * nothing (1 GiB of a 1.14 GiB limit, where a program that allocates 700 MiB then failed after 158
- * MiB). So the arena reserves a sixteenth of the room the limit leaves (RESERVE_SHARE), and when
- * sampled blocks fill it, grows in place by the larger of what they need and a sixteenth of the
- * room left then: what it holds unused is at most a sixteenth of what the program could still map.
- * The page map is reserved whole for the largest arena the limit allows, 40 bytes a page (1% of
- * the limit), so that it never moves. Growing in place needs free addresses above the arena, so
- * the arena is placed below the addresses the kernel hands out next (it gives them top-down), at a
- * distance that the program's own mappings cannot cover under the limit: twice the limit and the
- * arena's largest size. Where the kernel cannot put it there, or the addresses above are taken
- * after all, the arena stays the size it has and a block it cannot hold goes to the real allocator,
- * counted (arena_full).
+ * nothing (a 1 GiB arena under a 1.14 GiB limit left a program that allocates 700 MiB failing
+ * early: tests/preload/aslimit.c). So the arena reserves a sixteenth of the room the limit leaves
+ * (RESERVE_SHARE), and when sampled blocks fill it, grows in place by the larger of what they need
+ * and a sixteenth of the room left then: what it holds unused is at most a sixteenth of what the
+ * program could still map. The page map is reserved whole for the largest arena the limit allows,
+ * 40 bytes a page (1% of the limit), so that it never moves. Growing in place needs free addresses
+ * above the arena, so the arena is placed below the addresses the kernel hands out next (it gives
+ * them top-down), at a distance that the program's own mappings cannot cover under the limit: twice
+ * the limit and the arena's largest size. Where the kernel cannot put it there, or the addresses
+ * above are taken after all, the arena stays the size it has and a block it cannot hold goes to the
+ * real allocator, counted (arena_full).
  *
  * Never: take more than a sixteenth of the room left under a limit at once, move the arena (free
  * compares pointers with its base and length without a lock), or map over anything (growth uses
  * MAP_FIXED_NOREPLACE, and checks the address it got on kernels that take that flag as a hint).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "preload.h"
 
-#define PAGE 4096u
-#define PAGE_SHIFT 12
 #define RESERVE_SHARE 16
-#define STEP_PAGES ((32u << 20) >> PAGE_SHIFT) /* the least growth: arena.c's commit step */
+#define STEP_PAGES (COMMIT_STEP >> PAGE_SHIFT) /* the least growth: the arena's commit step */
 #define MAP_FLAGS (MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE)
 #ifndef MAP_FIXED_NOREPLACE
 #define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17 */
 #endif
 
-/* The bytes the process has mapped (statm's first field, in pages), or the limit itself when it
- * cannot be read: then the arena gets no more room. */
+/* The bytes the process has mapped (statm's first field), or the limit itself when it cannot be
+ * read: then the arena gets no more room. */
 static uint64_t mapped_bytes(uint64_t limit)
 {
-	char buf[128];
-	uint64_t pages = 0;
-	int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+	uint64_t pages;
 
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
-		return limit;
-	for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
-		pages = pages * 10 + (uint64_t)(buf[i] - '0');
-	return pages * PAGE;
+	return lk_proc_statm(0, &pages) ? pages * PAGE : limit;
 }
 
 /* A sixteenth of what the limit still leaves, in pages. */

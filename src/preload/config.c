@@ -9,6 +9,9 @@
  * capabilities, loaded with libleek through /etc/ld.so.preload or a DT_NEEDED entry) the
  * environment belongs to a user the program does not trust: no LEEK_* variable is read, and
  * libleek only forwards to the real allocator (lk_cfg.secure; docs/design.md, "Threat model").
+ *
+ * Never: allocate, read a LEEK_* variable in secure-execution mode, or stop the program for a
+ * value it cannot use.
  */
 #include <fcntl.h>
 #include <stdlib.h>

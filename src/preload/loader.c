@@ -19,6 +19,10 @@
  * dlclose is, only to tell modules.c that the next sample must look at the loader (an unloaded
  * library may leave its addresses to another): the lock it holds is not counted here, because
  * the destructors it runs may wait on other threads for as long as they like.
+ *
+ * Never: keep a thread that enters the loader waiting for a fork without bound (it may hold the
+ * loader lock that the fork is waiting for); change what the program's dl_iterate_phdr or dlclose
+ * returns.
  */
 #include <dlfcn.h>
 #include <link.h>

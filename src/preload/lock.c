@@ -1,4 +1,4 @@
-/* lock.c: the one lock of the slow path, and the clock.
+/* lock.c: the one lock of the slow path.
  *
  * The arena, the stack table and the writer share lk_lock: samples are rare (two per MiB
  * allocated at the default period), so one lock costs nothing measurable and makes fork simple.
@@ -8,17 +8,21 @@
  *
  * The lock is a futex word taken with one compare-and-swap and given back with a plain store: no
  * atomic instruction at the unlock, whose exchange, a full barrier, waited for the critical
- * section's stores to drain (18% of exact mode's sample in redis-server, which has threads from
- * its start; docs/performance.md). A waiter spins, then sleeps on the word with a timeout,
- * counted in lk_lock_sleepers, which the unlock reads after its store: without a barrier between
- * the two, a waiter that began to sleep just then is not woken, and wakes at its timeout
- * (SLEEP_NS), the price of that race, which a lock held for a sample meets seldom. Taking it free
- * and giving it back with no waiter: one atomic instruction in all, inline in preload.h, against
- * about 100 instructions for pthread_mutex_lock and unlock. While the process has a single thread
- * (glibc's __libc_single_threaded, which glibc's own malloc trusts the same way to skip its arena
- * locks) it is not taken at all: nothing else could hold it, and a signal handler on this thread
- * never reaches it (in_slow, sampler.c). */
-#include <dlfcn.h>
+ * section's stores to drain (a large share of exact mode's sample in redis-server, which has
+ * threads from its start: docs/performance.md, "a lock without an exchange"). A waiter spins, then
+ * sleeps on the word with a timeout, counted in lk_lock_sleepers, which the unlock reads after its
+ * store: without a barrier between the two, a waiter that began to sleep just then is not woken,
+ * and wakes at its timeout (SLEEP_NS), the price of that race, which a lock held for a sample meets
+ * seldom. Taking it free and giving it back with no waiter: one atomic instruction in all, inline
+ * in preload.h, where pthread_mutex_lock and unlock take many times the instructions
+ * (bench/callgrind-real.sh). While the process has a single thread (glibc's __libc_single_threaded,
+ * which glibc's own malloc trusts the same way to skip its arena locks) it is not taken at all:
+ * nothing else could hold it, and a signal handler on this thread never reaches it (in_slow,
+ * sampler.c).
+ *
+ * Never: block a thread without a timeout; take the lock in a signal handler that may have
+ * interrupted its holder (in_slow keeps handlers out); change errno.
+ */
 #include <errno.h>
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -30,11 +34,11 @@
 int lk_lock_word;
 int lk_lock_sleepers;
 bool lk_lock_elided;
-static const char never_single; /* before lk_clock_init, and without glibc's flag: take the lock */
+static const char never_single; /* before lk_lock_init, and without glibc's flag: take the lock */
 const char *lk_single_at = &never_single;
 
-/* Spins this many times, reading, before it sleeps: the lock is held for a sample, about 100 ns
- * to 1 us, shorter than a futex wait and wake. A sleep ends at a wake or after SLEEP_NS, the
+/* Spins this many times, reading, before it sleeps: the lock is held for a sample, which takes
+ * less time than a futex wait and wake. A sleep ends at a wake or after SLEEP_NS, the
  * longest a waiter waits on an unlock that missed it (above). */
 #define SPINS 100
 #define SLEEP_NS 200000
@@ -95,34 +99,9 @@ void lk_lock_atfork(int phase)
 	}
 }
 
-/* The kernel's own clock_gettime in the vDSO, called without glibc's wrapper in front of it:
- * exact mode reads the clock at every sample and every free, and the wrapper's checks and calls
- * took a quarter of each reading (8.4 ns against 11.5 ns here; docs/performance.md). glibc's
- * clock_gettime without a vDSO (or before lk_clock_init). The clock is chosen once, here: the
- * coarse one in exact mode (lk_coarse_time), the same clock as of the last tick; no system call
- * either way. */
-static int (*clock_read)(clockid_t, struct timespec *) = clock_gettime;
-static clockid_t clock_id = CLOCK_MONOTONIC;
-
-void lk_clock_init(void)
+/* glibc's single-thread flag, where it has one (glibc 2.32): its address tested once, here. */
+void lk_lock_init(void)
 {
-	void *vdso = dlopen("linux-vdso.so.1", RTLD_NOW | RTLD_NOLOAD);
-	int (*f)(clockid_t, struct timespec *) =
-		vdso ? (int (*)(clockid_t, struct timespec *))dlsym(vdso, "__vdso_clock_gettime")
-		     : NULL;
-
-	clock_id = lk_coarse_time() ? CLOCK_MONOTONIC_COARSE : CLOCK_MONOTONIC;
-	if (f)
-		clock_read = f;
 	if (&__libc_single_threaded)
 		lk_single_at = &__libc_single_threaded;
-}
-
-/* Every time in a file comes from here, so its dts never go backwards between clocks. */
-LK_HOT uint64_t lk_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_read(clock_id, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

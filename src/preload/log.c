@@ -25,16 +25,22 @@ void lk_line_str(struct lk_line *l, const char *s)
 	l->n += n;
 }
 
+char *lk_fmt_u64(char *buf, uint64_t v)
+{
+	char *p = buf + LK_U64_CHARS - 1;
+
+	*p = 0;
+	do
+		*--p = (char)('0' + v % 10);
+	while (v /= 10);
+	return p;
+}
+
 void lk_line_u64(struct lk_line *l, uint64_t v)
 {
-	char num[24];
-	size_t k = sizeof(num);
+	char num[LK_U64_CHARS];
 
-	num[--k] = 0;
-	do
-		num[--k] = (char)('0' + v % 10);
-	while (v /= 10);
-	lk_line_str(l, num + k);
+	lk_line_str(l, lk_fmt_u64(num, v));
 }
 
 /* At most max bytes of s, quoted, every byte outside printable ASCII as \xHH. */

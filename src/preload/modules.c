@@ -1,16 +1,19 @@
 /* modules.c: the loaded ELF objects, with their build-ids, written as MODULE and UNLOAD records.
  *
- * Symbolization happens offline (leek report), so the profile must say which file was mapped
- * where, and which build of it. A look at the loader asks dl_iterate_phdr for its adds/subs
- * counters (one callback, then stop; about 220 instructions, most of them the loader's lock);
+ * Symbolization happens offline (leek report), so the profile must say which file was mapped where,
+ * and which build of it. A look at the loader asks dl_iterate_phdr for its adds/subs counters (one
+ * callback, then stop: a tenth of a sample, most of it the loader's lock; bench/callgrind-real.sh);
  * only when they moved does it walk every object. A sample looks when a library may have come or
- * gone: when its stack holds a return address that the unwinder has no rule for yet (stack.c:
- * code that no earlier sample ran, such as a library loaded since), after a dlclose (loader.c),
- * and every LK_MODULES_LOOK_EVERY-th sample, for what neither shows (glibc's own unloading of
- * iconv modules, JIT code replaced by a library). The walk
- * fills this file's table under its own mutex, taken with trylock: a program's dl_iterate_phdr
- * callback that allocates must never wait for us while we wait for the loader lock it holds. The
- * records are then written under lk_lock, never while the loader lock is held by us.
+ * gone: when its stack holds a return address that the unwinder has no rule for yet (stack.c: code
+ * that no earlier sample ran, such as a library loaded since), after a dlclose (loader.c), and
+ * every LK_MODULES_LOOK_EVERY-th sample, for what neither shows (glibc's own unloading of iconv
+ * modules, JIT code replaced by a library). The walk fills this file's table under its own mutex,
+ * taken with trylock: a program's dl_iterate_phdr callback that allocates must never wait for us
+ * while we wait for the loader lock it holds. The records are then written under lk_lock, never
+ * while the loader lock is held by us.
+ *
+ * It also says which loaded object, and which of its executable segments, holds an address
+ * (lk_object_of, lk_object_text: real.c, stack.c and unwind-io.c ask).
  *
  * Never: allocate (paths go to a fixed pool), call dl_iterate_phdr under lk_lock, block on the
  * table mutex from the sample path.
@@ -189,10 +192,8 @@ unsigned long long lk_modules_refresh(bool force)
 		return c.adds + c.subs;
 	if (pthread_mutex_trylock(&mods_lock))
 		return c.adds + c.subs; /* another thread is at it: its next refresh has our frames */
-	if (!exe[0]) {
-		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-		exe[n > 0 ? n : 0] = 0;
-	}
+	if (!exe[0])
+		lk_proc_exe(exe, sizeof(exe));
 	for (unsigned i = 0; i < nmods; i++)
 		mods[i].seen = 0;
 	dl_iterate_phdr(walk_cb, NULL);
@@ -236,4 +237,59 @@ void lk_modules_atfork(int phase)
 		pthread_mutex_unlock(&mods_lock);
 	else
 		pthread_mutex_init(&mods_lock, NULL);
+}
+
+/* ---- which loaded object holds an address ----
+ *
+ * Its program headers (one table per object) and its path. dladdr would also say, but it looks for
+ * the nearest symbol as well, by a walk over every symbol of the object, which made start-up many
+ * times longer (bench/callgrind-real.sh, its start-up line). This walks the program headers of the
+ * loaded objects, a few hundred instructions. */
+struct owner {
+	uintptr_t addr;
+	struct dl_phdr_info *info;
+	bool found;
+};
+
+static int owner_cb(struct dl_phdr_info *info, size_t size, void *data)
+{
+	struct owner *o = data;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
+			*o->info = *info;
+			o->found = true;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+bool lk_object_of(const void *addr, struct dl_phdr_info *info)
+{
+	struct owner o = { (uintptr_t)addr, info, false };
+
+	dl_iterate_phdr(owner_cb, &o);
+	return o.found;
+}
+
+/* The executable segment that holds the address at: [*lo, *hi); left alone if there is none. */
+void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi)
+{
+	struct dl_phdr_info info;
+
+	if (!lk_object_of(at, &info))
+		return;
+	for (int i = 0; i < info.dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info.dlpi_phdr[i];
+		uintptr_t start = info.dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) &&
+		    (uintptr_t)at - start < ph->p_memsz) {
+			*lo = start;
+			*hi = start + ph->p_memsz;
+		}
+	}
 }

@@ -4,6 +4,10 @@
  * here may run inside malloc, so none of them may call malloc, stdio or anything else that
  * allocates; most run with the thread's reentrancy guard up (see sampler.c).
  *
+ * One section a file, in the order of the pipeline: the start, the hooks and the sampler, the
+ * stack, the arena, the writer, then what they all use. A part made of several files keeps what
+ * only its own files share in a header of its own: unwind.h (the stack), arena.h, writer.h.
+ *
  * Glossary: real = the next allocator (glibc, jemalloc, ...); arena = leek's own address range
  * for sampled blocks; slow path = everything that is not the few-instruction forwarding call.
  */
@@ -22,7 +26,6 @@
 #define LK_EXPORT __attribute__((visibility("default")))
 /* leek's descriptors (the profile, libunwind's pipe) stay clear of the low ones programs use */
 #define LK_FD_FLOOR 200
-#define LK_HIDDEN __attribute__((visibility("hidden")))
 #define LK_COLD __attribute__((noinline, cold))
 /* Exact mode's path through a sample and its free: kept together in .text.hot, a few pages
  * beside each other instead of spread through the library (docs/performance.md). */
@@ -33,8 +36,8 @@
  * no inline, so its file still defines it for a build without that optimization. */
 #define LK_INLINE __attribute__((always_inline)) inline
 /* Samples between two looks at the loader when nothing else calls for one (modules.c): a look
- * costs about 220 instructions, a tenth of a sample; one in 64 costs 3 a sample, and bounds how
- * long an unloading that no dlclose showed can go unseen. */
+ * costs about a tenth of a sample, so one in 64 adds little to each (bench/callgrind-real.sh), and
+ * it bounds how long an unloading that no dlclose showed can go unseen. */
 #define LK_MODULES_LOOK_EVERY 64
 #define lk_likely(x) __builtin_expect(!!(x), 1)
 #define lk_unlikely(x) __builtin_expect(!!(x), 0)
@@ -50,8 +53,17 @@ struct lk_config {
 extern struct lk_config lk_cfg;
 void lk_config_load(void);
 
+/* ---- lifecycle.c: the process's start, forks and exit ---- */
+enum { LK_INIT_NONE, LK_INIT_RUNNING, LK_INIT_DONE };
+extern int lk_init_state;
+extern __thread uint8_t lk_booting; /* this thread is running lk_init */
+void lk_init(void);                 /* once per process; safe to call again */
+static inline bool lk_init_done(void)
+{
+	return __atomic_load_n(&lk_init_state, __ATOMIC_ACQUIRE) == LK_INIT_DONE;
+}
+
 /* ---- real.c: the next allocator ---- */
-void lk_init(void); /* sampler.c: once per process; safe to call again */
 struct lk_real {
 	void *(*malloc)(size_t);
 	void (*free)(void *);
@@ -73,14 +85,11 @@ struct lk_real {
 };
 extern struct lk_real lk_real;
 int lk_real_init(void);
-struct dl_phdr_info;
-/* The loaded object that holds addr (its name and program headers stay valid while it is). */
-bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 size_t lk_real_usable(size_t size, size_t align);
-/* nallocx's answers for requests of up to LK_NALLOCX_MEMO bytes with no alignment, by size (0: not
+/* nallocx's answers for requests of up to LK_NALLOCX_SMALL bytes with no alignment, by size (0: not
  * asked yet; real.c). */
-#define LK_NALLOCX_MEMO 4096u
-extern uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
+#define LK_NALLOCX_SMALL 4096u
+extern uint32_t lk_nallocx_small[LK_NALLOCX_SMALL + 1];
 #define LK_GLIBC_MMAP_MIN (128u << 10) /* glibc's default mmap threshold: larger blocks are mapped */
 /* glibc's chunk for a request of size bytes (malloc.c's request2size): the size and 8 bytes of
  * header rounded up to 16, 32 at least. */
@@ -96,8 +105,8 @@ static inline size_t lk_real_usable_known(size_t size, size_t align)
 {
 	if (lk_real.glibc_sizes && size < LK_GLIBC_MMAP_MIN)
 		return lk_glibc_chunk(size) - 8;
-	if (align <= 16 && size <= LK_NALLOCX_MEMO)
-		return __atomic_load_n(&lk_nallocx_memo[size], __ATOMIC_RELAXED);
+	if (align <= 16 && size <= LK_NALLOCX_SMALL)
+		return __atomic_load_n(&lk_nallocx_small[size], __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -108,7 +117,9 @@ static inline size_t lk_real_usable_fast(size_t size, size_t align)
 	return u ? u : lk_real_usable(size, align);
 }
 
-/* ---- sampler.c: per-thread state and the slow paths ---- */
+/* ---- hooks.c: the exported malloc family (exports.map); nothing of it is internal ---- */
+
+/* ---- sampler.c: per-thread state, the samples and their frees ---- */
 struct lk_thread {
 	uint64_t bytes_left; /* countdown; 0 = take the slow path; UINT64_MAX = never sample */
 	uint32_t tid;
@@ -135,8 +146,54 @@ extern __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")
 void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame);
 void *lk_realloc_slow(void *p, size_t size);
 void lk_free_sampled(void *p);
+/* The process's part (lifecycle.c): its seed chosen, sampling started if the profile can be
+ * written (false: the program runs unprofiled), stopped at exit with the trailer written (the
+ * caller's in_slow up), and each phase of a fork. */
+void lk_sampler_seed(void);
+bool lk_sampler_start(void);
+void lk_sampler_stop(void);
+void lk_sampler_atfork(int phase);
 
-/* ---- arena.c: where sampled blocks live ---- */
+/* ---- stack.c: a sample's stack, captured (unwind.h: the files it uses) ---- */
+/* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
+ * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
+ * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
+ * own that a walk from elsewhere (libunwind's) meets first are left out. It asks
+ * lk_modules_gen() first, and looks at the loader when that says so; a capture that meets a
+ * return address it has no rule for looks again before it goes on. A capture that finds its walk
+ * kept sets *known to its stack's number and returns 0 frames: nothing to intern. */
+#define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
+uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
+			  const uint64_t **frames, uint32_t *known, void **ticket);
+int lk_stack_init(void);
+void lk_stack_atfork_child(void);
+
+/* ---- walks-kept.c: each thread's last walks, found again ---- */
+/* lk_stack_capture's first case alone: the number of the stack of the kept walk that a capture
+ * from frame would find (*known), or 0 when there is none or the capture has more to do; *cut,
+ * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
+ * has taken the sample. */
+bool lk_stack_kept_ready(void);                        /* no lock held */
+uint32_t lk_stack_kept(const void *frame, bool *cut); /* caller holds lk_lock */
+void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
+/* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
+ * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
+void lk_stack_learned(void *ticket, uint32_t id);
+
+/* ---- walk.c, unwind-rules.c, unwind-altstack.c: the stack's own (unwind.h only) ---- */
+
+/* ---- unwind-io.c: libunwind's address checks go through no descriptor ---- */
+int lk_unwind_io_init(const void *in_libunwind); /* before libunwind's first use */
+
+/* ---- stack-table.c: each distinct stack stored once, and written once to each file ---- */
+/* *hash: the hash of a capture's frames for lk_stack_intern, computed with no lock held; the
+ * table's slot for it is prefetched. */
+void lk_stack_hash(const uint64_t *frames, uint32_t n, uint64_t *hash);
+uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
+uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
+void lk_stack_new_file(void); /* every stack must be written again to a new file */
+
+/* ---- arena.c: where sampled blocks live (arena.h: the files it uses) ---- */
 struct lk_arena_stats {
 	uint64_t reserved, committed, used_pages, free_pages, dirty_pages, live_blocks;
 	uint64_t as_limit, first_reserved, max_reserved; /* RLIMIT_AS (0: none), arena-space.c */
@@ -150,8 +207,8 @@ static inline bool lk_arena_owns(const void *p)
 }
 
 /* 32 bytes, right before every pointer handed out. An arena block is below 2^44 bytes (the arena
- * has fewer than 2^32 pages) and a stack id below 2^20 (stack.c's MAX_STACKS), so size and stack,
- * usable and magic, share a word each. */
+ * has fewer than 2^32 pages) and a stack id below 2^20 (stack-table.c's MAX_STACKS), so size and
+ * stack, usable and magic, share a word each. */
 struct lk_block {
 	uint64_t id;            /* its ALLOC or INHERIT record's number in the profile (format.h);
 				 * 0: in no record (never written, or freed) */
@@ -166,6 +223,26 @@ _Static_assert(sizeof(struct lk_block) == 32, "the arena's size classes count 32
 #define LK_BLOCK_FREE 0xf4eedu
 #define LK_BLOCK_QUIET 0x9a1e7u /* live, not a sample: realloc'ed in place off its sample */
 
+/* give_back: a block that no retained run can hold first gives back as many retained pages as it
+ * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
+ * mode's arena is the whole heap and keeps them, as a heap does (arena-runs.c, lk_run_take). */
+int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
+void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
+struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
+struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
+size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
+bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
+void lk_arena_free(void *p);                              /* caller holds lk_lock */
+void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
+#define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
+static inline bool lk_arena_is_boot(const void *p)
+{
+	return (uintptr_t)p - lk_arena_base < LK_ARENA_BOOT_SIZE && lk_arena_span;
+}
+typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
+void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
+void lk_arena_get_stats(struct lk_arena_stats *s);
+
 /* ---- arena-space.c: the arena's address range and page map ---- */
 struct lk_space {
 	uintptr_t base;   /* [base, base + pages pages): reserved, PROT_NONE until committed */
@@ -177,57 +254,38 @@ struct lk_space {
 int lk_space_reserve(struct lk_space *s, uint64_t pages, uint64_t min_pages, size_t entry_size);
 uint32_t lk_space_grow(struct lk_space *s, uint64_t need); /* pages added: 0, or at least need */
 
-/* give_back: a block that no retained run can hold first gives back as many retained pages as it
- * faults in (the sampling modes, where the arena sits beside the real allocator's heap); exact
- * mode's arena is the whole heap and keeps them, as a heap does (arena.c, run_take). */
-int lk_arena_init(uint64_t size, uint64_t retain, bool give_back);
-void *lk_arena_alloc(size_t usable, size_t align);       /* caller holds lk_lock */
-struct lk_block *lk_arena_take(size_t usable, size_t align); /* the same, its header unwritten */
-struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a live block */
-size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
-bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
-void lk_arena_free(void *p);                              /* caller holds lk_lock */
-bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
+/* ---- arena-slabs.c: size classes, slabs and recent slots ---- */
 #define LK_ARENA_RECENT 16u /* slots a size class keeps, freed, to hand out again first */
-void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
-#define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
-static inline bool lk_arena_is_boot(const void *p)
-{
-	return (uintptr_t)p - lk_arena_base < LK_ARENA_BOOT_SIZE && lk_arena_span;
-}
-typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
-void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
-void lk_arena_get_stats(struct lk_arena_stats *s);
-bool lk_arena_check(void);                                /* invariant checker, for tests */
+bool lk_arena_flush_recent(void); /* frees the slots kept to hand out again; false if none */
 
-/* ---- stack.c: unwinding and interning ---- */
-/* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
- * no lock held: its frames (at most max, in *frames, which points into buf), and its hash for
- * lk_stack_intern (computed outside lk_lock). buf holds LK_CAPTURE_FRAMES; frames of libleek's
- * own that a walk from elsewhere (libunwind's) meets first are left out. It asks
- * lk_modules_gen() first, and looks at the loader when that says so; a capture that meets a
- * return address it has no rule for looks again before it goes on. A capture that finds its walk
- * kept sets *known to its stack's number and returns 0 frames: nothing to intern. */
-#define LK_CAPTURE_FRAMES (LK_MAX_FRAMES + 8)
-uint32_t lk_stack_capture(uint64_t *buf, uint32_t max, const void *frame, uint64_t *hash,
-			  const uint64_t **frames, uint32_t *known, void **ticket);
-/* lk_stack_capture's first case alone: the number of the stack of the kept walk that a capture
- * from frame would find (*known), or 0 when there is none or the capture has more to do; *cut,
- * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
- * has taken the sample. */
-bool lk_stack_kept_ready(void);                        /* no lock held */
-uint32_t lk_stack_kept(const void *frame, bool *cut); /* caller holds lk_lock */
-void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
-/* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
- * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
-void lk_stack_learned(void *ticket, uint32_t id);
-uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
-uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
-int lk_stack_init(void);
-/* unwind-io.c: libunwind's address checks go through no descriptor (before its first use). */
-int lk_unwind_io_init(const void *in_libunwind);
-void lk_stack_new_file(void); /* every stack must be written again to a new file */
-void lk_stack_atfork_child(void);
+/* ---- arena-runs.c: runs of pages (arena.h only) ---- */
+
+/* ---- arena-check.c: the arena's invariants ---- */
+bool lk_arena_check(void); /* every invariant holds; for tests (caller holds lk_lock) */
+
+/* ---- writer.c: the profile's record stream (writer.h: the files it uses) ---- */
+void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
+uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
+/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
+ * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
+ * of b is written only if b has a number in this file, and clears it. */
+/* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
+void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
+		     uint32_t stack);
+void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
+void lk_writer_rss_maybe(uint64_t now_ns);
+void lk_writer_close(void);         /* clean exit: trailer, truncate */
+extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
+
+/* ---- writer-window.c: the window into the file, and its growth ---- */
+bool lk_writer_fault(const void *addr); /* SIGBUS in the window: repaired (signals.c) */
+/* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */
+int lk_fd_raise(int fd, bool cloexec);
+
+/* ---- writer-open.c: the file's creation, naming and header ---- */
+bool lk_writer_ready(void);         /* a file is open, or can be opened */
+bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
+void lk_writer_atfork_child(void);
 
 /* ---- modules.c: loaded ELF objects ---- */
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has
@@ -240,27 +298,11 @@ unsigned long long lk_modules_gen(bool *look);
 void lk_modules_moved(void); /* dlclose (loader.c): the next lk_modules_gen() looks */
 void lk_modules_emit_all(void);      /* caller holds lk_lock: a new file gets every module */
 void lk_modules_atfork(int phase);
-
-/* ---- writer.c: the profile file ---- */
-/* fd moved to LK_FD_FLOOR or above (the old one closed), or fd itself if it cannot be. */
-int lk_fd_raise(int fd, bool cloexec);
-int lk_writer_open(void);           /* caller holds lk_lock */
-void lk_writer_put(const uint8_t *rec, size_t len); /* caller holds lk_lock; rec[0] is the tag */
-uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
-/* ALLOC and FREE, with a THREAD record first when tid is not the file's current thread. ALLOC of
- * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
- * of b is written only if b has a number in this file, and clears it. */
-/* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
-		     uint32_t stack);
-void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
-void lk_writer_rss_maybe(uint64_t now_ns);
-void lk_writer_close(void);         /* clean exit: trailer, truncate */
-void lk_writer_atfork_child(void);
-bool lk_writer_ready(void);         /* a file is open, or can be opened */
-bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
-bool lk_writer_fault(const void *addr); /* SIGBUS in the window: repaired (signals.c) */
-extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
+struct dl_phdr_info;
+/* The loaded object that holds addr (its name and program headers stay valid while it is). */
+bool lk_object_of(const void *addr, struct dl_phdr_info *info);
+/* The executable segment of a loaded object that holds at: [*lo, *hi); unchanged if none. */
+void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi);
 
 /* ---- signals.c: SIGBUS in the window repaired, the program's handlers and masks kept ---- */
 void lk_signals_init(void); /* once profiling: on_fault becomes SIGBUS's kernel action */
@@ -279,7 +321,7 @@ extern bool lk_lock_elided; /* held while the process had one thread: not taken 
 void lk_lock_wait(void);
 void lk_lock_wake(void);
 
-/* &__libc_single_threaded where glibc has it, or a byte that stays 0 (lk_clock_init): the weak
+/* &__libc_single_threaded where glibc has it, or a byte that stays 0 (lk_lock_init): the weak
  * symbol's address tested once, not at each of the three reads a sample and its free make. */
 extern const char *lk_single_at;
 
@@ -313,12 +355,13 @@ static inline void lk_unlock(void)
 	if (__atomic_load_n(&lk_lock_sleepers, __ATOMIC_RELAXED))
 		lk_lock_wake();
 }
+void lk_lock_init(void); /* finds glibc's single-thread flag */
 void lk_lock_atfork(int phase);
 enum { LK_FORK_PREPARE, LK_FORK_PARENT, LK_FORK_CHILD };
 
+/* ---- clock.c: the time of every record ---- */
 uint64_t lk_now_ns(void); /* CLOCK_MONOTONIC, or its coarse reading: lk_coarse_time() */
-/* Chooses the clock, finds the vDSO's clock_gettime and glibc's single-thread flag; may call into
- * the dynamic linker. */
+/* Chooses the clock and finds the vDSO's clock_gettime; may call into the dynamic linker. */
 void lk_clock_init(void);
 /* Exact mode reads every time from CLOCK_MONOTONIC_COARSE (LK_HDR_COARSE_TIME): the last tick's
  * time, cheaper to read, and the same for most records, whose dt is then 0. */
@@ -326,12 +369,25 @@ static inline bool lk_coarse_time(void)
 {
 	return lk_cfg.period <= 1;
 }
+
+/* ---- proc.c: what libleek reads from /proc/self ---- */
+/* The file at path read into buf, at most size bytes (not terminated): the bytes read, or a
+ * negative errno. */
+int lk_proc_read(const char *path, char *buf, size_t size);
+/* statm's field number field (0: the size of the mappings, 1: the resident set), in pages. */
+bool lk_proc_statm(unsigned field, uint64_t *pages);
+void lk_proc_exe(char *buf, size_t size); /* the executable's path, "" if it cannot be read */
+
 /* ---- log.c: one line to stderr, unless LEEK_QUIET ---- */
 struct lk_line {
 	char buf[512];
 	size_t n;
 };
 #define LK_LINE_INIT { .buf = "leek: ", .n = 6 }
+/* v in decimal, at the end of buf (LK_U64_CHARS bytes): its first digit, NUL-terminated. No stdio
+ * in libleek: this is its number formatter, for lines and for the profile's file name. */
+#define LK_U64_CHARS 21
+char *lk_fmt_u64(char *buf, uint64_t v);
 void lk_line_str(struct lk_line *l, const char *s);
 void lk_line_u64(struct lk_line *l, uint64_t v);
 /* Quoted, cut (64 and 256 bytes), control bytes escaped: values from the environment, paths. */

@@ -53,13 +53,21 @@ struct lk_real lk_real = {
 
 /* ---- stand-ins built from the real allocator's own functions ---- */
 
+/* n * m in *size, or false with errno ENOMEM when it overflows, as calloc and reallocarray fail. */
+static bool product(size_t n, size_t m, size_t *size)
+{
+	if (!__builtin_mul_overflow(n, m, size))
+		return true;
+	errno = ENOMEM;
+	return false;
+}
+
 static void *via_memalign_calloc(size_t n, size_t m)
 {
 	size_t size;
-	if (__builtin_mul_overflow(n, m, &size)) {
-		errno = ENOMEM;
+
+	if (!product(n, m, &size))
 		return NULL;
-	}
 	void *p = lk_real.malloc(size);
 	if (p)
 		memset(p, 0, size);
@@ -69,11 +77,8 @@ static void *via_memalign_calloc(size_t n, size_t m)
 static void *via_realloc_reallocarray(void *p, size_t n, size_t m)
 {
 	size_t size;
-	if (__builtin_mul_overflow(n, m, &size)) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	return lk_real.realloc(p, size);
+
+	return product(n, m, &size) ? lk_real.realloc(p, size) : NULL;
 }
 
 static void *via_posix_memalign_memalign(size_t align, size_t size)
@@ -137,41 +142,6 @@ static void via_free_free_sized(void *p, size_t size)
 static void via_free_free_aligned_sized(void *p, size_t align, size_t size)
 {
 	lk_real.free(p);
-}
-
-/* Which loaded object holds an address: its program headers (one table per object) and its path.
- * dladdr would also say, but it looks for the nearest symbol as well, by a walk over every symbol
- * of the object: 90 000 instructions a call in libc, a million at each start-up for the 12 calls
- * here. This walks the program headers of the loaded objects, a few hundred. */
-struct owner {
-	uintptr_t addr;
-	struct dl_phdr_info *info;
-	bool found;
-};
-
-static int owner_cb(struct dl_phdr_info *info, size_t size, void *data)
-{
-	struct owner *o = data;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && o->addr - lo < ph->p_memsz) {
-			*o->info = *info;
-			o->found = true;
-			return 1;
-		}
-	}
-	return 0;
-}
-
-bool lk_object_of(const void *addr, struct dl_phdr_info *info)
-{
-	struct owner o = { (uintptr_t)addr, info, false };
-
-	dl_iterate_phdr(owner_cb, &o);
-	return o.found;
 }
 
 static const void *object_of(const void *addr, const char **name)
@@ -264,11 +234,12 @@ static size_t glibc_usable(size_t size, size_t align)
 }
 
 /* nallocx's answer depends on the request alone, and exact mode asks for every allocation: the
- * small sizes' answers are kept (lk_real_usable_fast reads them), which took jemalloc's nallocx
- * (1.1% of redis-server's time in exact mode, docs/performance.md) off the common sample. Threads
- * that race store the same answer. Only nallocx's: glibc's is arithmetic, and another allocator's
- * malloc_usable_size of a probe block is not known to be the same at every call. */
-uint32_t lk_nallocx_memo[LK_NALLOCX_MEMO + 1];
+ * small sizes' answers are kept (lk_real_usable_fast reads them), which took jemalloc's nallocx (a
+ * share of redis-server's time in exact mode: docs/performance.md, "Exact mode on redis-server")
+ * off the common sample. Threads that race store the same answer. Only nallocx's: glibc's is
+ * arithmetic, and another allocator's malloc_usable_size of a probe block is not known to be the
+ * same at every call. */
+uint32_t lk_nallocx_small[LK_NALLOCX_SMALL + 1];
 
 /* What malloc_usable_size would answer for this request without leek. The sampled block is given at
  * least that much room, so a program that uses its usable size (redis does) stays in bounds. */
@@ -278,8 +249,8 @@ LK_HOT size_t lk_real_usable(size_t size, size_t align)
 		int flags = align > 16 ? __builtin_ctzl(align) : 0; /* MALLOCX_LG_ALIGN */
 		size_t u = lk_real.nallocx(size ? size : 1, flags);
 		if (u >= size) {
-			if (!flags && size <= LK_NALLOCX_MEMO && u <= UINT32_MAX)
-				__atomic_store_n(&lk_nallocx_memo[size], (uint32_t)u, __ATOMIC_RELAXED);
+			if (!flags && size <= LK_NALLOCX_SMALL && u <= UINT32_MAX)
+				__atomic_store_n(&lk_nallocx_small[size], (uint32_t)u, __ATOMIC_RELAXED);
 			return u;
 		}
 	}

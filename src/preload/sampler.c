@@ -4,7 +4,8 @@
  * is drawn from an exponential distribution with mean LEEK_PERIOD, so every byte has the same
  * chance of being sampled and an allocation of s bytes is sampled with probability
  * 1 - exp(-s/T) (docs/sampling.md). The countdown starts at 0, so a thread's first allocation
- * comes here, and that is where the thread (and, the first time, the process) is initialised.
+ * comes here, and that is where the thread (and, the first time, the process: lifecycle.c) is
+ * initialised.
  * While a thread is in here its countdown is UINT64_MAX: whatever allocates underneath us
  * (libunwind, dlsym, a signal handler) goes straight to the real allocator, unsampled.
  *
@@ -13,13 +14,8 @@
  * allocator would have served.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 #include <xmmintrin.h>
 
@@ -29,9 +25,6 @@
 
 __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
 
-enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
-static int init_state;
-static __thread uint8_t booting; /* this thread is running lk_init */
 static bool enabled;             /* a profile is being written */
 static uint64_t seed, thread_seq, forks;
 static struct lk_block *deferred; /* frees that arrived while their thread held lk_lock */
@@ -50,146 +43,6 @@ static uint64_t next_interval(struct lk_thread *t)
 	uint64_t v = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
 	_mm_setcsr(csr);
 	return v;
-}
-
-/* LEEK_INHERIT=0: cut libleek out of LD_PRELOAD in place, so exec'd children run unprofiled.
- * (setenv would allocate.) */
-static void scrub_ld_preload(void)
-{
-	extern char **environ;
-
-	for (char **e = environ; e && *e; e++) {
-		if (strncmp(*e, "LD_PRELOAD=", 11))
-			continue;
-		char *s = *e + 11, *w = s;
-		bool first = true;
-		while (*s) {
-			s += strspn(s, ": ");
-			size_t n = strcspn(s, ": ");
-			if (n && !memmem(s, n, "libleek", 7)) {
-				if (!first)
-					*w++ = ':';
-				memmove(w, s, n);
-				w += n;
-				first = false;
-			}
-			s += n;
-		}
-		*w = 0;
-	}
-}
-
-static void atfork_prepare(void)
-{
-	forks++;
-	lk_loader_atfork(LK_FORK_PREPARE);
-	lk_modules_atfork(LK_FORK_PREPARE);
-	lk_lock_atfork(LK_FORK_PREPARE);
-}
-
-static void atfork_parent(void)
-{
-	lk_lock_atfork(LK_FORK_PARENT);
-	lk_modules_atfork(LK_FORK_PARENT);
-	lk_loader_atfork(LK_FORK_PARENT);
-}
-
-static void atfork_child(void)
-{
-	lk_lock_atfork(LK_FORK_CHILD);
-	lk_modules_atfork(LK_FORK_CHILD);
-	lk_stack_atfork_child();
-	lk_loader_atfork(LK_FORK_CHILD);
-	deferred = NULL;
-	lk_writer_atfork_child();
-	/* A stream of its own, or the child would repeat its parent's sampling decisions; derived
-	 * from the parent's seed and fork count, so LEEK_SEED still makes runs repeatable. */
-	uint64_t x = seed ^ forks;
-	seed = lk_splitmix64(&x);
-	thread_seq = 1;
-	lk_rng_seed((struct lk_rng *)lk_tls.rng, seed, 0);
-	lk_cfg.seed = seed;
-	lk_tls.tid = (uint32_t)gettid();
-}
-
-/* One line when an address-space limit made the arena smaller than LEEK_ARENA_SIZE. */
-static void say_arena_limit(void)
-{
-	struct lk_arena_stats st;
-	struct lk_line l = LK_LINE_INIT;
-
-	lk_arena_get_stats(&st);
-	if (!st.as_limit || st.first_reserved >= lk_cfg.arena_size)
-		return;
-	lk_line_str(&l, "an address-space limit of ");
-	lk_line_u64(&l, st.as_limit >> 20);
-	lk_line_str(&l, " MiB (ulimit -v): the arena of sampled blocks reserves ");
-	lk_line_u64(&l, st.first_reserved >> 20);
-	lk_line_str(&l, " MiB of it, and more only as they need");
-	lk_line_print(&l);
-}
-
-static void init_process(void)
-{
-	lk_config_load();
-	/* Not profiling (a secure program, or no profile can be written as asked): the arena's boot
-	 * area alone, for dlsym's calloc below, and the real allocator. */
-	bool profile = !lk_cfg.secure && !lk_cfg.off;
-	int r = lk_arena_init(profile ? lk_cfg.arena_size : 0, lk_cfg.arena_retain,
-			      lk_cfg.period > 1);
-	if (lk_real_init() < 0) {
-		lk_log("cannot find the real malloc (dlsym failed); leek cannot run");
-		_exit(127);
-	}
-	if (!profile)
-		return;
-	if (r < 0) {
-		lk_log("cannot reserve address space for the arena; running unprofiled");
-		return;
-	}
-	say_arena_limit();
-	lk_clock_init();
-	seed = lk_cfg.seed;
-	if (!lk_cfg.seed_set && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
-		seed = lk_now_ns() ^ ((uint64_t)getpid() << 32);
-	lk_cfg.seed = seed;
-	if (!lk_cfg.inherit)
-		scrub_ld_preload();
-	lk_stack_init();
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-	lk_lock();
-	enabled = lk_writer_ready();
-	lk_unlock();
-	if (enabled) {
-		lk_signals_init();
-		lk_modules_refresh(true);
-	}
-}
-
-void lk_init(void)
-{
-	int expected = INIT_NONE;
-
-	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE)
-		return;
-	if (__atomic_compare_exchange_n(&init_state, &expected, INIT_RUNNING, false,
-					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		int saved = errno;
-		booting = 1;
-		lk_tls.in_slow = 1;
-		lk_tls.bytes_left = UINT64_MAX;
-		init_process();
-		lk_tls.in_slow = 0;
-		lk_tls.bytes_left = 0;
-		booting = 0;
-		__atomic_store_n(&init_state, INIT_DONE, __ATOMIC_RELEASE);
-		errno = saved;
-		return;
-	}
-	if (booting)
-		return;
-	while (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
-		sched_yield();
 }
 
 static void thread_init(struct lk_thread *t)
@@ -308,12 +161,12 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 }
 
 /* Exact mode's common sample: take_sample's steps without what it does not need, for the stack of
- * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when
- * any of that is not so, with nothing done: take_sample does it all then. Apart from take_sample,
- * whose frame holds a walk's buffers (3.4 KiB, put out of the first-level cache at every sample)
- * and whose values the compiler kept on the stack beside the walk: a 128-byte malloc here is 419
- * instructions against 482, and sqlite3's exact run takes 1.3 million fewer first-level misses
- * in 20 000 rows (docs/performance.md). */
+ * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when any of that is not
+ * so, with nothing done: take_sample does it all then. Apart from take_sample, whose frame holds a
+ * walk's buffers (3.4 KiB, put out of the first-level cache at every sample) and whose values the
+ * compiler kept on the stack beside the walk: a sample here takes fewer instructions, and far
+ * fewer first-level misses (bench/exact-model.sh; docs/performance.md, "Exact mode's common
+ * sample apart"). */
 static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, size_t align,
 					   bool zero, void *old, const void *frame)
 {
@@ -366,9 +219,9 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 		void *p = exact_take(t, size, align, zero, old, frame);
 		return p ? p : take_sample(t, size, align, zero, old, frame);
 	}
-	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE) {
+	if (!lk_init_done()) {
 		lk_init();
-		if (booting) /* dlsym's calloc, before lk_real exists */
+		if (lk_booting) /* dlsym's calloc, before lk_real exists */
 			return lk_arena_boot_alloc(size);
 	}
 	if (t->in_slow)
@@ -543,47 +396,46 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 	return q;
 }
 
-/* At a clean exit: the trailer. Destructors of libraries loaded after us run before this one. */
-__attribute__((destructor)) static void lk_fini(void)
+/* At start-up (lifecycle.c): the process's seed, LEEK_SEED's or a random one. */
+void lk_sampler_seed(void)
 {
-	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE || lk_tls.in_slow)
-		return; /* in_slow: _exit from a handler that interrupted us, lk_lock may be ours */
-	int saved = errno;
-	uint64_t left = lk_tls.bytes_left;
-	lk_tls.bytes_left = UINT64_MAX;
-	lk_tls.in_slow = 1;
+	seed = lk_cfg.seed;
+	if (!lk_cfg.seed_set && getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != sizeof(seed))
+		seed = lk_now_ns() ^ ((uint64_t)getpid() << 32);
+	lk_cfg.seed = seed;
+}
+
+bool lk_sampler_start(void)
+{
+	lk_lock();
+	enabled = lk_writer_ready();
+	lk_unlock();
+	return enabled;
+}
+
+void lk_sampler_stop(void)
+{
 	lk_lock();
 	drain_deferred(lk_tls.tid, lk_now_ns());
 	lk_writer_close();
 	enabled = false;
 	lk_unlock();
-	lk_tls.in_slow = 0;
-	lk_tls.bytes_left = left;
-	errno = saved;
 }
 
-/* Initialise at load time too, so that a program that never allocates still gets a profile
- * with its header and modules. */
-__attribute__((constructor)) static void lk_ctor(void)
+void lk_sampler_atfork(int phase)
 {
-	lk_init();
-	/* Again: a first malloc from .preinit_array found environ still unset (config.c). */
-	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) == INIT_DONE && !lk_cfg.inherit)
-		scrub_ld_preload();
-}
-
-/* _exit skips destructors, and shells and forked workers leave through it: write the trailer
- * first. A vfork child shares our memory and must not touch the parent's file: it has another
- * pid. exit_group is what glibc's _exit does. */
-LK_EXPORT void _exit(int status)
-{
-	if (lk_writer_owned())
-		lk_fini();
-	for (;;)
-		syscall(SYS_exit_group, status);
-}
-
-LK_EXPORT void _Exit(int status)
-{
-	_exit(status);
+	if (phase == LK_FORK_PREPARE) {
+		forks++;
+	} else if (phase == LK_FORK_CHILD) {
+		deferred = NULL;
+		/* A stream of its own, or the child would repeat its parent's sampling decisions;
+		 * derived from the parent's seed and fork count, so LEEK_SEED still makes runs
+		 * repeatable. */
+		uint64_t x = seed ^ forks;
+		seed = lk_splitmix64(&x);
+		thread_seq = 1;
+		lk_rng_seed((struct lk_rng *)lk_tls.rng, seed, 0);
+		lk_cfg.seed = seed;
+		lk_tls.tid = (uint32_t)gettid();
+	}
 }

@@ -12,13 +12,15 @@
  * descriptor can have, the read finds it empty, and the write asks the kernel whether the byte
  * can be read (process_vm_readv from this process, no descriptor). Every other caller in the
  * process reaches libc as before. If libunwind's table is not as expected, nothing is changed and
- * libleek's pipe2 (stack.c) still moves the pipe above the program's descriptors.
+ * libleek's own pipe2 (exported, below) still moves libunwind's pipe above the program's
+ * descriptors.
  *
  * Never: touch another object's table; change a slot that does not name one of these functions;
  * call into libunwind from here.
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <link.h>
@@ -96,11 +98,35 @@ static uintptr_t dyn_addr(uintptr_t base, ElfW(Addr) v)
 	return v >= base ? v : base + v;
 }
 
+/* Where libunwind did not get fake_pipe2 (its table was not as expected), its pipe is a real one,
+ * opened at its first use: descriptors 3 and 4 in a fresh process, where a program would find its
+ * first file on 5 instead of 3, and a daemon that closed every descriptor and opened its own files
+ * on 3 and 4 would have libunwind read and write them (or, after a failed read, close them and
+ * reopen the pipe there). So a pipe that libunwind asks for (its call returns into its code) is
+ * moved above the descriptors programs use, as the profile's is. Anyone else's call is the system
+ * call, untouched. */
+static uintptr_t unwind_lo, unwind_hi; /* libunwind's code; set before its first pipe2 */
+
+LK_EXPORT int pipe2(int fds[2], int flags)
+{
+	uintptr_t from = (uintptr_t)__builtin_return_address(0);
+	int r = (int)syscall(SYS_pipe2, fds, flags);
+
+	if (r == 0 && from - unwind_lo < unwind_hi - unwind_lo) {
+		int saved = errno;
+		for (int i = 0; i < 2; i++)
+			fds[i] = lk_fd_raise(fds[i], flags & O_CLOEXEC);
+		errno = saved;
+	}
+	return r;
+}
+
 int lk_unwind_io_init(const void *in_libunwind)
 {
 	struct dl_phdr_info info;
 	const ElfW(Dyn) *dyn = NULL;
 
+	lk_object_text(in_libunwind, &unwind_lo, &unwind_hi); /* for pipe2, whatever comes below */
 	if (!lk_object_of(in_libunwind, &info))
 		return -ENOENT;
 	uintptr_t base = info.dlpi_addr;

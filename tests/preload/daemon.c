@@ -2,9 +2,9 @@
  *
  * Daemons close what they did not open (close_range, or a loop to sysconf(_SC_OPEN_MAX)), and some
  * dup2 a file of their own onto a descriptor number they believe free. leek holds no descriptor
- * between two uses of its file (writer.c, file_get), so there is none of leek's to close or to
- * dup2 over; if there were one, it would be one of those. Either way the program must behave as
- * it does without leek, leek must find its file by path and record what the program allocates
+ * between two uses of its file (writer-window.c, lk_window_fd), so there is none of leek's to
+ * close or to dup2 over; if there were one, it would be one of those. Either way the program must
+ * behave as it does without leek, leek must find its file by path and record what the program allocates
  * afterwards, and it must never write into, map, grow or cut a file of the program's that holds a
  * number leek's descriptors used to have (200 and up).
  *

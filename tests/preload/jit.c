@@ -3,9 +3,9 @@
  * V8's builtins and compiled JavaScript, and other JIT code, keep the frame-pointer chain but
  * register no DWARF; libunwind steps such a frame by that chain, checking every address with
  * system calls, and reports the caller's %rsp 16 bytes low. leek's unwinder gives the frame the
- * frame-pointer rule once libunwind has stepped it so (src/preload/stack.c, derive), and walks on
- * into the callers, which here have no frame pointer: their rules are offsets from the CFA that
- * the JIT frame leaves, so a wrong CFA there would show as a wrong caller.
+ * frame-pointer rule once libunwind has stepped it so (src/preload/unwind-rules.c, derive), and
+ * walks on into the callers, which here have no frame pointer: their rules are offsets from the
+ * CFA that the JIT frame leaves, so a wrong CFA there would show as a wrong caller.
  *
  * The "JIT code" is written into an executable mapping at run time: push %rbp; mov %rsp,%rbp;
  * 32 bytes of its own (so that its CFA, %rbp + 16, is not %rsp + 16, which is where libunwind's

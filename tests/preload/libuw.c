@@ -1,8 +1,8 @@
 /* libuw.c: one of two libraries that unwind-dl.c loads in turn, built twice from this file with
  * frames of different sizes (FRAME) and no frame pointers, so that the second, loaded where the
  * first was, has other rules at the same addresses: leek's cached unwinder must forget the first
- * one's rules when it is unloaded (src/preload/stack.c). Allocates at the bottom of a recursion
- * and calls back into the program, which records what glibc's backtrace() sees.
+ * one's rules when it is unloaded (src/preload/unwind-rules.c). Allocates at the bottom of a
+ * recursion and calls back into the program, which records what glibc's backtrace() sees.
  */
 #include <stddef.h>
 #include <stdlib.h>

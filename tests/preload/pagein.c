@@ -2,9 +2,9 @@
  * makes of a file's pages put into the page cache or not.
  *
  * The writer puts each range it allocates to the file into the page cache as zeros, 64 KiB a write
- * (writer.c, page_in), so that the window's stores find their pages there: on a kernel whose page
- * cache has large folios, a fault then maps 64 KiB where a page of a range only fallocated faults
- * in 4 KiB at a time through the file system. This program (in exact mode: the driver sets
+ * (writer-window.c, page_in), so that the window's stores find their pages there: on a kernel
+ * whose page cache has large folios, a fault then maps 64 KiB where a page of a range only
+ * fallocated faults in 4 KiB at a time through the file system. This program (in exact mode: the driver sets
  * LEEK_PERIOD=1) measures in minor faults a MiB, next to its profile (its name in LEEK_OUTPUT):
  *
  *   fallocated  a scratch file grown by fallocate, each page then stored through a shared mapping
@@ -110,8 +110,8 @@ int main(void)
 	profile_path(path, sizeof(path), &dir);
 	snprintf(scratch, sizeof(scratch), "%.*spagein.%d.scratch", (int)dir, path, (int)getpid());
 	long fallocated = scratch_faults(scratch, false), paged = scratch_faults(scratch, true);
-	/* Past the steps of 64 KiB (writer.c, grow) and the arena's first pages: from one grow of a
-	 * MiB to the second after it. */
+	/* Past the steps of 64 KiB (writer-window.c, lk_window_grow) and the arena's first pages:
+	 * from one grow of a MiB to the second after it. */
 	while (file_size(path) < 2 * MIB)
 		grow_profile(path, 1);
 	grow_profile(path, 1);

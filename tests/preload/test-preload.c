@@ -517,7 +517,7 @@ TEST(exact_counts)
 }
 
 /* A stack cut at LEEK_MAX_FRAMES is a loss counted once a sample, whether the sample's walk was
- * taken or found kept (stack.c, lk_stack_kept: the count waits for the sample, so one that then
+ * taken or found kept (walks-kept.c, lk_stack_kept: the count waits for the sample, so one that then
  * goes to the full capture is not counted twice). Every one of exact.c's own allocations is more
  * than 3 frames deep (its function, main, libc's start, _start). */
 TEST(exact_cut_stacks_counted_once)
@@ -562,9 +562,9 @@ TEST(exact_arena_retain)
 	run_cleanup(&r);
 }
 
-/* The profile's pages are put into the page cache before the window stores into them (writer.c,
- * page_in), so that a MiB of profile costs the program a fault a 64 KiB folio on a kernel whose
- * page cache has large folios, not one a page. pagein.c measures both ways on a scratch file next
+/* The profile's pages are put into the page cache before the window stores into them
+ * (writer-window.c, page_in), so that a MiB of profile costs the program a fault a 64 KiB folio on
+ * a kernel whose page cache has large folios, not one a page. pagein.c measures both ways on a scratch file next
  * to the profile, and leek's own: leek's must be the first kind, within a quarter of the way to
  * the second (window moves cost a few more). On Linux 6.18 and ext4: 16, 255 and 33. */
 TEST(exact_profile_paged_in)
@@ -914,8 +914,8 @@ TEST(edge_fp_environment)
  * of which glibc takes about 4.4 KiB for TLS and its descriptor), and in a handler on a
  * MINSIGSTKSZ * 2 sigaltstack, at both periods. libunwind's DWARF lookups and the dynamic
  * linker's lazy binding of libunwind take 8 to 11 KiB; leek runs them on a stack of its own
- * (stack.c, run_unwinder). Before it did, a thread's first sample overflowed such a stack in 12
- * to 17 runs out of 30 at the default period (and with run_unwinder disabled, this test failed
+ * (unwind-altstack.c, lk_unwind_run). Before it did, a thread's first sample overflowed such a stack in 12
+ * to 17 runs out of 30 at the default period (and with lk_unwind_run disabled, this test failed
  * once in three). Run 20 times, since which sample comes first on which thread varies. */
 TEST(edge_small_stacks)
 {
@@ -1031,8 +1031,8 @@ static void daemon_run(const char *how, bool relative)
 		free(got);
 		expect_clean(&r, 1, 0);
 		ASSERT_STREQ(untallied(r.out, b, sizeof(b)), untallied(ref.out, a, sizeof(a)));
-		/* leek holds no descriptor the program could find (writer.c, file_get): the
-		 * program took 200, where leek's descriptor used to be. */
+		/* leek holds no descriptor the program could find (writer-window.c, lk_window_fd):
+		 * the program took 200, where leek's descriptor used to be. */
 		if (strstr(r.err, "leek fd found"))
 			FAIL("daemon %s (%s): the program found a descriptor of leek's profile",
 			     how, envs[i]);

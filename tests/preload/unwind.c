@@ -1,7 +1,7 @@
 /* unwind.c: stacks that leek's cached unwinder must get exactly right.
  *
  * Built with -O2 -fomit-frame-pointer, so most frames here have no frame pointer and are walked by
- * a rule learned from libunwind (src/preload/stack.c); some use alloca, which makes GCC keep one.
+ * a rule learned from libunwind (src/preload/unwind-rules.c); some use alloca, which makes GCC keep one.
  * Every allocation has a size of its own, and right after it the same function asks glibc's
  * backtrace() (libgcc's unwinder: code independent of leek and libunwind) for its callers. The
  * program writes "size n frame..." lines to unwind.expect, beside its profile (the directory of
@@ -18,8 +18,7 @@
  * %rbp. Both also through one call of malloc only, in runs of three calls from each caller, and
  * with that call in the frame-pointer frame itself: the capture then begins at the same frame
  * every time, where the walks kept are found again and must be told apart, by a return address,
- * by a %rbp a frame saved, or by the first frame's own %rbp (src/preload/stack.c, "the walks
- * kept"); two callers whose paths part only above a long run of frames alike, within a key's line
+ * by a %rbp a frame saved, or by the first frame's own %rbp (src/preload/walks-kept.c); two callers whose paths part only above a long run of frames alike, within a key's line
  * and past it; and a frame of 640 KiB, which no kept walk can span.
  */
 #include <alloca.h>
@@ -159,7 +158,7 @@ static __attribute__((noinline, noclone)) unsigned long twin_b(int k)
 
 /* chain's frames are all alike: from twin_c and twin_d, the same %rsp and return addresses for
  * depth frames, and then the twins' own, where the paths part: further up than the four words a
- * kept walk's key compares first (src/preload/stack.c, memo_holds), and past the words a key's
+ * kept walk's key compares first (src/preload/walks-kept.c, key_holds), and past the words a key's
  * line holds when depth is large (a wide key). */
 static __attribute__((noinline, noclone)) unsigned long chain(int depth, int k)
 {

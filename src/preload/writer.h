@@ -1,0 +1,84 @@
+/* writer.h: the profile writer's state, shared by its three files and nobody else.
+ *
+ * writer.c is the record stream (what a record is stored as, and where), writer-window.c the
+ * window into the file and the file's growth, writer-open.c the file's creation, naming and
+ * header. The rest of libleek sees preload.h's lk_writer_* functions only. Everything here runs
+ * under lk_lock, but for what lk_writer_fault and lk_writer_atfork_child reach (the window's
+ * unmapping and the state), which must stay async-signal-safe.
+ *
+ * Never: declare here what another part of libleek uses (that goes in preload.h); move the state
+ * that records are coded against (blocks, prev_free, tid, last_ns) but when a record is stored or
+ * a file begins.
+ */
+#ifndef LEEK_WRITER_H
+#define LEEK_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "preload.h"
+
+#pragma GCC visibility push(hidden)
+
+#define CHUNK ((uint64_t)1 << 20) /* the window, and the file's step once it is large */
+
+/* W_FULL: the file reached RLIMIT_FSIZE; only lk_writer_close writes, into FINAL_ROOM
+ * (writer-window.c). W_CUT: the file was cut short under the window; lk_writer_ready begins it
+ * again. */
+enum { W_UNOPENED, W_OPEN, W_FULL, W_CUT, W_DEAD, W_CLOSED };
+
+struct writer {
+	int state, fd;
+	bool forked, use_pwrite, closing;
+	uint32_t pid;
+	uint64_t off, len;              /* bytes written; bytes allocated to the file */
+	uint8_t *win;                   /* mapped window [win_off, win_off + CHUNK) */
+	uint64_t win_off;
+	uint64_t room;                  /* where the window's stores must stop: the end of the window
+					 * or of the file, the nearer; 0 without a window
+					 * (lk_window_set_room) */
+	uint64_t last_ns, next_rss_ns, losses_written; /* next_rss_ns 0: at the next sample */
+	uint64_t blocks;                /* ALLOC and INHERIT records stored: the last block's id */
+	uint64_t prev_free;             /* the block of the file's last FREE; 0 at first */
+	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread): none */
+	dev_t dev;
+	ino_t ino;
+	char path[LK_MAX_PATH];
+};
+extern struct writer writer;
+
+/* ---- writer.c: the record stream ---- */
+void lk_writer_die(void); /* no profile from now on: the file cannot grow or could not open */
+/* Stores rec at the end of the file (lk_writer_put), and says whether it did: false if dropped. */
+bool lk_writer_store(const uint8_t *rec, size_t len);
+
+/* ---- writer-window.c: the window into the file, and its growth ---- */
+/* A descriptor of the file, found again by its path (a negative errno if it is gone or another
+ * file now): leek holds none between uses. Given back with lk_window_fd_put. */
+int lk_window_fd(void);
+void lk_window_fd_put(int fd);
+void lk_window_set_room(void); /* writer.room after a change to the window or the file's length */
+void lk_window_unmap(void);    /* no window from now on; async-signal-safe */
+/* The file allocated up to at least end (-EFBIG past the size limit; -ESTALE, and W_CUT, if it
+ * was cut short), and the window moved to hold off: 0 or a negative errno. */
+int lk_window_grow(uint64_t end);
+int lk_window_map(uint64_t off);
+
+/* ---- writer-open.c: the file's creation, naming and header ---- */
+/* The first event of a process (or of a forked child) opens its file; the first after a cut
+ * begins it again. One line if it cannot, and the program runs unprofiled from then on. */
+void lk_writer_open_now(void);
+
+/* Whether records can be written: the file opened first if this process has none yet, and, if
+ * begin_again, begun again if it was cut short (a point between two records of a sample). */
+static inline bool lk_writer_begin(bool begin_again)
+{
+	if (writer.state == W_UNOPENED || (writer.state == W_CUT && begin_again))
+		lk_writer_open_now();
+	return writer.state == W_OPEN;
+}
+
+#pragma GCC visibility pop
+
+#endif /* LEEK_WRITER_H */
