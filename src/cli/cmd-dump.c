@@ -173,18 +173,6 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 	putchar('\n');
 }
 
-/* "leek: PATH: what is wrong" for an error r from the reader; returns r. */
-static int read_error(const char *path, const struct lk_reader *rd, int r)
-{
-	const char *msg = rd ? lk_reader_error(rd) : "";
-
-	if (*msg)
-		lk_msg("%s: %s", path, msg);
-	else
-		lk_error(r, "%s", path);
-	return r;
-}
-
 static void warn_no_trailer(const char *path, uint64_t end_offset)
 {
 	lk_msg("%s: warning: no trailer: profile ends at its last complete record at offset "
@@ -268,10 +256,8 @@ static int summarize_one(const char *path)
 	_cleanup_(freep) char *err = NULL;
 	int r = lk_profile_load(path, &opts, &p, &err);
 
-	if (r < 0 && err && *err)
-		return lk_msg("%s: %s", path, err), r;
 	if (r < 0)
-		return lk_error(r, "%s", path);
+		return lk_error_of(path, r, err);
 	print_summary(path, p);
 	fflush(stdout);
 	if (!lk_profile_totals(p)->trailer)
@@ -293,14 +279,14 @@ static int dump_one(const char *path)
 		return lk_error(-ENOMEM, "%s", path);
 	r = lk_reader_open(rd, path);
 	if (r < 0)
-		return read_error(path, rd, r);
+		return lk_error_of(path, r, lk_reader_error(rd));
 	h = lk_reader_header(rd);
 	print_header(path, h);
 	while ((r = lk_reader_next(rd, &rec)) > 0)
 		print_record(h, &rec);
 	if (r < 0) {
 		fflush(stdout); /* the records before the damage, then the error */
-		return read_error(path, rd, r);
+		return lk_error_of(path, r, lk_reader_error(rd));
 	}
 	printf("END offset=%" PRIu64 " trailer=%s\n", lk_reader_end_offset(rd),
 	       lk_reader_has_trailer(rd) ? "yes" : "no");

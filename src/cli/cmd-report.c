@@ -241,10 +241,7 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 	int k = lk_report_add_file(r, sym, index, path, po, &err);
 
 	if (k < 0) {
-		if (err && *err)
-			lk_msg("%s: %s", path, err);
-		else
-			lk_error(k, "%s", path);
+		lk_error_of(path, k, err);
 		return LK_EXIT_FILE;
 	}
 	if (!r->procs[r->nprocs - 1].totals.trailer)

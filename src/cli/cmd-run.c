@@ -372,10 +372,8 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	}
 	if (k >= 0 && packed)
 		k = lk_report_rename(r, r->nprocs - 1, packed);
-	if (k < 0 && err && *err)
-		lk_msg("%s: %s", shown, err);
-	else if (k < 0)
-		lk_error(k, "%s", shown);
+	if (k < 0)
+		lk_error_of(shown, k, err);
 	else
 		lk_text_run_summary(stderr, r);
 }

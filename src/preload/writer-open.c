@@ -306,8 +306,7 @@ static int begin_again(void)
 
 bool lk_writer_owned(void)
 {
-	return (writer.state == W_OPEN || writer.state == W_FULL || writer.state == W_CUT) &&
-	       writer.pid == (uint32_t)getpid();
+	return lk_writer_has_file() && writer.pid == (uint32_t)getpid();
 }
 
 /* The first event of a process (or of a forked child) opens its file; the first after a cut
@@ -348,7 +347,7 @@ void lk_writer_atfork_child(void)
 	if (writer.fd >= 0)
 		close(writer.fd);
 	writer.fd = -1;
-	if (writer.state == W_OPEN || writer.state == W_FULL || writer.state == W_CUT)
+	if (lk_writer_has_file())
 		writer.state = W_UNOPENED;
 	writer.forked = true;
 	writer.closing = false;

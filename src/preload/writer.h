@@ -70,6 +70,13 @@ int lk_window_map(uint64_t off);
  * begins it again. One line if it cannot, and the program runs unprofiled from then on. */
 void lk_writer_open_now(void);
 
+/* Whether this process holds a file (open, full or cut short), as opposed to none yet, or none
+ * any more. */
+static inline bool lk_writer_has_file(void)
+{
+	return writer.state == W_OPEN || writer.state == W_FULL || writer.state == W_CUT;
+}
+
 /* Whether records can be written: the file opened first if this process has none yet, and, if
  * begin_again, begun again if it was cut short (a point between two records of a sample). */
 static inline bool lk_writer_begin(bool begin_again)

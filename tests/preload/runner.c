@@ -402,28 +402,33 @@ void check_counters(const struct run *r, const struct profile *p, uint64_t allow
 
 	if (!p->trailer)
 		return;
-	if (dropped && (p->counters[LK_CNT_SAMPLES] < p->ntag[LK_REC_ALLOC] ||
-			p->counters[LK_CNT_FREES] < p->ntag[LK_REC_FREE]))
-		FAIL("%s: trailer counts %llu samples and %llu frees, fewer than the file's %llu ALLOC "
-		     "and %llu FREE records", p->path, (unsigned long long)p->counters[LK_CNT_SAMPLES],
-		     (unsigned long long)p->counters[LK_CNT_FREES],
-		     (unsigned long long)p->ntag[LK_REC_ALLOC], (unsigned long long)p->ntag[LK_REC_FREE]);
-	if (dropped)
-		goto losses;
-	if (p->counters[LK_CNT_SAMPLES] != p->ntag[LK_REC_ALLOC])
-		FAIL("%s: trailer counts %llu samples, the file holds %llu ALLOC records", p->path,
-		     (unsigned long long)p->counters[LK_CNT_SAMPLES],
-		     (unsigned long long)p->ntag[LK_REC_ALLOC]);
-	if (p->counters[LK_CNT_FREES] != p->ntag[LK_REC_FREE])
-		FAIL("%s: trailer counts %llu frees, the file holds %llu FREE records", p->path,
-		     (unsigned long long)p->counters[LK_CNT_FREES], (unsigned long long)p->ntag[LK_REC_FREE]);
-	if (p->stackless != p->counters[LK_CNT_UNWIND_FAILED] + p->counters[LK_CNT_INTERN_FULL])
-		FAIL("%s: %llu ALLOC records without a stack, but the trailer counts %llu unwind "
-		     "failures and %llu intern-full",
-		     p->path, (unsigned long long)p->stackless,
-		     (unsigned long long)p->counters[LK_CNT_UNWIND_FAILED],
-		     (unsigned long long)p->counters[LK_CNT_INTERN_FULL]);
-losses:
+	if (dropped) {
+		/* Records were not written: the trailer counts every sample and free taken. */
+		if (p->counters[LK_CNT_SAMPLES] < p->ntag[LK_REC_ALLOC] ||
+		    p->counters[LK_CNT_FREES] < p->ntag[LK_REC_FREE])
+			FAIL("%s: trailer counts %llu samples and %llu frees, fewer than the file's "
+			     "%llu ALLOC and %llu FREE records", p->path,
+			     (unsigned long long)p->counters[LK_CNT_SAMPLES],
+			     (unsigned long long)p->counters[LK_CNT_FREES],
+			     (unsigned long long)p->ntag[LK_REC_ALLOC],
+			     (unsigned long long)p->ntag[LK_REC_FREE]);
+	} else {
+		if (p->counters[LK_CNT_SAMPLES] != p->ntag[LK_REC_ALLOC])
+			FAIL("%s: trailer counts %llu samples, the file holds %llu ALLOC records",
+			     p->path, (unsigned long long)p->counters[LK_CNT_SAMPLES],
+			     (unsigned long long)p->ntag[LK_REC_ALLOC]);
+		if (p->counters[LK_CNT_FREES] != p->ntag[LK_REC_FREE])
+			FAIL("%s: trailer counts %llu frees, the file holds %llu FREE records",
+			     p->path, (unsigned long long)p->counters[LK_CNT_FREES],
+			     (unsigned long long)p->ntag[LK_REC_FREE]);
+		if (p->stackless !=
+		    p->counters[LK_CNT_UNWIND_FAILED] + p->counters[LK_CNT_INTERN_FULL])
+			FAIL("%s: %llu ALLOC records without a stack, but the trailer counts %llu "
+			     "unwind failures and %llu intern-full",
+			     p->path, (unsigned long long)p->stackless,
+			     (unsigned long long)p->counters[LK_CNT_UNWIND_FAILED],
+			     (unsigned long long)p->counters[LK_CNT_INTERN_FULL]);
+	}
 	for (size_t i = 0; i < sizeof(losses) / sizeof(losses[0]); i++)
 		if (p->counters[losses[i]] && !(allowed >> losses[i] & 1))
 			FAIL("%s: trailer counter %s = %llu, expected 0", p->path,

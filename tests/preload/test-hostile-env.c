@@ -39,20 +39,6 @@ static void expect_signal(const struct run *r, int sig)
 
 /* ---- 1. a setuid program ignores LEEK_* and profiles nothing ---- */
 
-static void copy_file(const char *from, const char *to, mode_t mode)
-{
-	char buf[65536];
-	int in = open(from, O_RDONLY), out = open(to, O_WRONLY | O_CREAT | O_EXCL, 0700);
-	ssize_t k;
-
-	ASSERT_TRUE(in >= 0 && out >= 0);
-	while ((k = read(in, buf, sizeof(buf))) > 0)
-		ASSERT_EQ(write(out, buf, (size_t)k), k);
-	close(in);
-	ASSERT_EQ(fchmod(out, mode), 0); /* after the writes, which would clear the setuid bit */
-	close(out);
-}
-
 /* Runs argv (a NULL-terminated list) in dir, its output in files apart from dir (whose files the
  * test counts). */
 static void run_in(struct proc *p, const char *dir, const char *const *argv)
@@ -84,7 +70,11 @@ TEST(setuid_program_ignores_leek_environment)
 	snprintf(prog, sizeof(prog), "%s/setuid", dir);
 	snprintf(secret, sizeof(secret), "%s/secret", dir);
 	snprintf(output, sizeof(output), "LEEK_OUTPUT=%s/anything-%%p.sh", secret);
-	copy_file(PROG_DIR "/setuid", prog, 04755);
+	size_t len;
+	char *image = read_file(PROG_DIR "/setuid", &len);
+	write_file(prog, image, len);
+	free(image);
+	ASSERT_EQ(chmod(prog, 04755), 0); /* after the write, which would clear the setuid bit */
 	ASSERT_EQ(mkdir(secret, 0700), 0); /* root's alone */
 
 	/* As the user nobody: secure-execution mode, libleek loaded and inert. */

@@ -49,6 +49,15 @@ void lk_msg(const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
+int lk_error_of(const char *path, int r, const char *why)
+{
+	if (why && *why)
+		lk_msg("%s: %s", path, why);
+	else
+		lk_error(r, "%s", path);
+	return r;
+}
+
 int lk_open_regular(int dirfd, const char *path, struct stat *ret_st)
 {
 	struct stat st;

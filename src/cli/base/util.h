@@ -39,6 +39,9 @@ static inline void closep(int *fd)
 int lk_error(int r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* "leek: <msg>". */
 void lk_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "leek: PATH: WHY" for a failure r with the reader's or a loader's message why ("offset N:
+ * ..."), or "leek: PATH: strerror(-r)" if why is NULL or empty; returns r. */
+int lk_error_of(const char *path, int r, const char *why);
 
 /* Opens path (relative to dirfd, or AT_FDCWD) for reading only if it is a regular file: with
  * O_NONBLOCK, so that a FIFO or a device named there never blocks the open, and without becoming
