@@ -38,7 +38,10 @@
  * (LK_HDR_COARSE_TIME), and costs 8 in version 5's fixed records. Version 5 (version 4 had no fixed-width records): ALLOC_FIXED and
  * FREE_FIXED, an ALLOC or a FREE at dt 0 in fields of fixed width, which a writer puts together
  * with no varint to measure (exact mode's pair: 62 instructions fewer, and the file as small
- * after zstd; docs/format.md). The reader reads versions 3 to 5.
+ * after zstd; docs/format.md). Version 6 (version 5 had one stream): SEGMENT, a stretch of the file
+ * that one thread of a multi-threaded process fills with its own ALLOC and FREE records, with no
+ * lock and no store to a line that another thread writes (exact mode on 2 threads: 9x the cost of
+ * one thread with a shared stream; docs/performance.md). The reader reads versions 3 to 6.
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -46,7 +49,7 @@
 #include <stdint.h>
 
 #define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
-#define LK_FORMAT_VERSION 5
+#define LK_FORMAT_VERSION 6
 #define LK_FORMAT_VERSION_MIN 3 /* the oldest a reader reads: only FREE's block differs */
 #define LK_HEADER_FIXED_SIZE 88
 #define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
@@ -56,6 +59,8 @@
 #define LK_VARINT_MAX 10        /* bytes of one LEB128 uint64 */
 #define LK_GROW_MAX (1u << 20)  /* the most a profile's file grows at once, while it is written
 				 * (docs/format.md, "Reading a profile being written") */
+#define LK_SEG_MAX (1u << 20)   /* the longest body of a SEGMENT record */
+#define LK_SEG_SKIP_MAX 65536   /* the most zero bytes between a SEGMENT record and its body */
 
 /* Header flags. */
 enum {
@@ -113,7 +118,10 @@ enum lk_rec_tag {
 	LK_REC_THREAD = 10, /* tid                                         2..11 B, typically 4 */
 	LK_REC_ALLOC_FIXED = 11, /* size:16 stack:16, dt 0 (version 5)      5 B */
 	LK_REC_FREE_FIXED = 12,  /* block_code:16, dt 0 (version 5)         3 B */
-	LK_REC_MAX_KNOWN = 12,
+	LK_REC_SEGMENT = 13,     /* dt tid blocks skip length, then [skip zero bytes] and the body
+				  * [length bytes] (version 6)            6..51 B, and the body */
+	LK_REC_SEG_END = 14,     /* in a segment's body: nothing follows in it (version 6)   1 B */
+	LK_REC_MAX_KNOWN = 14,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
 	 * skips the ones it does not know. Tags 13..0x7f are reserved and are an error. */
 	LK_REC_EXT_FIRST = 0x80
@@ -129,6 +137,22 @@ enum lk_rec_tag {
  * FREE_FIXED's block_code in 2. They mean what an ALLOC and a FREE with those fields mean, and a
  * reader hands them on as ALLOC and FREE. A writer uses them where the fields fit (exact mode's
  * coarse clock makes dt 0 for nearly every record); before version 5 they are unknown tags. */
+
+/* SEGMENT (version 6): a thread's own stretch of the file. Its body, `length` bytes (at most
+ * LK_SEG_MAX) that start `skip` zero bytes (at most LK_SEG_SKIP_MAX) after the record, holds only
+ * ALLOC, FREE, ALLOC_FIXED, FREE_FIXED and SEG_END records, all of thread tid, stored by that
+ * thread while the rest of the file goes on after the body (the main stream: every record that is
+ * not in a body). A body's records end at SEG_END, at a zero tag (what a thread that stopped left)
+ * or at the body's end; a record never crosses it. Their times run from the SEGMENT record's, each
+ * dt from the body's record before. The SEGMENT reserves `blocks` block numbers (at most
+ * `length`): with B the blocks numbered before it, the body's ALLOCs are blocks B+1, B+2, ... (at
+ * most `blocks` of them), and the next record that numbers a block numbers B+blocks+1. A body's
+ * FREE codes its block against the body's own state: `blocks` the body's last ALLOC (B before
+ * the first), prev the body's previous FREE (B before the first). A reader delivers the main
+ * stream's records and every body's in one order: by time, a body's record before a main record
+ * of the same time and an earlier segment's before a later one's, except that a FREE waits for
+ * the ALLOC of its block and an ALLOC for the STACK it names (docs/format.md, "Thread
+ * segments"). */
 
 /* Blocks: ALLOC and INHERIT records are numbered from 1 in file order, and that number names the
  * block they allocate. FREE carries block_code (above): an odd code is the block's age,

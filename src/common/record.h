@@ -23,6 +23,7 @@
 #define LK_MODULE_MAX                                                                              \
 	(1 + (5 + 2 * LK_MAX_SEGMENTS) * LK_VARINT_MAX + LK_MAX_BUILD_ID + LK_MAX_PATH)
 #define LK_COUNTERS_MAX (1 + (3 + 2 * LK_CNT_MAX) * LK_VARINT_MAX)
+#define LK_SEGMENT_MAX (1 + 5 * LK_VARINT_MAX)
 
 struct lk_module_seg {
 	uint64_t start, len; /* relative to the module's base */
@@ -125,6 +126,22 @@ static inline size_t lk_rec_free_fixed(uint8_t *b, uint64_t blocks, uint64_t *pr
 
 	*prev = block;
 	return lk_rec_word_put(b, lk_rec_free_fixed_word(code), LK_FREE_FIXED_SIZE);
+}
+
+/* SEGMENT (format.h): the body of `length` bytes that starts `skip` bytes after this record holds
+ * thread tid's ALLOC and FREE records, numbering `blocks` blocks at most. */
+static inline size_t lk_rec_segment(uint8_t *b, uint64_t dt, uint64_t tid, uint64_t blocks,
+				    uint64_t skip, uint64_t length)
+{
+	size_t n = 1;
+
+	b[0] = LK_REC_SEGMENT;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, tid);
+	n += lk_varint_put(b + n, blocks);
+	n += lk_varint_put(b + n, skip);
+	n += lk_varint_put(b + n, length);
+	return n;
 }
 
 /* INHERIT: a block that was live in the parent when this process forked. */
