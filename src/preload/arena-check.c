@@ -13,6 +13,31 @@
 #include "arena.h"
 #include "preload.h"
 
+/* A list of recent slots of class c (the arena's or a thread's): each a slot of its class, still
+ * marked in use, its magic FREE, listed once; counted in *listed. */
+static bool recent_holds(const struct arena *a, const struct lk_recent *r, unsigned c,
+			 uint64_t *listed)
+{
+	const struct lk_block *b = r->head;
+
+	if (r->n > RECENT)
+		return false;
+	for (uint32_t j = 0; j < r->n; j++, b = (const struct lk_block *)(uintptr_t)b->time_ns) {
+		uintptr_t off = (uintptr_t)b - lk_arena_base;
+		uint32_t i = (uint32_t)(off >> PAGE_SHIFT);
+		if (off >= (uintptr_t)a->top << PAGE_SHIFT || a->map[i].kind != K_SLAB ||
+		    a->map[i].cls != c || b->magic != LK_BLOCK_FREE ||
+		    !slot_in_use(&a->map[i], off & (PAGE - 1)))
+			return false; /* a freed slot still marked in use, for the list */
+		const struct lk_block *x = r->head;
+		for (uint32_t l = 0; l < j; l++, x = (const struct lk_block *)(uintptr_t)x->time_ns)
+			if (x == b)
+				return false;
+		(*listed)++;
+	}
+	return true;
+}
+
 bool lk_arena_check(void)
 {
 	const struct arena *a = &arena;
@@ -82,25 +107,18 @@ bool lk_arena_check(void)
 					return false;
 		}
 	uint64_t listed = 0;
-	for (unsigned c = 0; c < NCLASSES; c++) {
-		const struct recent *r = &a->recent[c];
-		const struct lk_block *b = r->head;
-		if (r->n > RECENT)
+	int64_t own = 0;
+	for (unsigned c = 0; c < NCLASSES; c++)
+		if (!recent_holds(a, &a->recent[c], c, &listed))
 			return false;
-		for (uint32_t j = 0; j < r->n; j++, b = (const struct lk_block *)(uintptr_t)b->time_ns) {
-			uintptr_t off = (uintptr_t)b - lk_arena_base;
-			uint32_t i = (uint32_t)(off >> PAGE_SHIFT);
-			if (off >= (uintptr_t)a->top << PAGE_SHIFT || a->map[i].kind != K_SLAB ||
-			    a->map[i].cls != c || b->magic != LK_BLOCK_FREE ||
-			    !slot_in_use(&a->map[i], off & (PAGE - 1)))
-				return false; /* a freed slot still marked in use, for the list */
-			const struct lk_block *x = r->head;
-			for (uint32_t l = 0; l < j; l++, x = (const struct lk_block *)(uintptr_t)x->time_ns)
-				if (x == b)
-					return false;
-			listed++;
-		}
+	for (uint32_t i = 0; i < LK_TRECS; i++) {
+		if (!lk_trecs[i].used)
+			continue;
+		own += lk_trecs[i].live;
+		for (unsigned c = 0; c < NCLASSES; c++)
+			if (!recent_holds(a, &lk_trecs[i].recent[c], c, &listed))
+				return false;
 	}
 	return free_pages == a->free_pages && dirty == a->dirty_pages &&
-	       live == a->live_blocks + listed && a->dirty_pages <= a->retain_pages;
+	       live == a->live_blocks + (uint64_t)own + listed && a->dirty_pages <= a->retain_pages;
 }

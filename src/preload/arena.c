@@ -90,7 +90,7 @@ LK_HOT LK_INLINE struct lk_block *lk_arena_take(size_t usable, size_t align)
 	size_t hdr = sizeof(struct lk_block);
 
 	if (align <= 16 && usable <= SLAB_MAX - hdr) {
-		struct recent *r = &arena.recent[lk_class_of16[(usable + hdr + 15) / 16]];
+		struct lk_recent *r = &arena.recent[lk_class_of16[(usable + hdr + 15) / 16]];
 		if (r->n) { /* the slot freed last: the likeliest still in the cache */
 			arena.live_blocks++;
 			return recent_pop(r);
@@ -306,7 +306,7 @@ LK_HOT LK_INLINE void lk_arena_free(void *p)
 	 * the class is the one freed last, as glibc's tcache hands out (and, as there, a full list
 	 * lets a slot go), so that a program that frees and allocates a few blocks of a size in
 	 * turn finds them where the cache holds them, rather than the lowest slot of a slab. */
-	struct recent *r = &arena.recent[e->cls];
+	struct lk_recent *r = &arena.recent[e->cls];
 	if (r->n < RECENT) {
 		b->time_ns = (uintptr_t)r->head;
 		r->head = b;
@@ -314,6 +314,58 @@ LK_HOT LK_INLINE void lk_arena_free(void *p)
 		return;
 	}
 	lk_slot_free(b);
+}
+
+/* A thread's own slots (threads.c): its list of recent slots a class, as arena.recent's but the
+ * thread's alone, so taken and given with no lock. A slot on it stays marked in use, its magic
+ * FREE, as on arena.recent; r->live counts what the thread took from (+) or gave to (-) them, for
+ * arena.live_blocks. */
+LK_HOT LK_INLINE struct lk_block *lk_arena_take_own(struct lk_trec *r, size_t usable)
+{
+	size_t hdr = sizeof(struct lk_block);
+
+	if (usable > SLAB_MAX - hdr)
+		return NULL;
+	struct lk_recent *q = &r->recent[lk_class_of16[(usable + hdr + 15) / 16]];
+	if (!q->n)
+		return NULL;
+	struct lk_block *b = q->head;
+	q->head = (struct lk_block *)(uintptr_t)b->time_ns;
+	q->n--;
+	r->live++;
+	return b;
+}
+
+LK_HOT LK_INLINE bool lk_arena_free_own(struct lk_trec *r, struct lk_block *b)
+{
+	const struct page *e = &arena.map[((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT];
+
+	if (e->kind != K_SLAB)
+		return false;
+	struct lk_recent *q = &r->recent[e->cls];
+	if (q->n >= RECENT)
+		return false;
+	b->magic = LK_BLOCK_FREE;
+	b->time_ns = (uintptr_t)q->head;
+	q->head = b;
+	q->n++;
+	r->live--;
+	return true;
+}
+
+void lk_arena_give_back(struct lk_trec *r)
+{
+	for (unsigned c = 0; c < NCLASSES; c++) {
+		struct lk_recent *q = &r->recent[c];
+		for (; q->n; q->n--) {
+			struct lk_block *b = q->head;
+			q->head = (struct lk_block *)(uintptr_t)b->time_ns;
+			lk_slot_free(b);
+		}
+		q->head = NULL;
+	}
+	arena.live_blocks += (uint64_t)r->live;
+	r->live = 0;
 }
 
 void lk_arena_foreach(lk_block_visit_fn fn, void *ctx)
@@ -347,6 +399,9 @@ void lk_arena_get_stats(struct lk_arena_stats *s)
 	s->free_pages = arena.free_pages;
 	s->dirty_pages = arena.dirty_pages;
 	s->live_blocks = arena.live_blocks;
+	for (uint32_t i = 0; i < LK_TRECS; i++)
+		if (lk_trecs[i].used)
+			s->live_blocks += (uint64_t)lk_trecs[i].live;
 	s->retain = arena.retain_pages << PAGE_SHIFT;
 }
 

@@ -46,17 +46,14 @@ struct page {
 	X(512) X(576) X(672) X(816) X(1024) X(1360) X(2048)
 #define ONE_CLASS(s) +1
 #define NCLASSES (0 SLOT_SIZES(ONE_CLASS))
+_Static_assert(NCLASSES == LK_ARENA_CLASSES, "preload.h's count of the slab classes");
 extern const uint16_t lk_slot_size[NCLASSES];
 extern const uint8_t lk_slot_n[NCLASSES];          /* slots in a slab */
 extern const uint32_t lk_slot_inverse[NCLASSES];   /* ceil(2^32 / size) */
 extern uint8_t lk_class_of16[SLAB_MAX / 16 + 1];  /* the class of a block of 16 * i bytes at most */
 
 /* A class's slots freed, still marked in use, the last freed first: a list through their headers'
- * time_ns. */
-struct recent {
-	struct lk_block *head;
-	uint64_t n;            /* at most RECENT */
-};
+ * time_ns (struct lk_recent: preload.h, as a thread's own lists are). */
 
 struct arena {
 	struct page *map;
@@ -66,7 +63,7 @@ struct arena {
 	uint32_t bins[2][NBINS];        /* free runs: [0] clean (returned), [1] dirty (retained) */
 	uint64_t binmask[2][NBINS / 64];
 	uint32_t partial[NCLASSES];
-	struct recent recent[NCLASSES];
+	struct lk_recent recent[NCLASSES];
 	uint64_t dirty_pages, retain_pages, free_pages, live_blocks;
 	bool give_back;      /* lk_run_take's rule (lk_arena_init) */
 	struct lk_space space; /* the range's reservation, which npages follows (arena-space.c) */
@@ -148,7 +145,7 @@ static inline bool slot_in_use(const struct page *e, uintptr_t off)
 }
 
 /* The last slot freed of a class's recent ones (r->n > 0). */
-static inline struct lk_block *recent_pop(struct recent *r)
+static inline struct lk_block *recent_pop(struct lk_recent *r)
 {
 	struct lk_block *b = r->head;
 

@@ -48,7 +48,9 @@ static char pool[POOL_SIZE];
 static uint32_t pool_len, next_id;
 static unsigned long long seen_adds = ~0ull, seen_subs = ~0ull;
 static unsigned long long last_gen = ~0ull; /* adds + subs at the last look; ~0: none yet */
-static unsigned samples_since;               /* samples since the last look, roughly */
+/* This thread's samples since its last look: a count of each thread's own, as one count that
+ * every thread stored to moved between the cores at each sample of exact mode on threads. */
+static __thread unsigned samples_since;
 static int moved;                            /* dlclose ran since the last look */
 static char exe[LK_MAX_PATH];
 
@@ -169,11 +171,8 @@ void lk_modules_moved(void)
 LK_HOT unsigned long long lk_modules_gen(bool *look)
 {
 	unsigned long long gen = __atomic_load_n(&last_gen, __ATOMIC_ACQUIRE);
-	/* Threads may count the same sample twice or not at all: a look comes roughly every
-	 * LK_MODULES_LOOK_EVERY samples, and no lock or atomic add is paid for it. */
-	unsigned k = __atomic_load_n(&samples_since, __ATOMIC_RELAXED) + 1;
+	unsigned k = ++samples_since;
 
-	__atomic_store_n(&samples_since, k, __ATOMIC_RELAXED);
 	*look = gen == ~0ull || __atomic_load_n(&moved, __ATOMIC_ACQUIRE) ||
 		k >= LK_MODULES_LOOK_EVERY;
 	return gen;
@@ -183,7 +182,7 @@ unsigned long long lk_modules_refresh(bool force)
 {
 	struct counts c = { 0, 0 };
 
-	__atomic_store_n(&samples_since, 0, __ATOMIC_RELAXED);
+	samples_since = 0;
 	__atomic_store_n(&moved, 0, __ATOMIC_RELEASE); /* before the look: a later dlclose shows */
 	dl_iterate_phdr(first_cb, &c);
 	__atomic_store_n(&last_gen, c.adds + c.subs, __ATOMIC_RELEASE);

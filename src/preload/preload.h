@@ -133,7 +133,10 @@ struct lk_thread {
 	uint64_t rng[4];     /* struct lk_rng, kept flat so this header needs no rng.h */
 	int *errno_at;       /* &errno, from the first slow path on: the same for the thread's life,
 			      * and no call to __errno_location at each sample and free */
+	struct lk_trec *rec; /* its own record, once the process has threads (threads.c); NULL */
+	uint8_t rec_state;   /* enum lk_rec_state */
 };
+enum lk_rec_state { LK_REC_NONE = 0, LK_REC_OWN, LK_REC_NEVER };
 enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "lk_thread's gate reads state as its low byte"
@@ -153,6 +156,58 @@ void lk_sampler_seed(void);
 bool lk_sampler_start(void);
 void lk_sampler_stop(void);
 void lk_sampler_atfork(int phase);
+
+/* ---- threads.c: each thread's own record, once the process has threads ---- */
+/* A thread of a process with threads fills a stretch of the profile of its own (a SEGMENT:
+ * writer-segment.c), hands out its own freed slots again (arena.c) and counts its own samples,
+ * with no lock and no store to a line that another thread writes (docs/design.md, "Threads").
+ * Everything here but the counts is its thread's alone, except under lk_lock while the file
+ * begins again (writer-open.c) and in a fork's child. */
+#define LK_ARENA_CLASSES 20 /* the arena's slab classes (arena.h) */
+struct lk_recent {
+	struct lk_block *head; /* freed slots, still marked in use: a list through time_ns */
+	uint32_t n;            /* at most LK_ARENA_RECENT */
+};
+struct __attribute__((aligned(64))) lk_trec {
+	uint8_t *seg;            /* the body's mapping (writer-segment.c); NULL: none */
+	uint32_t seg_off;        /* where the next record goes */
+	uint32_t seg_room;       /* a record of n bytes fits while seg_off + max(n, 8) <= seg_room; 0:
+				  * the next record begins a segment */
+	uint32_t seg_len, next_len;
+	uint64_t last_ns;        /* the time of the body's last record */
+	uint64_t blocks, blocks_end; /* the body's last block, the last it may number */
+	uint64_t prev_free;      /* the block of the body's last FREE */
+	uint64_t samples, frees; /* LK_CNT_SAMPLES and LK_CNT_FREES of this thread */
+	int64_t live;            /* blocks this thread took from (+) or gave to (-) its own slots */
+	struct lk_recent recent[LK_ARENA_CLASSES]; /* its freed slots, by class (arena.c) */
+	uint32_t tid;
+	uint8_t used;
+};
+#define LK_TRECS 1024 /* threads with a record at once; a thread past them takes lk_lock */
+extern struct lk_trec lk_trecs[LK_TRECS];
+/* This thread's record, made at its first sample in a process with threads (caller not holding
+ * lk_lock); NULL while the process has one thread, or if none is left. */
+struct lk_trec *lk_trec_get(struct lk_thread *t);
+/* LOSS and TRAILER's counts: lk_counters with every thread's samples and frees added. Under
+ * lk_lock. */
+void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1]);
+void lk_trecs_atfork_child(void); /* the child's one thread keeps its record; the rest go */
+
+/* ---- writer-segment.c: a thread's own stretch of the profile ---- */
+/* ALLOC of b (numbered in b->id) and FREE of b in r's body, with no lock: false if the record
+ * does not fit there (or r has no body), and nothing done; the caller then takes lk_lock and
+ * begins a body (lk_seg_begin) or writes to the main stream. lk_seg_free is true, and writes
+ * nothing, for a block in no record of this file. */
+bool lk_seg_alloc(struct lk_trec *r, uint64_t now_ns, struct lk_block *b, uint64_t size,
+		  uint32_t stack);
+bool lk_seg_free(struct lk_trec *r, uint64_t now_ns, struct lk_block *b);
+bool lk_seg_begin(struct lk_trec *r, uint64_t now_ns); /* r's next body; lk_lock */
+void lk_seg_end(struct lk_trec *r);  /* r's body ended (SEG_END) and unmapped; lk_lock */
+void lk_seg_drop(struct lk_trec *r); /* unmapped, unwritten: a fork's child */
+void lk_seg_abandon_all(void);       /* before the file begins again; lk_lock */
+bool lk_seg_fault(const void *addr); /* SIGBUS in a body: repaired (async-signal-safe) */
+/* Block numbers carry their file's generation from this bit up (writer-segment.c). */
+#define LK_ID_GEN_SHIFT 48
 
 /* ---- stack.c: a sample's stack, captured (unwind.h: the files it uses) ---- */
 /* The stack from the caller of frame (a frame of libleek's that is still live: see lk_sample),
@@ -174,7 +229,7 @@ void lk_stack_atfork_child(void);
  * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
  * has taken the sample. */
 bool lk_stack_kept_ready(void);                        /* no lock held */
-uint32_t lk_stack_kept(const void *frame, bool *cut); /* caller holds lk_lock */
+uint32_t lk_stack_kept(const void *frame, bool *cut); /* no lock held */
 void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */
@@ -191,6 +246,7 @@ int lk_unwind_io_init(const void *in_libunwind); /* before libunwind's first use
 void lk_stack_hash(const uint64_t *frames, uint32_t n, uint64_t *hash);
 uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t hash); /* holds lk_lock */
 uint32_t lk_stack_file_id(uint32_t stack); /* writes the stack if this file lacks it; lk_lock */
+uint32_t lk_stack_file_id_known(uint32_t stack); /* its id if this file has it, or 0; no lock */
 void lk_stack_new_file(void); /* every stack must be written again to a new file */
 
 /* ---- arena.c: where sampled blocks live (arena.h: the files it uses) ---- */
@@ -233,6 +289,12 @@ struct lk_block *lk_arena_block(const void *p);           /* NULL if p is not a 
 size_t lk_arena_usable(const void *p); /* a live block's usable size by its header; no lock */
 bool lk_arena_resize(void *p, size_t usable);             /* in place, or false; lk_lock */
 void lk_arena_free(void *p);                              /* caller holds lk_lock */
+/* A thread's own slots (threads.c), with no lock: a small block of the default alignment freed
+ * lately by this thread, or NULL; and a live slab block given to them, or false (a block of a
+ * run, or the class's list full: the caller frees it under lk_lock). */
+struct lk_block *lk_arena_take_own(struct lk_trec *r, size_t usable);
+bool lk_arena_free_own(struct lk_trec *r, struct lk_block *b);
+void lk_arena_give_back(struct lk_trec *r); /* r's slots back to their slabs; lk_lock */
 void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
 #define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
 static inline bool lk_arena_is_boot(const void *p)
@@ -270,9 +332,11 @@ uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
  * b (b->size set; `stack` its file's stack id) numbers it in b->id (0 if it was not stored); FREE
  * of b is written only if b has a number in this file, and clears it. */
 /* size: b->size, which the caller has just stored (read back, it waited for the header's line). */
-void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint64_t size,
-		     uint32_t stack);
-void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b);
+/* r: the thread's own record, whose body takes the record (NULL: the main stream). */
+void lk_writer_alloc(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_block *b,
+		     uint64_t size, uint32_t stack);
+void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_block *b);
+bool lk_writer_rss_due(uint64_t now_ns); /* lk_writer_rss_maybe would write: no lock needed */
 void lk_writer_rss_maybe(uint64_t now_ns);
 void lk_writer_close(void);         /* clean exit: trailer, truncate */
 extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */

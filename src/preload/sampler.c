@@ -57,9 +57,9 @@ static void thread_init(struct lk_thread *t)
 }
 
 /* Frees pushed by signal handlers; caller holds lk_lock. */
-static void free_locked(struct lk_block *b, uint32_t tid, uint64_t now);
+static void free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now);
 
-static void drain_deferred(uint32_t tid, uint64_t now)
+static void drain_deferred(struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED)))
 		return; /* nearly always: no atomic exchange at every sample and free */
@@ -67,18 +67,21 @@ static void drain_deferred(uint32_t tid, uint64_t now)
 
 	while (b) {
 		struct lk_block *next = (struct lk_block *)(uintptr_t)b->time_ns;
-		free_locked(b, tid, now);
+		free_locked(b, r, tid, now);
 		b = next;
 	}
 }
 
 /* The block at p leaves the profile (a FREE record) if it was a sample; it stays allocated. Caller
  * holds lk_lock. */
-static LK_INLINE void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
+static LK_INLINE void end_sample(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	if (b->magic == LK_BLOCK_LIVE && b->id) {
-		lk_writer_free(tid, now, b);
-		lk_counters[LK_CNT_FREES]++;
+		lk_writer_free(r, tid, now, b);
+		if (r)
+			r->frees++;
+		else
+			lk_counters[LK_CNT_FREES]++;
 	}
 }
 
@@ -86,11 +89,11 @@ static LK_INLINE void end_sample(struct lk_block *b, uint32_t tid, uint64_t now)
  * realloc'ed) if the arena can resize it in place, which ends old's own sample, else a new one;
  * NULL if the arena has none. */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t align,
-					       uint32_t tid, uint64_t now)
+					       struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
-		end_sample(b, tid, now); /* its new sample starts in record_sample */
+		end_sample(b, r, tid, now); /* its new sample starts in record_sample */
 		return b;
 	}
 	return lk_arena_take(usable, align);
@@ -99,15 +102,18 @@ static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t 
 /* The sample in block b (caller holds lk_lock): its header and its ALLOC record, with its stack's
  * STACK record first if this file lacks it. */
 static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usable, uint32_t stack,
-				    uint32_t tid, uint64_t now)
+				    struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	/* The whole header in one store (the arena left usable as asked, and old may have been
 	 * quiet): bit fields stored one by one would each read the word first, and wait for a
 	 * header the cache does not hold yet. */
 	*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack, .usable = usable,
 				.magic = LK_BLOCK_LIVE };
-	lk_writer_alloc(tid, now, b, size, lk_stack_file_id(stack));
-	lk_counters[LK_CNT_SAMPLES]++;
+	lk_writer_alloc(r, tid, now, b, size, lk_stack_file_id(stack));
+	if (r)
+		r->samples++;
+	else
+		lk_counters[LK_CNT_SAMPLES]++;
 	lk_writer_rss_maybe(now);
 }
 
@@ -129,22 +135,23 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	uint32_t n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames,
 				      &known, &ticket);
 	size_t usable = lk_real_usable_fast(size, align);
+	struct lk_trec *r = lk_trec_get(t);
 	uint64_t now = lk_now_ns();
 
 	lk_lock();
-	drain_deferred(t->tid, now);
+	drain_deferred(r, t->tid, now);
 	/* lk_writer_ready() before the arena: a forked child's file opens there, with an INHERIT
 	 * record for every live block, which must not include the one allocated below. */
 	struct lk_block *b = NULL;
 	if (!lk_writer_ready()) {
 		enabled = false;
-	} else if (!(b = sample_block(old, usable, align, t->tid, now))) {
+	} else if (!(b = sample_block(old, usable, align, r, t->tid, now))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		p = b + 1;
 		stack = known ? known : lk_stack_intern(frames, n, hash);
-		record_sample(b, size, usable, stack, t->tid, now);
+		record_sample(b, size, usable, stack, r, t->tid, now);
 	}
 	lk_unlock();
 	lk_stack_learned(ticket, stack);
@@ -172,32 +179,76 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 {
 	int *err = t->errno_at, saved = *err;
 	struct lk_block *b = NULL;
+	struct lk_trec *r = t->rec; /* made by exact_own's caller, sample() */
 
 	t->in_slow = 1; /* bytes_left stays 0: a signal handler's malloc goes to sample() */
 	if (lk_likely(lk_stack_kept_ready())) {
 		bool cut = false;
 		size_t usable = lk_real_usable_known(size, align);
-		lk_lock(); /* the kept walks' too (lk_stack_kept) */
 		uint32_t stack = lk_stack_kept(frame, &cut);
-		if (lk_unlikely(stack && !usable)) {
-			/* The allocator is asked outside lk_lock, and only for a sample that will be
-			 * taken here: mimalloc's answer is a block it allocates and frees. */
-			lk_unlock();
+		/* The allocator is asked outside lk_lock, and only for a sample that will be taken
+		 * here: mimalloc's answer is a block it allocates and frees. */
+		if (lk_unlikely(stack && !usable))
 			usable = lk_real_usable(size, align);
-			lk_lock();
-		}
+		lk_lock();
 		if (lk_likely(stack)) {
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, usable, align, t->tid, now)))
-				record_sample(b, size, usable, stack, t->tid, now);
+			    (b = sample_block(old, usable, align, r, t->tid, now)))
+				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
 		if (b && cut)
 			lk_stack_count_cut();
 		if (b && zero)
 			memset(b + 1, 0, usable);
+	}
+	t->in_slow = 0;
+	*err = saved;
+	return b ? b + 1 : NULL;
+}
+
+/* Exact mode's common sample in a process with threads, on a thread with a record of its own
+ * (threads.c): exact_take's steps with no lock, the block one that this thread freed lately, its
+ * ALLOC in this thread's body (writer-segment.c), its count in the record. NULL, with nothing
+ * done, when any of that cannot be (a walk not kept, a stack this file has not had yet, no slot of
+ * the class freed lately here, a body full, frees deferred): exact_take then takes the sample
+ * under lk_lock. So a pair of exact mode on each of two threads costs what it costs on one
+ * (bench/exact-threads.sh; docs/performance.md, "Threads"). */
+static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r, size_t size,
+					  size_t align, bool zero, const void *frame)
+{
+	int *err = t->errno_at, saved = *err;
+	struct lk_block *b = NULL;
+	size_t usable;
+
+	t->in_slow = 1;
+	if (lk_likely(align <= 16 && (usable = lk_real_usable_known(size, align)) &&
+		      !__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_stack_kept_ready())) {
+		bool cut = false;
+		uint32_t stack = lk_stack_kept(frame, &cut);
+		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
+		if (fid && (b = lk_arena_take_own(r, usable))) {
+			uint64_t now = lk_now_ns();
+			*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
+						.usable = usable, .magic = LK_BLOCK_LIVE };
+			if (lk_likely(lk_seg_alloc(r, now, b, size, fid))) {
+				r->samples++;
+				if (lk_unlikely(lk_writer_rss_due(now))) {
+					lk_lock();
+					lk_writer_rss_maybe(now);
+					lk_unlock();
+				}
+				if (cut)
+					lk_stack_count_cut();
+				if (zero)
+					memset(b + 1, 0, usable);
+			} else {
+				lk_arena_free_own(r, b); /* its slot came from there: it has room */
+				b = NULL;
+			}
+		}
 	}
 	t->in_slow = 0;
 	*err = saved;
@@ -216,7 +267,10 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 	/* Exact mode's common case first, as the checks below would find it: a thread is active
 	 * only once init is done (thread_init), and its gate holds in_slow too. */
 	if (lk_likely(t->gate == LK_T_GO && lk_cfg.period <= 1 && enabled)) {
-		void *p = exact_take(t, size, align, zero, old, frame);
+		struct lk_trec *r = lk_single_threaded() ? NULL : lk_trec_get(t);
+		void *p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
+		if (!p)
+			p = exact_take(t, size, align, zero, old, frame);
 		return p ? p : take_sample(t, size, align, zero, old, frame);
 	}
 	if (!lk_init_done()) {
@@ -238,10 +292,16 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 		t->bytes_left = UINT64_MAX;
 		return NULL;
 	}
-	if (lk_cfg.period <= 1) {
-		void *p = exact_take(t, size, align, zero, old, frame);
-		if (p)
-			return p;
+	/* A sample whose walk is kept takes exact mode's path, in either mode: take_sample's frame,
+	 * with a walk's buffers, and its capture cost a sampled 1 MiB pair more than exact mode's
+	 * (bench/exact-threads.sh). The countdown stays 0 in there (a signal handler's malloc finds
+	 * in_slow), and is drawn once the sample is taken. */
+	lk_trec_get(t);
+	void *p = exact_take(t, size, align, zero, old, frame);
+	if (p) {
+		if (lk_cfg.period > 1)
+			t->bytes_left = next_interval(t);
+		return p;
 	}
 	return take_sample(t, size, align, zero, old, frame);
 }
@@ -251,7 +311,7 @@ LK_HOT void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero
 	return sample(t, size, align, zero, NULL, frame);
 }
 
-static LK_INLINE void free_locked(struct lk_block *b, uint32_t tid, uint64_t now)
+static LK_INLINE void free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	void *p = b + 1;
 
@@ -259,8 +319,35 @@ static LK_INLINE void free_locked(struct lk_block *b, uint32_t tid, uint64_t now
 		lk_counters[LK_CNT_BAD_FREE]++;
 		return;
 	}
-	end_sample(b, tid, now);
+	end_sample(b, r, tid, now);
 	lk_arena_free(p);
+}
+
+/* The free of a sampled block by a thread with a record of its own, in a process with threads:
+ * its FREE in the thread's body and its slot on the thread's own list, with no lock (the list
+ * full or the block a run of its own: given back under lk_lock, its record written already).
+ * False, with nothing done, when frees are deferred or the body has no room: free_locked then. */
+static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_block *b)
+{
+	if (lk_arena_block(b + 1) != b || b->magic != LK_BLOCK_LIVE ||
+	    __atomic_load_n(&deferred, __ATOMIC_RELAXED))
+		return false;
+	int *err = t->errno_at, saved = *err;
+	bool sampled = b->id != 0, done;
+
+	t->in_slow = 1;
+	done = lk_seg_free(r, lk_now_ns(), b);
+	if (done) {
+		r->frees += sampled;
+		if (!lk_arena_free_own(r, b)) {
+			lk_lock();
+			lk_arena_free(b + 1);
+			lk_unlock();
+		}
+	}
+	t->in_slow = 0;
+	*err = saved;
+	return done;
 }
 
 LK_HOT void lk_free_sampled(void *p)
@@ -284,6 +371,9 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
+	struct lk_trec *r = lk_single_threaded() ? NULL : lk_trec_get(t);
+	if (r && free_own(t, r, b))
+		return;
 	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
 	uint64_t now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
@@ -292,8 +382,8 @@ LK_HOT void lk_free_sampled(void *p)
 	 * else, and one that would sample finds in_slow and is forwarded (sample()). */
 	t->in_slow = 1;
 	lk_lock();
-	drain_deferred(tid, now);
-	free_locked(b, tid, now);
+	drain_deferred(r, tid, now);
+	free_locked(b, r, tid, now);
 	lk_unlock();
 	t->in_slow = 0;
 	*err = saved;
@@ -320,10 +410,10 @@ static bool keep_quiet(struct lk_thread *t, void *p, size_t size)
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
 	lk_lock();
-	drain_deferred(tid, now);
+	drain_deferred(t->rec, tid, now);
 	struct lk_block *b = lk_arena_block(p);
 	if (b && lk_writer_ready() && lk_arena_resize(p, usable)) {
-		end_sample(b, tid, now);
+		end_sample(b, t->rec, tid, now);
 		b->magic = LK_BLOCK_QUIET;
 		b->size = size;
 		kept = true;
@@ -416,7 +506,7 @@ bool lk_sampler_start(void)
 void lk_sampler_stop(void)
 {
 	lk_lock();
-	drain_deferred(lk_tls.tid, lk_now_ns());
+	drain_deferred(lk_tls.rec, lk_tls.tid, lk_now_ns());
 	lk_writer_close();
 	enabled = false;
 	lk_unlock();
@@ -437,5 +527,6 @@ void lk_sampler_atfork(int phase)
 		lk_rng_seed((struct lk_rng *)lk_tls.rng, seed, 0);
 		lk_cfg.seed = seed;
 		lk_tls.tid = (uint32_t)gettid();
+		lk_trecs_atfork_child();
 	}
 }

@@ -39,6 +39,7 @@ static struct {
 	uint32_t count, ents_cap, slots_cap;
 	size_t pool_len, pool_cap, files_bytes;
 	uint32_t gen, next_file_id;
+	bool files_whole;   /* files is reserved for MAX_STACKS at once, and never moves */
 } stacks;
 
 /* A multiply and an add a frame, in four lanes so that the multiplies do not wait on one another,
@@ -140,6 +141,19 @@ LK_HOT uint32_t lk_stack_intern(const uint64_t *frames, uint32_t n, uint64_t h)
 		}
 	}
 	int saved = errno; /* a new stack: the tables may grow (mmap, mremap) */
+	if (!stacks.files) {
+		/* files whole at once (8 MiB of address space, its pages touched as stacks come),
+		 * so that exact mode's sample reads it with no lock (lk_stack_file_id_known); grown
+		 * by doubling like the rest if the address space is that short. */
+		size_t whole = (size_t)MAX_STACKS * 8;
+		void *f = mmap(NULL, whole, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (f != MAP_FAILED) {
+			stacks.files = f;
+			stacks.files_bytes = whole;
+			__atomic_store_n(&stacks.files_whole, true, __ATOMIC_RELEASE);
+		}
+	}
 	size_t ents_bytes = (size_t)stacks.ents_cap * sizeof(struct entry);
 	size_t pool_bytes = stacks.pool_cap * 8;
 	if (stacks.count + 1 >= MAX_STACKS || stacks.pool_len + n > MAX_POOL ||
@@ -176,6 +190,18 @@ static LK_COLD uint32_t file_id_new(uint32_t id)
 	stacks.files[id] = f;
 	lk_writer_put(rec, lk_rec_stack(rec, (uint32_t)f, stacks.pool + e->off, e->n));
 	return (uint32_t)f;
+}
+
+/* lk_stack_file_id for a thread that holds no lock (exact mode's sample in a process with
+ * threads: sampler.c's exact_own): the stack's id if this file has its record, else 0, and the
+ * caller takes lk_lock to write it. `files` never moves once it is whole (files_whole), so a read
+ * of it races with nothing but a store of one of its words. */
+LK_HOT LK_INLINE uint32_t lk_stack_file_id_known(uint32_t id)
+{
+	if (!__atomic_load_n(&stacks.files_whole, __ATOMIC_ACQUIRE))
+		return 0;
+	uint64_t f = __atomic_load_n(&stacks.files[id], __ATOMIC_RELAXED);
+	return f >> 32 == __atomic_load_n(&stacks.gen, __ATOMIC_RELAXED) ? (uint32_t)f : 0;
 }
 
 LK_HOT LK_INLINE uint32_t lk_stack_file_id(uint32_t id)

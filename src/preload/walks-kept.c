@@ -11,10 +11,11 @@
  * with no store at each find, and one walk kept a first frame held far fewer, its other paths
  * putting each other out (tracing sqlite3's exact run: docs/performance.md, "Any 32 walks kept").
  *
- * The walks live in KEPT_SLOTS slots chosen by thread id, each taken with a try-lock: a capture
- * takes its slot with no lock held (lk_kept_take), exact mode's common sample under lk_lock
- * (lk_stack_kept), and two threads that share a slot cost each other a shortcut, never a wrong
- * stack.
+ * The walks live in KEPT_SLOTS slots chosen by thread id, each taken with a try-lock (one atomic
+ * exchange on a line that its thread alone uses, but for threads whose ids share their low bits;
+ * none while the process has one thread) by a capture and by exact mode's common sample alike,
+ * with no other lock held; two threads that share a slot cost each other a shortcut, never a
+ * wrong stack.
  *
  * Never: wait for a slot; read a word of the stack that is not one of the kept walk's checks, or
  * that lies above this thread's stack top; take a walk whose sum does not match; allocate.
@@ -36,32 +37,18 @@ void lk_kept_atfork_child(void)
 			kept_slots[i].busy = 0;
 }
 
-/* This thread's slot of kept walks, taken for a capture (no lk_lock held); NULL if another thread
- * has it now (a walk without the shortcuts). busy is set under lk_lock, so that exact mode's
- * common sample, which holds lk_lock anyway, reads it with no atomic of its own
- * (kept_take_locked). */
+/* This thread's slot of kept walks, taken (no lock held); NULL if another thread has it now (a walk
+ * without the shortcuts). Given back with lk_kept_put. */
 struct kept_walks *lk_kept_take(void)
 {
 	struct kept_walks *kw = &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)];
 
 	if (lk_single_threaded())
 		return kw; /* no other thread to share it with, and never a signal handler (in_slow) */
-	lk_lock();
-	bool got = !__atomic_load_n(&kw->busy, __ATOMIC_ACQUIRE); /* lk_kept_put: unlocked */
-	if (got)
-		__atomic_store_n(&kw->busy, 1, __ATOMIC_RELAXED);
-	lk_unlock();
-	return got ? kw : NULL;
-}
-
-/* This thread's slot of kept walks for the length of a critical section of lk_lock, which the
- * caller holds; NULL if a capture has it. */
-static struct kept_walks *kept_take_locked(void)
-{
-	struct kept_walks *kw = &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)];
-
-	/* never 1 while the process has one thread: lk_kept_take */
-	return __atomic_load_n(&kw->busy, __ATOMIC_ACQUIRE) ? NULL : kw;
+	if (__atomic_load_n(&kw->busy, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&kw->busy, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	return kw;
 }
 
 static inline uint16_t kept_tag(uintptr_t sp, uintptr_t ip)
@@ -317,10 +304,10 @@ LK_HOT void lk_stack_count_cut(void)
 	__atomic_fetch_add(&lk_counters[LK_CNT_STACK_TRUNCATED], 1, __ATOMIC_RELAXED);
 }
 
-/* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c), in two halves.
- * lk_stack_kept_ready, with no lock held: false when the capture has more to do first (rules to
+/* lk_stack_capture's first case alone, for exact mode's common sample (sampler.c), in two halves,
+ * with no lock held. lk_stack_kept_ready: false when the capture has more to do first (rules to
  * forget, a fork pending at a look); a look at the loader that is due is taken here, as the
- * capture takes it. lk_stack_kept, under lk_lock: the number of the stack of a kept walk that
+ * capture takes it. lk_stack_kept: the number of the stack of a kept walk that
  * this capture would find, or 0 when it finds none. No frame is read but the hook's and the words
  * of the kept walk's checks; nothing else changes but the walk to follow. *cut: the stack was cut
  * at LEEK_MAX_FRAMES, not counted here (a sample that then goes to the capture would count it
@@ -343,8 +330,12 @@ LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
 {
 	const uintptr_t *fp = frame;
 	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
-	struct kept_walks *kw = kept_take_locked();
+	struct kept_walks *kw = lk_kept_take();
 	struct walk_key *kept = kw ? kept_find_inline(kw, &top) : NULL;
 
-	return kept ? lk_kept_taken(kw, kept, cut) : 0;
+	if (kept)
+		return lk_kept_taken(kw, kept, cut);
+	if (kw)
+		lk_kept_put(kw);
+	return 0;
 }

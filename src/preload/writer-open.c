@@ -230,8 +230,8 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 	writer.pid = (uint32_t)getpid();
 	writer.next_rss_ns = 0;
 	writer.losses_written = 0;
-	writer.blocks = 0;
-	writer.prev_free = 0;
+	writer.gen++;
+	writer.blocks = writer.prev_free = (uint64_t)writer.gen << LK_ID_GEN_SHIFT;
 	writer.tid = 0;
 	uint32_t size = make_header(exe, flags);
 	r = lk_window_grow(size);
@@ -289,6 +289,7 @@ static int begin_again(void)
 	uint64_t cuts = lk_counters[LK_CNT_FILE_CUT] + 1;
 
 	lk_window_unmap(); /* the anonymous memory that stood in for it */
+	lk_seg_abandon_all();
 	int fd = lk_window_fd();
 	if (fd < 0)
 		return fd;

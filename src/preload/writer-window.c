@@ -220,6 +220,11 @@ bool lk_writer_fault(const void *addr)
 {
 	uint8_t *win = __atomic_load_n(&writer.win, __ATOMIC_RELAXED);
 
+	if (lk_seg_fault(addr)) {
+		writer.state = W_CUT;
+		writer.room = 0;
+		return true;
+	}
 	if (!win || (uintptr_t)addr - (uintptr_t)win >= CHUNK)
 		return false;
 	if (mmap(win, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,

@@ -166,8 +166,10 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 	}
 	if (!tid) /* a thread that never took the slow path, draining deferred frees at exit */
 		tid = (uint32_t)gettid(); /* cannot fail: errno stays */
-	if (tag == LK_REC_FREE && !b->id)
-		return; /* its ALLOC was dropped: the file never had it */
+	if (tag == LK_REC_FREE && (!b->id || (b->id ^ writer.blocks) >> LK_ID_GEN_SHIFT)) {
+		b->id = 0;
+		return; /* its ALLOC was dropped, or is in a file that has since begun again */
+	}
 	prev = writer.prev_free;
 	dt = since_last(now_ns);
 	if (tid != writer.tid)
@@ -213,9 +215,14 @@ static inline bool store_small(uint64_t rec, unsigned n)
 	return true;
 }
 
-LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_block *b,
-				       uint64_t size, uint32_t stack)
+LK_HOT LK_INLINE void lk_writer_alloc(struct lk_trec *r, uint32_t tid, uint64_t now_ns,
+				       struct lk_block *b, uint64_t size, uint32_t stack)
 {
+	if (r) { /* the thread's own body, begun again if the record does not fit */
+		if (lk_seg_alloc(r, now_ns, b, size, stack) ||
+		    (lk_seg_begin(r, now_ns) && lk_seg_alloc(r, now_ns, b, size, stack)))
+			return;
+	}
 	if (lk_likely(tid == writer.tid && tid && now_ns <= writer.last_ns && size < (1u << 16) &&
 		      stack < (1u << 16)) &&
 	    store_small(lk_rec_alloc_fixed_word(size, stack), LK_ALLOC_FIXED_SIZE)) {
@@ -225,8 +232,14 @@ LK_HOT LK_INLINE void lk_writer_alloc(uint32_t tid, uint64_t now_ns, struct lk_b
 	put_event(LK_REC_ALLOC, tid, now_ns, b, stack);
 }
 
-LK_HOT LK_INLINE void lk_writer_free(uint32_t tid, uint64_t now_ns, struct lk_block *b)
+LK_HOT LK_INLINE void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns,
+				      struct lk_block *b)
 {
+	if (r) {
+		if (lk_seg_free(r, now_ns, b) ||
+		    (lk_seg_begin(r, now_ns) && lk_seg_free(r, now_ns, b)))
+			return;
+	}
 	uint64_t code = lk_free_code(writer.blocks, writer.prev_free, b->id);
 
 	if (lk_likely(tid == writer.tid && tid && b->id && now_ns <= writer.last_ns &&
@@ -262,9 +275,16 @@ static LK_COLD void rss_write(uint64_t now_ns)
 		    i != LK_CNT_DEFERRED_FREES)
 			losses += lk_counters[i];
 	if (losses != writer.losses_written) {
+		uint64_t counts[LK_CNT_MAX + 1];
 		writer.losses_written = losses;
-		lk_writer_put(rec, lk_rec_counters(rec, LK_REC_LOSS, lk_writer_dt(now_ns), 0, lk_counters));
+		lk_counters_sum(counts);
+		lk_writer_put(rec, lk_rec_counters(rec, LK_REC_LOSS, lk_writer_dt(now_ns), 0, counts));
 	}
+}
+
+bool lk_writer_rss_due(uint64_t now_ns)
+{
+	return now_ns >= __atomic_load_n(&writer.next_rss_ns, __ATOMIC_RELAXED);
 }
 
 LK_HOT void lk_writer_rss_maybe(uint64_t now_ns)
@@ -276,6 +296,7 @@ LK_HOT void lk_writer_rss_maybe(uint64_t now_ns)
 void lk_writer_close(void)
 {
 	uint8_t rec[LK_COUNTERS_MAX];
+	uint64_t counts[LK_CNT_MAX + 1];
 	struct timespec rt;
 
 	writer.closing = true; /* the last records may use FINAL_ROOM */
@@ -289,9 +310,12 @@ void lk_writer_close(void)
 	writer.next_rss_ns = 0;
 	lk_writer_rss_maybe(now);
 	clock_gettime(CLOCK_REALTIME, &rt);
+	if (lk_tls.rec)
+		lk_seg_end(lk_tls.rec); /* the other threads may go on storing into theirs */
+	lk_counters_sum(counts);
 	lk_writer_put(rec, lk_rec_counters(rec, LK_REC_TRAILER, lk_writer_dt(now),
 					   (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,
-					   lk_counters));
+					   counts));
 	if (writer.state != W_OPEN)
 		return;
 	lk_window_unmap();

@@ -39,7 +39,10 @@ struct writer {
 					 * or of the file, the nearer; 0 without a window
 					 * (lk_window_set_room) */
 	uint64_t last_ns, next_rss_ns, losses_written; /* next_rss_ns 0: at the next sample */
-	uint64_t blocks;                /* ALLOC and INHERIT records stored: the last block's id */
+	uint64_t blocks;                /* the last block numbered: ALLOC and INHERIT records stored
+					 * and blocks reserved by SEGMENT records, above the file's
+					 * generation (LK_ID_GEN_SHIFT) */
+	uint16_t gen;                   /* files begun by this process (and its parents) */
 	uint64_t prev_free;             /* the block of the file's last FREE; 0 at first */
 	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread): none */
 	dev_t dev;

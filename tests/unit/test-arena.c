@@ -33,6 +33,10 @@ struct slot {
 	uint64_t tag;
 };
 
+/* libleek's table of thread records (threads.c), whose own lists of slots the arena keeps and
+ * checks: the arena's library has no threads.c, so the test holds the table. */
+struct lk_trec lk_trecs[LK_TRECS];
+
 static struct slot live[MAX_LIVE];
 static unsigned nlive;
 static uintptr_t recent_freed[RECENT]; /* pointers freed lately, for lk_arena_block */

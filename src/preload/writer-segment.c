@@ -1,0 +1,211 @@
+/* writer-segment.c: a thread's own stretch of the profile, in a process with threads.
+ *
+ * A thread with a record of its own (threads.c) stores its ALLOC and FREE records into a body
+ * that a SEGMENT record of the main stream reserved for it (format.h, docs/format.md "Thread
+ * segments"): with no lock, into a mapping of the file that only it writes, coded against its own
+ * state (its last block, its last FREE's block, its last time). A record is in the page cache once
+ * its tag is stored, as in the main stream, so a crash loses nothing stored. The body is mapped on
+ * its own, page-aligned (the SEGMENT record's skip), so that the main stream's window can move on
+ * while the thread fills it.
+ *
+ * Bodies grow from SEG_FIRST to SEG_LAST a thread: a thread that allocates a few times leaves a
+ * few KiB of zeros, and one that allocates all the time reserves a body about once in 30 000
+ * records (one SEGMENT record, a file grow, an open, an mmap and a munmap: 0.5 ns a pair of exact
+ * mode; docs/performance.md). The next body is reserved when a record does not fit, or when the
+ * file began again (a fork's child, a file cut short): the old one ends with SEG_END, which tells
+ * a reader that follows the file that the body is whole.
+ *
+ * Block numbers carry the file's generation above bit LK_ID_GEN_SHIFT (writer-open.c), so that
+ * a block numbered in a file that has since begun again is never named in the new one: its code
+ * against this body's blocks is then too large for a fixed record, and the slow path drops it.
+ *
+ * Never: store into a body from any thread but its own (a fork's child drops its bodies
+ * unwritten: they are the parent's file's); let a record cross its body's end; number more blocks
+ * than its SEGMENT reserved; take lk_lock in lk_seg_alloc or lk_seg_free (their callers do when
+ * they return false).
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "preload.h"
+#include "record.h"
+#include "writer.h"
+
+#define SEG_FIRST (16u << 10)
+#define SEG_LAST (256u << 10)
+#define PAGE 4096u
+/* The fewest zeros before a body: so skip is always a two-byte varint, whose length does not
+ * depend on its own value. */
+#define SKIP_MIN 128u
+_Static_assert(SEG_LAST <= LK_SEG_MAX && PAGE + SKIP_MIN < LK_SEG_SKIP_MAX, "segment bounds");
+
+/* The record at the body's end, in a word as writer.c's store_small takes it (tag in its low
+ * byte): its payload first, then its tag, which commits it. False if it does not fit. */
+static inline bool seg_store_small(struct lk_trec *r, uint64_t word, unsigned n)
+{
+	if (lk_unlikely(r->seg_off + 8 > r->seg_room))
+		return false;
+	uint8_t *d = r->seg + r->seg_off;
+	uint64_t payload = word & ~(uint64_t)0xff;
+	memcpy(d, &payload, 8);
+	__atomic_store_n(d, (uint8_t)word, __ATOMIC_RELEASE);
+	r->seg_off += n;
+	return true;
+}
+
+static bool seg_store(struct lk_trec *r, const uint8_t *rec, size_t n)
+{
+	if (r->seg_off + (n < 8 ? 8 : n) > r->seg_room)
+		return false;
+	uint8_t *d = r->seg + r->seg_off;
+	memcpy(d + 1, rec + 1, n - 1);
+	__atomic_store_n(d, rec[0], __ATOMIC_RELEASE);
+	r->seg_off += (uint32_t)n;
+	return true;
+}
+
+static LK_COLD bool seg_alloc_slow(struct lk_trec *r, uint64_t now, struct lk_block *b,
+				   uint64_t size, uint32_t stack)
+{
+	uint8_t rec[LK_ALLOC_MAX];
+	uint64_t dt = now > r->last_ns ? now - r->last_ns : 0;
+
+	if (r->blocks >= r->blocks_end || !seg_store(r, rec, lk_rec_alloc(rec, dt, size, stack)))
+		return false;
+	r->last_ns += dt;
+	b->id = ++r->blocks;
+	return true;
+}
+
+LK_HOT LK_INLINE bool lk_seg_alloc(struct lk_trec *r, uint64_t now, struct lk_block *b,
+				   uint64_t size, uint32_t stack)
+{
+	if (lk_likely(now <= r->last_ns && size < (1u << 16) && stack < (1u << 16) &&
+		      r->blocks < r->blocks_end) &&
+	    seg_store_small(r, lk_rec_alloc_fixed_word(size, stack), LK_ALLOC_FIXED_SIZE)) {
+		b->id = ++r->blocks;
+		return true;
+	}
+	return seg_alloc_slow(r, now, b, size, stack);
+}
+
+static LK_COLD bool seg_free_slow(struct lk_trec *r, uint64_t now, struct lk_block *b)
+{
+	uint8_t rec[LK_FREE_MAX];
+	uint64_t dt = now > r->last_ns ? now - r->last_ns : 0, prev = r->prev_free;
+
+	if (!b->id || (b->id ^ r->blocks) >> LK_ID_GEN_SHIFT) {
+		b->id = 0; /* in no record of this file */
+		return true;
+	}
+	if (!seg_store(r, rec, lk_rec_free(rec, dt, r->blocks, &prev, b->id)))
+		return false;
+	r->last_ns += dt;
+	r->prev_free = prev;
+	b->id = 0;
+	return true;
+}
+
+LK_HOT LK_INLINE bool lk_seg_free(struct lk_trec *r, uint64_t now, struct lk_block *b)
+{
+	uint64_t code = lk_free_code(r->blocks, r->prev_free, b->id);
+
+	if (lk_likely(b->id && now <= r->last_ns && code < (1u << 16)) &&
+	    seg_store_small(r, lk_rec_free_fixed_word(code), LK_FREE_FIXED_SIZE)) {
+		r->prev_free = b->id;
+		b->id = 0;
+		return true;
+	}
+	return seg_free_slow(r, now, b);
+}
+
+void lk_seg_end(struct lk_trec *r)
+{
+	if (!r->seg)
+		return;
+	if (r->seg_off < r->seg_len)
+		__atomic_store_n(r->seg + r->seg_off, (uint8_t)LK_REC_SEG_END, __ATOMIC_RELEASE);
+	munmap(r->seg, r->seg_len);
+	r->seg = NULL;
+	r->seg_room = 0;
+}
+
+void lk_seg_drop(struct lk_trec *r)
+{
+	if (r->seg)
+		munmap(r->seg, r->seg_len);
+	r->seg = NULL;
+	r->seg_room = 0;
+}
+
+bool lk_seg_begin(struct lk_trec *r, uint64_t now)
+{
+	uint8_t rec[LK_SEGMENT_MAX];
+
+	lk_seg_end(r);
+	if (!lk_writer_ready() || writer.use_pwrite)
+		return false;
+	uint32_t len = r->next_len ? r->next_len : SEG_FIRST;
+	uint64_t blocks = len / 4; /* no ALLOC is shorter than 4 bytes */
+	uint64_t dt = now > writer.last_ns ? now - writer.last_ns : 0;
+	size_t n = lk_rec_segment(rec, dt, r->tid, blocks, SKIP_MIN, len);
+	uint64_t body = (writer.off + n + SKIP_MIN + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	n = lk_rec_segment(rec, dt, r->tid, blocks, body - writer.off - n, len);
+	/* The body is in the file before the record that names it is stored: a reader never finds
+	 * a SEGMENT cut by the file's end. */
+	if ((body + len > writer.len && lk_window_grow(body + len) < 0) ||
+	    writer.state != W_OPEN || !lk_writer_store(rec, n))
+		return false;
+	writer.off = body + len;
+	writer.last_ns += dt;
+	r->blocks = r->prev_free = writer.blocks;
+	r->blocks_end = writer.blocks + blocks;
+	writer.blocks += blocks;
+	r->last_ns = writer.last_ns;
+	r->next_len = len * 2 < SEG_LAST ? len * 2 : SEG_LAST;
+	int fd = lk_window_fd();
+	if (fd < 0)
+		return false; /* its body stays zeros: a segment with no records */
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)body);
+	lk_window_fd_put(fd);
+	if (p == MAP_FAILED)
+		return false;
+	r->seg = p;
+	r->seg_len = len;
+	r->seg_off = 0;
+	r->seg_room = len - 1; /* the last byte for SEG_END */
+	return true;
+}
+
+/* Every body in anonymous memory from now on, before the file they were in begins again (under
+ * lk_lock): a thread that stores into its body meanwhile stores into nothing, and its next record
+ * begins a body in the new file. */
+void lk_seg_abandon_all(void)
+{
+	for (uint32_t i = 0; i < LK_TRECS; i++) {
+		struct lk_trec *r = &lk_trecs[i];
+		if (!r->used || !r->seg)
+			continue;
+		mmap(r->seg, r->seg_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		     -1, 0);
+		__atomic_store_n(&r->seg_room, 0, __ATOMIC_RELAXED);
+	}
+}
+
+/* SIGBUS at addr (signals.c, in the handler): true if it is in a body, which then gets anonymous
+ * memory in place of the file's pages, as the window does (writer-window.c). Async-signal-safe. */
+bool lk_seg_fault(const void *addr)
+{
+	for (uint32_t i = 0; i < LK_TRECS; i++) {
+		struct lk_trec *r = &lk_trecs[i];
+		uint8_t *seg = __atomic_load_n(&r->seg, __ATOMIC_RELAXED);
+		if (!seg || (uintptr_t)addr - (uintptr_t)seg >= r->seg_len)
+			continue;
+		if (mmap(seg, r->seg_len, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			return false;
+		r->seg_room = 0;
+		return true;
+	}
+	return false;
+}
