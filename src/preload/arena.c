@@ -353,6 +353,55 @@ LK_HOT LK_INLINE bool lk_arena_free_own(struct lk_trec *r, struct lk_block *b)
 	return true;
 }
 
+/* Under lk_lock: half a list of slots of the class of `usable` into r's own list, which ran dry
+ * (a thread that allocates more than it frees: what another thread frees comes back to it in
+ * batches, and it takes lk_lock once in RECENT / 2 samples); the arena's recent slots first, then
+ * slots of its slabs. False if there is none (a block of a run of its own, or no room). */
+bool lk_arena_fill_own(struct lk_trec *r, size_t usable)
+{
+	size_t hdr = sizeof(struct lk_block);
+
+	if (usable > SLAB_MAX - hdr)
+		return false;
+	unsigned c = lk_class_of16[(usable + hdr + 15) / 16];
+	struct lk_recent *q = &r->recent[c], *g = &arena.recent[c];
+	while (q->n < RECENT / 2) {
+		struct lk_block *b;
+		if (g->n)
+			b = recent_pop(g);
+		else if ((b = take_slow(usable, 16)))
+			arena.live_blocks--; /* listed, not live, as take_slow counted it */
+		else
+			break;
+		b->magic = LK_BLOCK_FREE;
+		b->time_ns = (uintptr_t)q->head;
+		q->head = b;
+		q->n++;
+	}
+	return q->n != 0;
+}
+
+/* Under lk_lock: b, a live block that r's own list did not take. A slab's slot goes on the list
+ * once half of it has gone back to the slabs (a thread that frees more than it allocates takes
+ * lk_lock once in RECENT / 2 frees); a run is freed. */
+void lk_arena_free_spill(struct lk_trec *r, struct lk_block *b)
+{
+	const struct page *e = &arena.map[((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT];
+
+	if (e->kind != K_SLAB) {
+		lk_arena_free(b + 1);
+		return;
+	}
+	struct lk_recent *q = &r->recent[e->cls];
+	for (unsigned k = 0; k < RECENT / 2 && q->n; k++) {
+		struct lk_block *x = q->head;
+		q->head = (struct lk_block *)(uintptr_t)x->time_ns;
+		q->n--;
+		lk_slot_free(x);
+	}
+	lk_arena_free_own(r, b);
+}
+
 void lk_arena_give_back(struct lk_trec *r)
 {
 	for (unsigned c = 0; c < NCLASSES; c++) {

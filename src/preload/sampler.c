@@ -229,7 +229,13 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 		bool cut = false;
 		uint32_t stack = lk_stack_kept(frame, &cut);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
-		if (fid && (b = lk_arena_take_own(r, usable))) {
+		if (fid && !(b = lk_arena_take_own(r, usable))) {
+			lk_lock();
+			bool filled = lk_arena_fill_own(r, usable);
+			lk_unlock();
+			b = filled ? lk_arena_take_own(r, usable) : NULL;
+		}
+		if (b) {
 			uint64_t now = lk_now_ns();
 			*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
 						.usable = usable, .magic = LK_BLOCK_LIVE };
@@ -341,7 +347,7 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 		r->frees += sampled;
 		if (!lk_arena_free_own(r, b)) {
 			lk_lock();
-			lk_arena_free(b + 1);
+			lk_arena_free_spill(r, b);
 			lk_unlock();
 		}
 	}

@@ -376,6 +376,76 @@ TEST(arena_recent)
 	ASSERT_TRUE(n >= (pages - 2) * (4096 / 48));
 }
 
+/* The slots on a thread's own lists, of every class. */
+static uint32_t listed(const struct lk_trec *r)
+{
+	uint32_t n = 0;
+
+	for (unsigned c = 0; c < LK_ARENA_CLASSES; c++)
+		n += r->recent[c].n;
+	return n;
+}
+
+/* A thread's own lists (threads.c): a thread that allocates more than it frees gets slots in
+ * batches of RECENT / 2 (lk_arena_fill_own), one that frees more gives half its list back when it
+ * is full (lk_arena_free_spill), a run is never listed, and a thread that exits gives every slot
+ * back (lk_arena_give_back). The invariants hold at every step: a listed slot is neither free nor
+ * live, and the live count adds the threads' shares. */
+TEST(arena_own_lists)
+{
+	static struct lk_block *b[64];
+	struct lk_trec *r = &lk_trecs[0], *s = &lk_trecs[1];
+	struct lk_arena_stats st;
+
+	ASSERT_OK(lk_arena_init(1ull << 30, 1 * MIB, true));
+	*r = (struct lk_trec){ .used = 1 };
+	*s = (struct lk_trec){ .used = 1 };
+	ASSERT_TRUE(lk_arena_take_own(r, 100) == NULL); /* nothing freed here yet */
+	ASSERT_TRUE(lk_arena_fill_own(r, 100));
+	ASSERT_EQ(listed(r), LK_ARENA_RECENT / 2);
+	ASSERT_TRUE(lk_arena_check());
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.live_blocks, 0);
+	for (unsigned i = 0; i < LK_ARENA_RECENT / 2; i++) {
+		ASSERT_TRUE((b[i] = lk_arena_take_own(r, 100)) != NULL);
+		*b[i] = (struct lk_block){ .usable = 100, .magic = LK_BLOCK_LIVE };
+		ASSERT_TRUE(lk_arena_block(b[i] + 1) == b[i]);
+	}
+	ASSERT_TRUE(lk_arena_take_own(r, 100) == NULL);
+	ASSERT_TRUE(lk_arena_check());
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.live_blocks, LK_ARENA_RECENT / 2);
+	/* Another thread frees them all, and more, from the shared arena: its list fills, then
+	 * spills half back. */
+	for (unsigned i = LK_ARENA_RECENT / 2; i < 40; i++) {
+		ASSERT_TRUE((b[i] = lk_arena_take(100, 16)) != NULL);
+		*b[i] = (struct lk_block){ .usable = 100, .magic = LK_BLOCK_LIVE };
+	}
+	for (unsigned i = 0; i < 40; i++) {
+		if (!lk_arena_free_own(s, b[i]))
+			lk_arena_free_spill(s, b[i]);
+		ASSERT_TRUE(lk_arena_block(b[i] + 1) == NULL); /* a second free is caught */
+		ASSERT_TRUE(lk_arena_check());
+	}
+	ASSERT_TRUE(listed(s) >= LK_ARENA_RECENT / 2 && listed(s) <= LK_ARENA_RECENT);
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.live_blocks, 0);
+	/* A run is not listed. */
+	struct lk_block *big = lk_arena_take(64 * KIB, 16);
+	ASSERT_TRUE(big != NULL);
+	*big = (struct lk_block){ .usable = 64 * KIB, .magic = LK_BLOCK_LIVE };
+	ASSERT_TRUE(!lk_arena_free_own(s, big));
+	lk_arena_free_spill(s, big);
+	ASSERT_TRUE(lk_arena_check());
+	/* Both threads exit. */
+	lk_arena_give_back(r);
+	lk_arena_give_back(s);
+	r->used = s->used = 0;
+	ASSERT_TRUE(lk_arena_check());
+	lk_arena_get_stats(&st);
+	ASSERT_EQ(st.live_blocks, 0);
+}
+
 /* A small arena fills up: NULL, then room again after frees, and freed runs coalesce. */
 TEST(arena_full)
 {
