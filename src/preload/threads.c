@@ -115,9 +115,13 @@ void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1])
 	}
 }
 
-/* A fork's child has one thread, the one that forked: the others' records are handed back
- * (their bodies are the parent's file's, and unmapped), and its own body goes too (the child
- * opens a file of its own). The child's counts begin at zero, as its file does. */
+/* A fork's child has one thread, the one that forked, which gives its record back (its body,
+ * the parent's file's, unmapped and unwritten), as the child has no other thread yet, and takes
+ * one again once it has. The others' records go too. Their bodies are sound (they change under lk_lock only, which the fork holds), but their
+ * lists may not be: their threads went on taking and freeing during the fork. So the slots on
+ * them stay where they are, marked in use and freed (at most LK_ARENA_RECENT a class and thread),
+ * and a block that a thread was taking or freeing just then may be inherited live. The child's
+ * counts begin at zero, as its file does. */
 void lk_trecs_atfork_child(void)
 {
 	struct lk_trec *mine = lk_tls.rec;
@@ -127,12 +131,10 @@ void lk_trecs_atfork_child(void)
 		if (!r->used)
 			continue;
 		lk_seg_drop(r);
-		r->samples = r->frees = 0;
-		if (r != mine) {
+		if (r == mine)
 			lk_arena_give_back(r);
-			r->used = 0;
-		}
+		*r = (struct lk_trec){ 0 };
 	}
-	if (mine)
-		mine->tid = lk_tls.tid;
+	lk_tls.rec = NULL;
+	lk_tls.rec_state = LK_REC_NONE;
 }
