@@ -1,6 +1,6 @@
 /* micro.c: the driver of bench/micro.sh: N malloc+free pairs of one shape, timed, in ns per pair.
  *
- * usage: micro CASE ITERATIONS [THREADS]
+ * usage: micro [--cost] CASE ITERATIONS [THREADS]
  *   128     malloc(128), free, N times
  *   16k     malloc(16 KiB), free
  *   1m      malloc(1 MiB), free
@@ -13,8 +13,22 @@
  * another thread allocates beside it.
  * Each thread first runs ITERATIONS/16 untimed pairs (a warm-up: a profiler's per-thread set-up,
  * its first samples, the allocator's first trip to the kernel), then starts the clock.
- * Prints one number, ns per pair, and nothing else. The blocks are never touched: this measures
- * the allocator (and whatever is preloaded in front of it), not the memory.
+ * Prints one number, ns per pair, and nothing else (bench/micro.sh reads it). The blocks are never
+ * touched: this measures the allocator (and whatever is preloaded in front of it), not the memory.
+ *
+ * --cost prints three numbers on one line instead, for bench/exact-threads.sh, which compares
+ * one thread's cost of a pair with that of many threads on few cores:
+ *   WALL  the number above: wall ns from the start to the last join, over ITERATIONS
+ *   CORE  core-ns per pair: wall ns x min(THREADS, CPUs) / (THREADS x ITERATIONS), the time of
+ *         the cores the threads could keep busy, shared out over every pair any thread made.
+ *         CPUs are those this process may run on (sched_getaffinity: the online CPUs, unless
+ *         taskset narrowed them). On an idle machine, with threads that never wait, it equals
+ *         CPU; a core left idle while threads sleep on a lock counts in CORE and not in CPU.
+ *   CPU   CPU-ns per pair: the process's user+system time over the same stretch (getrusage
+ *         RUSAGE_SELF: every thread, a profiler's own threads included) over THREADS x
+ *         ITERATIONS. A thread that spins counts here; a thread that another program's thread
+ *         keeps off its core does not, so on a busy machine CPU is the steadier of the two.
+ * Both start where the clock starts, after every thread's warm-up.
  *
  * Build with -fno-builtin (and keep the volatile sinks), or gcc deletes malloc+free pairs whose
  * result is unused. The ring's sizes are drawn before the clock starts, from a fixed seed, so every
@@ -22,11 +36,15 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING 1024
 #define RING_SIZES 4096 /* a power of two: the size table is walked with a mask */
@@ -36,6 +54,7 @@ static size_t arg_size;      /* 0 for the ring */
 static int arg_threads;
 static pthread_barrier_t start;
 static uint64_t t0;
+static uint64_t cpu0; /* the process's CPU ns at t0, for --cost */
 static uint32_t ring_sizes[RING_SIZES];
 
 static void *volatile sink; /* every pointer is stored here, so no pair can be elided */
@@ -48,12 +67,34 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* User+system ns of every thread of the process, the ones that have exited included. */
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+}
+
+/* The CPUs this process may run on; the online CPUs if that cannot be told. */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
 /* Starts the clock: alone, here; with threads, main starts it when all have met at the barrier. */
 static void go(void)
 {
-	if (arg_threads == 1)
+	if (arg_threads == 1) {
+		cpu0 = cpu_ns();
 		t0 = now_ns();
-	else
+	} else
 		pthread_barrier_wait(&start);
 }
 
@@ -115,8 +156,12 @@ static void *thread_main(void *unused)
 
 int main(int argc, char **argv)
 {
+	bool cost = argc > 1 && !strcmp(argv[1], "--cost");
+
+	if (cost)
+		argc--, argv++;
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: micro 128|16k|1m|ring ITERATIONS [THREADS]\n");
+		fprintf(stderr, "usage: micro [--cost] 128|16k|1m|ring ITERATIONS [THREADS]\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "128"))
@@ -158,12 +203,21 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		pthread_barrier_wait(&start);
+		cpu0 = cpu_ns();
 		t0 = now_ns();
 		for (int i = 0; i < arg_threads; i++)
 			pthread_join(tid[i], NULL);
 	}
 	uint64_t t1 = now_ns();
+	uint64_t cpu1 = cpu_ns();
+	double wall = (double)(t1 - t0);
+	double pairs = (double)arg_threads * (double)arg_iterations;
+	int cores = usable_cpus() < arg_threads ? usable_cpus() : arg_threads;
 
-	printf("%.2f\n", (double)(t1 - t0) / (double)arg_iterations);
+	if (cost)
+		printf("%.2f %.2f %.2f\n", wall / (double)arg_iterations, wall * cores / pairs,
+		       (double)(cpu1 - cpu0) / pairs);
+	else
+		printf("%.2f\n", wall / (double)arg_iterations);
 	return 0;
 }
