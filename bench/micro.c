@@ -10,7 +10,9 @@
  * Each of THREADS threads (default 1, which is the main thread itself) runs its own loop of
  * ITERATIONS pairs; they start together at a barrier, and the time is taken with CLOCK_MONOTONIC
  * from the barrier to the last join, so with 2 threads on 2 CPUs it is the time of one pair while
- * another thread allocates beside it.
+ * another thread allocates beside it. The start is the first thread's clock on leaving the
+ * barrier, not the main thread's: with as many threads as CPUs or more, main may wait for a CPU
+ * until the others have finished.
  * Each thread first runs ITERATIONS/16 untimed pairs (a warm-up: a profiler's per-thread set-up,
  * its first samples, the allocator's first trip to the kernel), then starts the clock.
  * Prints one number, ns per pair, and nothing else (bench/micro.sh reads it). The blocks are never
@@ -53,8 +55,7 @@ static long arg_iterations;
 static size_t arg_size;      /* 0 for the ring */
 static int arg_threads;
 static pthread_barrier_t start;
-static uint64_t t0;
-static uint64_t cpu0; /* the process's CPU ns at t0, for --cost */
+static uint64_t start_ns[64], start_cpu[64]; /* each thread's start: the clock, the CPU time */
 static uint32_t ring_sizes[RING_SIZES];
 
 static void *volatile sink; /* every pointer is stored here, so no pair can be elided */
@@ -88,17 +89,17 @@ static int usable_cpus(void)
 	return n > 0 ? (int)n : 1;
 }
 
-/* Starts the clock: alone, here; with threads, main starts it when all have met at the barrier. */
-static void go(void)
+/* Starts the clock: alone, here; with threads, each thread notes its start when all have met at
+ * the barrier, and main takes the earliest. */
+static void go(int idx)
 {
-	if (arg_threads == 1) {
-		cpu0 = cpu_ns();
-		t0 = now_ns();
-	} else
+	if (arg_threads > 1)
 		pthread_barrier_wait(&start);
+	start_cpu[idx] = cpu_ns();
+	start_ns[idx] = now_ns();
 }
 
-static void *run_fixed(void)
+static void *run_fixed(int idx)
 {
 	size_t size = arg_size;
 
@@ -107,7 +108,7 @@ static void *run_fixed(void)
 		sink = p;
 		free(p);
 	}
-	go();
+	go(idx);
 	for (long i = 0; i < arg_iterations; i++) {
 		void *p = malloc(size);
 		sink = p;
@@ -127,7 +128,7 @@ static inline void ring_step(void **ring, long j)
 	sink = ring[slot];
 }
 
-static void *run_ring(void)
+static void *run_ring(int idx)
 {
 	void *ring[RING];
 	/* A whole number of passes over the size table, so the timed steps allocate the same
@@ -138,7 +139,7 @@ static void *run_ring(void)
 		ring[i] = malloc(ring_sizes[i]);
 	for (long j = 0; j < warm; j++)
 		ring_step(ring, j);
-	go();
+	go(idx);
 	for (long j = warm; j < warm + arg_iterations; j++)
 		ring_step(ring, j);
 	for (int i = 0; i < RING; i++)
@@ -146,12 +147,11 @@ static void *run_ring(void)
 	return NULL;
 }
 
-static void *thread_main(void *unused)
+static void *thread_main(void *idx)
 {
-	(void)unused;
 	if (arg_size == 0)
-		return run_ring();
-	return run_fixed();
+		return run_ring((int)(intptr_t)idx);
+	return run_fixed((int)(intptr_t)idx);
 }
 
 int main(int argc, char **argv)
@@ -193,30 +193,33 @@ int main(int argc, char **argv)
 	/* One thread runs on the main thread: no second thread may switch off libc's single-thread
 	 * paths or move the loop into a secondary malloc arena. */
 	if (arg_threads == 1) {
-		thread_main(NULL);
+		thread_main((void *)(intptr_t)0);
 	} else {
 		pthread_t tid[64];
 		pthread_barrier_init(&start, NULL, (unsigned)arg_threads + 1);
 		for (int i = 0; i < arg_threads; i++)
-			if (pthread_create(&tid[i], NULL, thread_main, NULL)) {
+			if (pthread_create(&tid[i], NULL, thread_main, (void *)(intptr_t)i)) {
 				fprintf(stderr, "micro: pthread_create failed\n");
 				return 1;
 			}
 		pthread_barrier_wait(&start);
-		cpu0 = cpu_ns();
-		t0 = now_ns();
 		for (int i = 0; i < arg_threads; i++)
 			pthread_join(tid[i], NULL);
 	}
 	uint64_t t1 = now_ns();
 	uint64_t cpu1 = cpu_ns();
-	double wall = (double)(t1 - t0);
+	int first = 0;
+
+	for (int i = 1; i < arg_threads; i++)
+		if (start_ns[i] < start_ns[first])
+			first = i;
+	double wall = (double)(t1 - start_ns[first]);
 	double pairs = (double)arg_threads * (double)arg_iterations;
 	int cores = usable_cpus() < arg_threads ? usable_cpus() : arg_threads;
 
 	if (cost)
 		printf("%.2f %.2f %.2f\n", wall / (double)arg_iterations, wall * cores / pairs,
-		       (double)(cpu1 - cpu0) / pairs);
+		       (double)(cpu1 - start_cpu[first]) / pairs);
 	else
 		printf("%.2f\n", wall / (double)arg_iterations);
 	return 0;
