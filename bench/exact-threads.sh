@@ -57,7 +57,8 @@ for t in cc:gcc shuf:coreutils awk:gawk; do
     { echo "needs ${t%%:*} (apt-get install -y ${t#*:})" >&2; exit 1; }
 done
 for t in "${threads[@]}"; do
-  [[ $t =~ ^[1-9][0-9]?$ ]] && [ "$t" -le 64 ] || { echo "THREADS: '$t' is not 1 to 64" >&2; exit 2; }
+  [[ $t =~ ^[1-9][0-9]?$ ]] && [ "$t" -le 64 ] ||
+    { echo "THREADS: '$t' is not 1 to 64" >&2; exit 2; }
 done
 [[ " ${threads[*]} " == *" 1 "* ]] || { echo "THREADS must include 1" >&2; exit 2; }
 lib=$(realpath "$build/src/preload/libleek.so" 2>/dev/null || true)
@@ -84,8 +85,8 @@ declare -A pairs=([128]=$(awk -v s="$scale" 'BEGIN { printf "%d", 4000000 * s }'
 # check CONFIG WANT: the one profile in $tmp/out is complete and holds at least WANT allocations.
 check() {
   local f=("$tmp"/out/*.lk)
-  [ ${#f[@]} = 1 ] && [ -f "${f[0]}" ] ||
-    { echo "$1: leek wrote ${#f[@]} profiles, not one" >&2; ls "$tmp/out" >&2; exit 1; }
+  [ -f "${f[0]}" ] || { echo "$1: leek wrote no profile" >&2; exit 1; }
+  [ ${#f[@]} = 1 ] || { echo "$1: leek wrote ${#f[@]} profiles, not one" >&2; exit 1; }
   "$leek" dump --summary "${f[0]}" >"$tmp/summary" 2>&1 ||
     { echo "$1: dump --summary failed" >&2; tail -3 "$tmp/summary" >&2; exit 1; }
   awk -v want="$2" '/^trailer:/ { t = $2 } /^losses:/ { l = $2 } /^samples:/ { n = $2 }
@@ -100,7 +101,8 @@ one() {
   rm -rf "$tmp/out" && mkdir "$tmp/out"
   out=$(env ${envs[$3]} "$tmp/micro" --cost "$1" "$n" "$2" 2>"$tmp/err") ||
     { echo "failed: $3, $1 x $n on $2 threads" >&2; tail -5 "$tmp/err" >&2; exit 1; }
-  [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] || { echo "$3 $1 $2: micro printed '$out'" >&2; exit 1; }
+  [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] ||
+    { echo "$3 $1 $2: micro printed '$out'" >&2; exit 1; }
   case $3 in
     exact) check "$3 $1 $2" $(($2 * (n + n / 16))) ;;
     sampled) check "$3 $1 $2" 1 ;;
@@ -121,12 +123,13 @@ for r in $(seq "$rounds"); do
 done
 elapsed=$(awk -v a="$t_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 
-median() { sort -g | awk '{ v[NR] = $1 } END {
-  if (NR == 0) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"
+  else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 # cost SIZE T CONFIG COL: median of column COL (1 core-ns, 2 CPU-ns).
 cost() { printf %.1f "$(awk -v c="$4" '{ print $c }' "$tmp/r.$1.$2.$3" | median)"; }
 # ratios A B COL: per-round ratios of column COL of the result files A and B, one a line.
-ratios() { paste -d' ' "$tmp/r.$1" "$tmp/r.$2" | awk -v c="$3" '{ printf "%.6f\n", $c / $(c + 2) }'; }
+ratios() { paste -d' ' "$tmp/r.$1" "$tmp/r.$2" |
+  awk -v c="$3" '{ printf "%.6f\n", $c / $(c + 2) }'; }
 # ratio A B COL [GOAL]: "median [min-max]" of those ratios, and with GOAL, "n/N" of them <= GOAL.
 ratio() {
   local r; r=$(ratios "$1" "$2" "$3")
