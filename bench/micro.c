@@ -1,6 +1,6 @@
 /* micro.c: the driver of bench/micro.sh: N malloc+free pairs of one shape, timed, in ns per pair.
  *
- * usage: micro CASE ITERATIONS [THREADS]
+ * usage: micro [--cost] CASE ITERATIONS [THREADS]
  *   128     malloc(128), free, N times
  *   16k     malloc(16 KiB), free
  *   1m      malloc(1 MiB), free
@@ -10,11 +10,27 @@
  * Each of THREADS threads (default 1, which is the main thread itself) runs its own loop of
  * ITERATIONS pairs; they start together at a barrier, and the time is taken with CLOCK_MONOTONIC
  * from the barrier to the last join, so with 2 threads on 2 CPUs it is the time of one pair while
- * another thread allocates beside it.
+ * another thread allocates beside it. The start is the first thread's clock on leaving the
+ * barrier, not the main thread's: with as many threads as CPUs or more, main may wait for a CPU
+ * until the others have finished.
  * Each thread first runs ITERATIONS/16 untimed pairs (a warm-up: a profiler's per-thread set-up,
  * its first samples, the allocator's first trip to the kernel), then starts the clock.
- * Prints one number, ns per pair, and nothing else. The blocks are never touched: this measures
- * the allocator (and whatever is preloaded in front of it), not the memory.
+ * Prints one number, ns per pair, and nothing else (bench/micro.sh reads it). The blocks are never
+ * touched: this measures the allocator (and whatever is preloaded in front of it), not the memory.
+ *
+ * --cost prints three numbers on one line instead, for bench/exact-threads.sh, which compares
+ * one thread's cost of a pair with that of many threads on few cores:
+ *   WALL  the number above: wall ns from the start to the last join, over ITERATIONS
+ *   CORE  core-ns per pair: wall ns x min(THREADS, CPUs) / (THREADS x ITERATIONS), the time of
+ *         the cores the threads could keep busy, shared out over every pair any thread made.
+ *         CPUs are those this process may run on (sched_getaffinity: the online CPUs, unless
+ *         taskset narrowed them). On an idle machine, with threads that never wait, it equals
+ *         CPU; a core left idle while threads sleep on a lock counts in CORE and not in CPU.
+ *   CPU   CPU-ns per pair: the process's user+system time over the same stretch (getrusage
+ *         RUSAGE_SELF: every thread, a profiler's own threads included) over THREADS x
+ *         ITERATIONS. A thread that spins counts here; a thread that another program's thread
+ *         keeps off its core does not, so on a busy machine CPU is the steadier of the two.
+ * Both start where the clock starts, after every thread's warm-up.
  *
  * Build with -fno-builtin (and keep the volatile sinks), or gcc deletes malloc+free pairs whose
  * result is unused. The ring's sizes are drawn before the clock starts, from a fixed seed, so every
@@ -22,11 +38,15 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING 1024
 #define RING_SIZES 4096 /* a power of two: the size table is walked with a mask */
@@ -35,7 +55,7 @@ static long arg_iterations;
 static size_t arg_size;      /* 0 for the ring */
 static int arg_threads;
 static pthread_barrier_t start;
-static uint64_t t0;
+static uint64_t start_ns[64], start_cpu[64]; /* each thread's start: the clock, the CPU time */
 static uint32_t ring_sizes[RING_SIZES];
 
 static void *volatile sink; /* every pointer is stored here, so no pair can be elided */
@@ -48,16 +68,38 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Starts the clock: alone, here; with threads, main starts it when all have met at the barrier. */
-static void go(void)
+/* User+system ns of every thread of the process, the ones that have exited included. */
+static uint64_t cpu_ns(void)
 {
-	if (arg_threads == 1)
-		t0 = now_ns();
-	else
-		pthread_barrier_wait(&start);
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
 }
 
-static void *run_fixed(void)
+/* The CPUs this process may run on; the online CPUs if that cannot be told. */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+/* Starts the clock: alone, here; with threads, each thread notes its start when all have met at
+ * the barrier, and main takes the earliest. */
+static void go(int idx)
+{
+	if (arg_threads > 1)
+		pthread_barrier_wait(&start);
+	start_cpu[idx] = cpu_ns();
+	start_ns[idx] = now_ns();
+}
+
+static void *run_fixed(int idx)
 {
 	size_t size = arg_size;
 
@@ -66,7 +108,7 @@ static void *run_fixed(void)
 		sink = p;
 		free(p);
 	}
-	go();
+	go(idx);
 	for (long i = 0; i < arg_iterations; i++) {
 		void *p = malloc(size);
 		sink = p;
@@ -86,7 +128,7 @@ static inline void ring_step(void **ring, long j)
 	sink = ring[slot];
 }
 
-static void *run_ring(void)
+static void *run_ring(int idx)
 {
 	void *ring[RING];
 	/* A whole number of passes over the size table, so the timed steps allocate the same
@@ -97,7 +139,7 @@ static void *run_ring(void)
 		ring[i] = malloc(ring_sizes[i]);
 	for (long j = 0; j < warm; j++)
 		ring_step(ring, j);
-	go();
+	go(idx);
 	for (long j = warm; j < warm + arg_iterations; j++)
 		ring_step(ring, j);
 	for (int i = 0; i < RING; i++)
@@ -105,18 +147,21 @@ static void *run_ring(void)
 	return NULL;
 }
 
-static void *thread_main(void *unused)
+static void *thread_main(void *idx)
 {
-	(void)unused;
 	if (arg_size == 0)
-		return run_ring();
-	return run_fixed();
+		return run_ring((int)(intptr_t)idx);
+	return run_fixed((int)(intptr_t)idx);
 }
 
 int main(int argc, char **argv)
 {
+	bool cost = argc > 1 && !strcmp(argv[1], "--cost");
+
+	if (cost)
+		argc--, argv++;
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: micro 128|16k|1m|ring ITERATIONS [THREADS]\n");
+		fprintf(stderr, "usage: micro [--cost] 128|16k|1m|ring ITERATIONS [THREADS]\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "128"))
@@ -148,22 +193,34 @@ int main(int argc, char **argv)
 	/* One thread runs on the main thread: no second thread may switch off libc's single-thread
 	 * paths or move the loop into a secondary malloc arena. */
 	if (arg_threads == 1) {
-		thread_main(NULL);
+		thread_main((void *)(intptr_t)0);
 	} else {
 		pthread_t tid[64];
 		pthread_barrier_init(&start, NULL, (unsigned)arg_threads + 1);
 		for (int i = 0; i < arg_threads; i++)
-			if (pthread_create(&tid[i], NULL, thread_main, NULL)) {
+			if (pthread_create(&tid[i], NULL, thread_main, (void *)(intptr_t)i)) {
 				fprintf(stderr, "micro: pthread_create failed\n");
 				return 1;
 			}
 		pthread_barrier_wait(&start);
-		t0 = now_ns();
 		for (int i = 0; i < arg_threads; i++)
 			pthread_join(tid[i], NULL);
 	}
 	uint64_t t1 = now_ns();
+	uint64_t cpu1 = cpu_ns();
+	int first = 0;
 
-	printf("%.2f\n", (double)(t1 - t0) / (double)arg_iterations);
+	for (int i = 1; i < arg_threads; i++)
+		if (start_ns[i] < start_ns[first])
+			first = i;
+	double wall = (double)(t1 - start_ns[first]);
+	double pairs = (double)arg_threads * (double)arg_iterations;
+	int cores = usable_cpus() < arg_threads ? usable_cpus() : arg_threads;
+
+	if (cost)
+		printf("%.2f %.2f %.2f\n", wall / (double)arg_iterations, wall * cores / pairs,
+		       (double)(cpu1 - start_cpu[first]) / pairs);
+	else
+		printf("%.2f\n", wall / (double)arg_iterations);
 	return 0;
 }
