@@ -166,7 +166,7 @@ void lk_sampler_atfork(int phase);
 #define LK_ARENA_CLASSES 20 /* the arena's slab classes (arena.h) */
 struct lk_recent {
 	struct lk_block *head; /* freed slots, still marked in use: a list through time_ns */
-	uint32_t n;            /* at most LK_ARENA_RECENT */
+	uint64_t n;            /* at most LK_ARENA_RECENT */
 };
 struct __attribute__((aligned(64))) lk_trec {
 	uint8_t *seg;            /* the body's mapping (writer-segment.c); NULL: none */
@@ -229,7 +229,8 @@ void lk_stack_atfork_child(void);
  * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
  * has taken the sample. */
 bool lk_stack_kept_ready(void);                        /* no lock held */
-uint32_t lk_stack_kept(const void *frame, bool *cut); /* no lock held */
+/* single: the process has one thread (lk_single_threaded), so the slot needs no taking. */
+uint32_t lk_stack_kept(const void *frame, bool *cut, bool single); /* no lock held */
 void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */

@@ -174,18 +174,18 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
  * compiler kept on the stack beside the walk: a sample here takes fewer instructions, and far
  * fewer first-level misses (bench/exact-model.sh; docs/performance.md, "Exact mode's common
  * sample apart"). */
-static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, size_t align,
-					   bool zero, void *old, const void *frame)
+static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, bool single,
+				       size_t size, size_t align, bool zero, void *old,
+				       const void *frame)
 {
 	int *err = t->errno_at, saved = *err;
 	struct lk_block *b = NULL;
-	struct lk_trec *r = t->rec; /* made by exact_own's caller, sample() */
 
 	t->in_slow = 1; /* bytes_left stays 0: a signal handler's malloc goes to sample() */
 	if (lk_likely(lk_stack_kept_ready())) {
 		bool cut = false;
 		size_t usable = lk_real_usable_known(size, align);
-		uint32_t stack = lk_stack_kept(frame, &cut);
+		uint32_t stack = lk_stack_kept(frame, &cut, single);
 		/* The allocator is asked outside lk_lock, and only for a sample that will be taken
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
@@ -209,6 +209,22 @@ static LK_HOT LK_NOINLINE void *exact_take(struct lk_thread *t, size_t size, siz
 	return b ? b + 1 : NULL;
 }
 
+/* exact_take_body twice: a process with one thread has no records, and takes no slot of kept
+ * walks (the branches on both, folded away, were 14 instructions a sample of sqlite3's exact run:
+ * bench/exact-model.sh). exact_take_rec is any other thread's, r its record or NULL. */
+static LK_HOT LK_NOINLINE void *exact_take_single(struct lk_thread *t, size_t size, size_t align,
+						  bool zero, void *old, const void *frame)
+{
+	return exact_take_body(t, NULL, true, size, align, zero, old, frame);
+}
+
+static LK_HOT LK_NOINLINE void *exact_take_rec(struct lk_thread *t, struct lk_trec *r, size_t size,
+					       size_t align, bool zero, void *old,
+					       const void *frame)
+{
+	return exact_take_body(t, r, false, size, align, zero, old, frame);
+}
+
 /* Exact mode's common sample in a process with threads, on a thread with a record of its own
  * (threads.c): exact_take's steps with no lock, the block one that this thread freed lately, its
  * ALLOC in this thread's body (writer-segment.c), its count in the record. NULL, with nothing
@@ -227,7 +243,7 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 	if (lk_likely(align <= 16 && (usable = lk_real_usable_known(size, align)) &&
 		      !__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_stack_kept_ready())) {
 		bool cut = false;
-		uint32_t stack = lk_stack_kept(frame, &cut);
+		uint32_t stack = lk_stack_kept(frame, &cut, false);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
 		if (fid && !(b = lk_arena_take_own(r, usable))) {
 			lk_lock();
@@ -263,8 +279,8 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 
 /* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
  * forward to the real allocator. */
-static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool zero,
-			   void *old, const void *frame)
+static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t align, bool zero,
+				      void *old, const void *frame)
 {
 	if (lk_likely(size < t->bytes_left)) {
 		t->bytes_left -= size;
@@ -273,10 +289,15 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 	/* Exact mode's common case first, as the checks below would find it: a thread is active
 	 * only once init is done (thread_init), and its gate holds in_slow too. */
 	if (lk_likely(t->gate == LK_T_GO && lk_cfg.period <= 1 && enabled)) {
-		struct lk_trec *r = lk_single_threaded() ? NULL : lk_trec_get(t);
-		void *p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
-		if (!p)
-			p = exact_take(t, size, align, zero, old, frame);
+		void *p;
+		if (lk_likely(lk_single_threaded())) { /* a call of its own, with no record */
+			p = exact_take_single(t, size, align, zero, old, frame);
+		} else {
+			struct lk_trec *r = lk_trec_get(t);
+			p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
+			if (!p)
+				p = exact_take_rec(t, r, size, align, zero, old, frame);
+		}
 		return p ? p : take_sample(t, size, align, zero, old, frame);
 	}
 	if (!lk_init_done()) {
@@ -302,8 +323,7 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 	 * with a walk's buffers, and its capture cost a sampled 1 MiB pair more than exact mode's
 	 * (bench/exact-threads.sh). The countdown stays 0 in there (a signal handler's malloc finds
 	 * in_slow), and is drawn once the sample is taken. */
-	lk_trec_get(t);
-	void *p = exact_take(t, size, align, zero, old, frame);
+	void *p = exact_take_rec(t, lk_trec_get(t), size, align, zero, old, frame);
 	if (p) {
 		if (lk_cfg.period > 1)
 			t->bytes_left = next_interval(t);
@@ -312,7 +332,8 @@ static LK_HOT void *sample(struct lk_thread *t, size_t size, size_t align, bool 
 	return take_sample(t, size, align, zero, old, frame);
 }
 
-LK_HOT void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero, const void *frame)
+LK_HOT LK_INLINE void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
+				 const void *frame)
 {
 	return sample(t, size, align, zero, NULL, frame);
 }
@@ -356,6 +377,27 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 	return done;
 }
 
+/* lk_free_sampled in a process with threads: with no lock on the thread's own record (free_own),
+ * else under lk_lock, its FREE in the thread's body if it has one. */
+static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
+{
+	struct lk_trec *r = lk_trec_get(t);
+
+	if (r && free_own(t, r, b))
+		return;
+	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
+	uint64_t now = lk_now_ns();
+	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
+
+	t->in_slow = 1;
+	lk_lock();
+	drain_deferred(r, tid, now);
+	free_locked(b, r, tid, now);
+	lk_unlock();
+	t->in_slow = 0;
+	*err = saved;
+}
+
 LK_HOT void lk_free_sampled(void *p)
 {
 	struct lk_thread *t = &lk_tls;
@@ -377,9 +419,10 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	struct lk_trec *r = lk_single_threaded() ? NULL : lk_trec_get(t);
-	if (r && free_own(t, r, b))
+	if (lk_unlikely(!lk_single_threaded())) {
+		free_threads(t, b);
 		return;
+	}
 	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
 	uint64_t now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
@@ -388,8 +431,8 @@ LK_HOT void lk_free_sampled(void *p)
 	 * else, and one that would sample finds in_slow and is forwarded (sample()). */
 	t->in_slow = 1;
 	lk_lock();
-	drain_deferred(r, tid, now);
-	free_locked(b, r, tid, now);
+	drain_deferred(NULL, tid, now);
+	free_locked(b, NULL, tid, now);
 	lk_unlock();
 	t->in_slow = 0;
 	*err = saved;

@@ -312,7 +312,7 @@ LK_HOT void lk_stack_count_cut(void)
  * of the kept walk's checks; nothing else changes but the walk to follow. *cut: the stack was cut
  * at LEEK_MAX_FRAMES, not counted here (a sample that then goes to the capture would count it
  * twice). */
-LK_HOT bool lk_stack_kept_ready(void)
+LK_HOT LK_INLINE bool lk_stack_kept_ready(void)
 {
 	bool look;
 	unsigned long long gen = lk_modules_gen(&look);
@@ -326,11 +326,11 @@ LK_HOT bool lk_stack_kept_ready(void)
 	return __atomic_load_n(&lk_rules_gen, __ATOMIC_ACQUIRE) == gen;
 }
 
-LK_HOT uint32_t lk_stack_kept(const void *frame, bool *cut)
+LK_HOT LK_INLINE uint32_t lk_stack_kept(const void *frame, bool *cut, bool single)
 {
 	const uintptr_t *fp = frame;
 	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
-	struct kept_walks *kw = lk_kept_take();
+	struct kept_walks *kw = single ? &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)] : lk_kept_take();
 	struct walk_key *kept = kw ? kept_find_inline(kw, &top) : NULL;
 
 	if (kept)
