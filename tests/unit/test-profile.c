@@ -1109,3 +1109,154 @@ TEST(counts_exact_unknown_counter_no_trailer)
 	lk_profile_free(p);
 	free(s.b.p);
 }
+
+/* ---- thread segments (version 6) ---- */
+
+/* The records of a segmented profile, as the reader hands them out, written again as one version
+ * 5 stream: the same events in the same order and at the same times, their blocks numbered in
+ * that order rather than by the ranges the segments reserved. */
+static void as_one_stream(const struct pbuf *seg, struct sim *v5)
+{
+	struct lk_reader *rd = lk_reader_new();
+	const struct lk_profile_header *h;
+	struct lk_record r;
+	uint64_t t = 0;
+	int k;
+
+	ASSERT_TRUE(rd);
+	ASSERT_OK(lk_reader_open_memory(rd, seg->p, seg->len));
+	h = lk_reader_header(rd);
+	*v5 = (struct sim){ 0 };
+	pb_header(&v5->b, &(struct pb_header){ .version = 5, .flags = h->h.flags, .pid = h->h.pid,
+					       .period = h->h.period, .exe = h->exe });
+	while ((k = lk_reader_next(rd, &r)) > 0) {
+		uint64_t dt = r.time_ns - t, counters[LK_CNT_MAX + 1] = { 0 };
+		switch (r.tag) {
+		case LK_REC_STACK:
+			PB_REC(&v5->b, lk_rec_stack(rec, r.stack.id, r.stack.frames, r.stack.nframes));
+			break;
+		case LK_REC_ALLOC:
+			pb_alloc(&v5->b, dt, r.alloc.tid, r.alloc.block, r.alloc.size, r.alloc.stack);
+			break;
+		case LK_REC_FREE:
+			pb_free(&v5->b, dt, r.free.tid, r.free.block);
+			break;
+		case LK_REC_RSS:
+			PB_REC(&v5->b, lk_rec_pair(rec, LK_REC_RSS, dt, r.rss.bytes));
+			break;
+		case LK_REC_TRAILER:
+			for (uint32_t i = 0; i < r.counters.n; i++)
+				counters[r.counters.v[i].id] = r.counters.v[i].value;
+			PB_REC(&v5->b, lk_rec_counters(rec, LK_REC_TRAILER, dt,
+						       r.counters.end_realtime_ns, counters));
+			break;
+		default: /* SEGMENT, THREAD: the stream above has its own */
+			dt = 0;
+			break;
+		}
+		t += dt;
+	}
+	ASSERT_EQ(k, 0);
+	lk_reader_free(rd);
+}
+
+static int cmp_block_by_content(const void *x, const void *y)
+{
+	const struct lk_live_block *a = x, *b = y;
+
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* The same events give the same profile, whatever numbers their blocks have: a's and b's totals,
+ * peak, stacks, timeline and blocks live at the end. */
+static void expect_same_events(const struct lk_profile *a, const struct lk_profile *b)
+{
+	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
+	const struct lk_timeline_point *ta, *tb;
+	const struct lk_stack_stats *sa, *sb;
+	const struct lk_live_block *la, *lb;
+	size_t n = lk_profile_stacks(a, &sa), nt = lk_profile_timeline(a, &ta);
+
+	ASSERT_EQ(x->duration_ns, y->duration_ns);
+	ASSERT_EQ(x->samples, y->samples);
+	ASSERT_EQ(x->frees, y->frees);
+	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
+	ASSERT_EQ(x->max_live, y->max_live);
+	ASSERT_EQ(x->max_rss, y->max_rss);
+	ASSERT_EQ(x->peak_ns, y->peak_ns);
+	ASSERT_EQ(x->trailer, y->trailer);
+	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
+	expect_same_estimate(&x->alloc_objects, &y->alloc_objects);
+	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
+	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
+	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
+	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ(sa[i].id, sb[i].id);
+		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
+		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
+		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
+		expect_same_estimate(&sa[i].peak_objects, &sb[i].peak_objects);
+		expect_same_estimate(&sa[i].old_bytes, &sb[i].old_bytes);
+		for (size_t k = 0; k < nt; k++)
+			ASSERT_EQ(sa[i].series[k], sb[i].series[k]);
+	}
+	ASSERT_EQ(nt, lk_profile_timeline(b, &tb));
+	for (size_t k = 0; k < nt; k++) {
+		ASSERT_EQ(ta[k].t_ns, tb[k].t_ns);
+		ASSERT_EQ(ta[k].heap_bytes, tb[k].heap_bytes);
+		ASSERT_EQ(ta[k].heap_max, tb[k].heap_max);
+	}
+	n = lk_profile_live_blocks(a, &la);
+	ASSERT_EQ(n, lk_profile_live_blocks(b, &lb));
+	struct lk_live_block *ca = malloc(n * sizeof(*ca) + 1), *cb = malloc(n * sizeof(*cb) + 1);
+	ASSERT_TRUE(ca && cb);
+	memcpy(ca, la, n * sizeof(*ca));
+	memcpy(cb, lb, n * sizeof(*cb));
+	qsort(ca, n, sizeof(*ca), cmp_block_by_content);
+	qsort(cb, n, sizeof(*cb), cmp_block_by_content);
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ(ca[i].t_ns, cb[i].t_ns);
+		ASSERT_EQ(ca[i].size, cb[i].size);
+		ASSERT_EQ(ca[i].stack, cb[i].stack);
+	}
+	free(ca);
+	free(cb);
+}
+
+/* Threads that write their own segments: the profile is the one of the same events written as
+ * one stream, though its blocks are numbered out of the order they come in (each segment's
+ * from a range of its own), across the recent window too (segments of 1 MiB reserve up to
+ * 131 072 numbers each), and the peak's set is taken while they come so. */
+TEST(segments_as_one_stream)
+{
+	static const struct {
+		uint64_t seed;
+		unsigned threads;
+		size_t body;
+		bool crash;
+	} runs[] = { { 1, 4, 256, false }, { 2, 8, 4096, true }, { 3, 6, LK_SEG_MAX, false } };
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		struct lk_profile_opts o = { .at_ns = 300, .age_ns = 100, .buckets = 8 };
+		struct lk_profile *a = NULL, *b = NULL;
+		char *err = NULL;
+		struct sim seg = { 0 }, one;
+
+		pb_threads(&seg.b, runs[i].seed, 30000, runs[i].threads, runs[i].body, runs[i].crash,
+			   NULL);
+		as_one_stream(&seg.b, &one);
+		ASSERT_OK(sim_load(&seg, &o, &a, &err));
+		ASSERT_OK(sim_load(&one, &o, &b, &err));
+		ASSERT_TRUE(lk_profile_totals(a)->samples > 10000);
+		expect_same_events(a, b);
+		lk_profile_free(a);
+		lk_profile_free(b);
+		free(seg.b.p);
+		free(one.b.p);
+	}
+}
