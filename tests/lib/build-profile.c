@@ -346,7 +346,7 @@ size_t pb_threads(struct pbuf *b, uint64_t seed, size_t events, unsigned threads
 			struct pb_seg *s = &h->seg;
 			if (!h->open || s->pos + LK_ALLOC_MAX + 1 > s->length ||
 			    (alloc && h->allocs == s->blocks)) {
-				if (h->open && (r >> 40) % 4)
+				if (h->open)
 					pb_seg_end(b, s);
 				pb_segment(b, s, t - main_t, 101 + actor, 1 + (r >> 44) % (body / 8),
 					   (r >> 50) % 4 ? 0 : (r >> 52) % 64, body);
@@ -378,6 +378,9 @@ size_t pb_threads(struct pbuf *b, uint64_t seed, size_t events, unsigned threads
 			ev[i] = e;
 		nrec++;
 	}
+	for (unsigned k = 0; k < threads; k++) /* some threads' last bodies unended */
+		if (th[k].open && xorshift(&x) % 2)
+			pb_seg_end(b, &th[k].seg);
 	if (!crash) {
 		PB_REC(b, lk_rec_counters(rec, LK_REC_TRAILER, t - main_t, 1, none));
 		nrec++;

@@ -88,9 +88,10 @@ size_t pb_seg_put(struct pbuf *b, struct pb_seg *s, const void *data, size_t n);
 /* A version 6 profile as libleek's writer would leave it for a program of `threads` threads
  * (tids 101, 102, ...) and its main thread (tid 1), `events` ALLOCs and FREEs drawn from seed: each
  * thread allocates and frees blocks (any thread's) in thread segments of `body` bytes (a new one
- * when its segment is full or has used the blocks it reserved, the old one ended by SEG_END or
- * left with zeros after its records); the main thread's ALLOCs and FREEs, RSS records, and each
- * STACK as it is first named, go into the main stream. The clock ticks now and then, so that most
+ * when its segment is full or has used the blocks it reserved, the old one ended by SEG_END);
+ * each thread's last segment is ended or left with zeros after its records, as by a thread that
+ * exited; the main thread's ALLOCs and FREEs, RSS records, and each STACK as it is first named,
+ * go into the main stream. The clock ticks now and then, so that most
  * records tie, as with exact mode's coarse clock. A TRAILER ends it unless `crash`. Every ALLOC
  * and FREE is described in ev[] (events of them, if ev is not NULL), in the order written. Returns
  * the number of records, bodies' included, that a reader hands out. */

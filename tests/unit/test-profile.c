@@ -1260,3 +1260,100 @@ TEST(segments_as_one_stream)
 		free(one.b.p);
 	}
 }
+
+/* Where the records of a body end: after its SEG_END, or after its last record. */
+static size_t body_content(const uint8_t *p, size_t len)
+{
+	size_t pos = 0;
+
+	while (pos < len && p[pos] && p[pos] != LK_REC_SEG_END) {
+		unsigned varints = p[pos] == LK_REC_ALLOC ? 3 : p[pos] == LK_REC_FREE ? 2 : 0;
+		pos += p[pos] == LK_REC_ALLOC_FIXED ? LK_ALLOC_FIXED_SIZE
+		       : p[pos] == LK_REC_FREE_FIXED ? LK_FREE_FIXED_SIZE : 1;
+		for (; varints; varints--, pos++)
+			while (p[pos] & 0x80)
+				pos++;
+	}
+	return pos < len && p[pos] == LK_REC_SEG_END ? pos + 1 : pos;
+}
+
+/* A segmented profile followed as `leek run` follows it, its bodies written late: each body's
+ * bytes are zeros when the limit first passes its SEGMENT, its first half is stored once the
+ * limit is past its end, and the rest 64 KiB later, as its thread would fill it while the main
+ * stream goes on. The follower never reads past a body not written whole, and ends with what
+ * lk_profile_load() makes of the finished file. */
+TEST(segments_followed_as_loaded)
+{
+	enum { BODIES = 4096, LAG = 65536 };
+	const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1 };
+	static size_t body_at[BODIES], body_len[BODIES], stored[BODIES], content[BODIES];
+	struct lk_profile *whole = NULL, *followed = NULL;
+	struct lk_profile_follow *f = NULL;
+	struct lk_reader *rd = lk_reader_new();
+	char *err = NULL, path[64];
+	size_t nbodies = 0, limit, header = 0, half = 0, done = 0;
+	struct lk_record r;
+	struct sim s = { 0 };
+	int fd = memfd_create("followed", MFD_CLOEXEC);
+
+	ASSERT_TRUE(fd >= 0 && rd);
+	pb_threads(&s.b, 5, 40000, 5, 2048, false, NULL);
+	ASSERT_OK(sim_load(&s, &one, &whole, &err));
+	ASSERT_OK(lk_reader_open_memory(rd, s.b.p, s.b.len));
+	header = lk_reader_header(rd)->h.header_size;
+	while (lk_reader_next(rd, &r) > 0)
+		if (r.tag == LK_REC_SEGMENT && r.segment.length) {
+			ASSERT_TRUE(nbodies < BODIES);
+			body_at[nbodies] = r.segment.body_offset;
+			body_len[nbodies] = r.segment.length;
+			content[nbodies++] = body_content(s.b.p + r.segment.body_offset,
+							  r.segment.length);
+		}
+	lk_reader_free(rd);
+	ASSERT_TRUE(nbodies > 20);
+
+	write_junk(fd, s.b.len + 4096);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	write_real(fd, &s.b, 0, header);
+	ASSERT_OK(lk_profile_follow_open(path, header, NULL, &f, &err));
+	for (limit = header; limit < s.b.len;) {
+		size_t from = limit;
+		limit = limit + 4096 < s.b.len ? limit + 4096 : s.b.len;
+		/* The main stream's new bytes; a body's as zeros, at first. */
+		write_real(fd, &s.b, from, limit);
+		for (size_t i = 0; i < nbodies; i++) {
+			size_t a = body_at[i], z = a + body_len[i];
+			if (a < limit && z > from) {
+				size_t lo = a > from ? a : from, hi = z < limit ? z : limit;
+				static const uint8_t zeros[4096];
+				ASSERT_EQ(pwrite(fd, zeros, hi - lo, (off_t)lo), (ssize_t)(hi - lo));
+			}
+		}
+		while (half < nbodies && body_at[half] + body_len[half] <= limit) {
+			stored[half] = body_len[half] / 2;
+			write_real(fd, &s.b, body_at[half], body_at[half] + stored[half]);
+			half++;
+		}
+		while (done < half && body_at[done] + body_len[done] + LAG <= limit) {
+			stored[done] = body_len[done];
+			write_real(fd, &s.b, body_at[done], body_at[done] + stored[done]);
+			done++;
+		}
+		ASSERT_OK(lk_profile_follow_step(f, limit, &err));
+		/* Never past a body whose records are not all stored. */
+		for (size_t i = 0; i < nbodies && body_at[i] < lk_profile_follow_offset(f); i++)
+			ASSERT_TRUE(stored[i] >= content[i]);
+	}
+	ASSERT_TRUE(done < nbodies); /* the last ones wait for the end */
+	ASSERT_TRUE(lk_profile_follow_offset(f) > s.b.len / 2); /* the rest did not */
+	for (; done < nbodies; done++)
+		write_real(fd, &s.b, body_at[done], body_at[done] + body_len[done]);
+	ASSERT_EQ(ftruncate(fd, (off_t)s.b.len), 0);
+	ASSERT_OK(lk_profile_follow_finish(f, &followed, &err));
+	lk_profile_follow_free(f);
+	expect_same_profile(followed, whole, true);
+	lk_profile_free(followed);
+	lk_profile_free(whole);
+	close(fd);
+	free(s.b.p);
+}
