@@ -19,7 +19,10 @@
  *   END offset=<end of the last complete record> trailer=yes|no
  *
  * ALLOC, FREE and INHERIT lines show what the reader decoded: the tid of the THREAD record before
- * ALLOC and FREE, and every block's number, not the differences the file holds.
+ * ALLOC and FREE (or of their thread segment), and every block's number, not the differences the
+ * file holds. Records come in the reader's order (read.h): a thread segment's ALLOCs and FREEs
+ * among the main stream's by time, so their offsets are not in file order, and a SEGMENT line
+ * shows the block numbers and the part of the file that its body holds.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -159,6 +162,13 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 		break;
 	case LK_REC_THREAD:
 		printf(" tid=%" PRIu64, rec->thread.tid);
+		break;
+	case LK_REC_SEGMENT:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" tid=%" PRIu64 " first_block=%" PRIu64 " blocks=%" PRIu64 " body=%" PRIu64
+		       " length=%" PRIu64, rec->segment.tid, rec->segment.first_block,
+		       rec->segment.blocks, rec->segment.body_offset, rec->segment.length);
 		break;
 	case LK_REC_INHERIT:
 		printf(" block=%" PRIu64 " size=%" PRIu64 " stack=%" PRIu64 " alloc_t=",

@@ -8,7 +8,10 @@
  * "Reading a profile being written"). So every byte below the size at the last look, less
  * LK_READ_RECORD_MAX, is written for good once the size has grown since, and every byte below
  * the size now, less LK_GROW_MAX and LK_READ_RECORD_MAX, always is: the higher of the two is the
- * follower's limit (lk_profile_follow_step). The last megabyte waits for the summary.
+ * follower's limit (lk_profile_follow_step). The last megabyte waits for the summary. A thread
+ * segment's body is the exception: its thread writes it after the file has grown past it, so the
+ * reader waits at its SEGMENT record until the body is complete, and the compressor is fed only
+ * what the reader has read.
  *
  * It follows the newest profile of the program's pid: the one of the program that exec ran, not
  * that of a shell that exec'd it. Anything that goes wrong only ends the following: the summary
@@ -287,7 +290,9 @@ static void follow_some(struct lk_run_follower *w)
 			w->failed = true;
 			return;
 		}
-		if (w->comp && lk_compress_stream_feed(w->comp, at) < 0)
+		/* Up to what the reader has read, not to `at`: a thread segment's body below `at`
+		 * may not be written yet, and the reader goes past a body only once it is whole. */
+		if (w->comp && lk_compress_stream_feed(w->comp, lk_profile_follow_offset(w->f)) < 0)
 			w->comp = lk_compress_stream_free(w->comp);
 		pthread_mutex_lock(&w->mu);
 		bool stop = w->stop;

@@ -18,7 +18,8 @@ static struct pb_block *find(struct pbuf *b, uint64_t addr)
 	return &b->map[i];
 }
 
-uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
+/* addr's block is number `block` from now on. */
+static void set_block(struct pbuf *b, uint64_t addr, uint64_t block)
 {
 	if (2 * (b->map_used + 1) > b->map_size) {
 		struct pb_block *old = b->map;
@@ -34,8 +35,13 @@ uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
 	}
 	struct pb_block *e = find(b, addr);
 	b->map_used += !e->block;
-	*e = (struct pb_block){ addr, ++b->blocks };
-	return e->block;
+	*e = (struct pb_block){ addr, block };
+}
+
+uint64_t pb_new_block(struct pbuf *b, uint64_t addr)
+{
+	set_block(b, addr, ++b->blocks);
+	return b->blocks;
 }
 
 uint64_t pb_block_at(struct pbuf *b, uint64_t addr)
@@ -63,8 +69,12 @@ void pb_put(struct pbuf *b, const void *data, size_t n)
 
 void pb_zeros(struct pbuf *b, size_t n)
 {
-	while (n--)
-		pb_put(b, "", 1);
+	static const uint8_t zeros[4096];
+
+	for (size_t k; n > 0; n -= k) {
+		k = n < sizeof(zeros) ? n : sizeof(zeros);
+		pb_put(b, zeros, k);
+	}
 }
 
 void pb_thread(struct pbuf *b, uint64_t tid)
@@ -99,6 +109,74 @@ size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 	return PB_REC(b, lk_rec_inherit(rec, size, stack, alloc_monotonic_ns));
 }
 
+size_t pb_segment(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t tid, uint64_t blocks,
+		  uint64_t skip, uint64_t length)
+{
+	*s = (struct pb_seg){ .length = length, .tid = tid, .first = b->blocks + 1,
+			      .blocks = blocks, .last = b->blocks, .prev = b->blocks };
+	s->at = PB_REC(b, lk_rec_segment(rec, dt, tid, blocks, skip, length));
+	pb_zeros(b, skip);
+	s->body = b->len;
+	pb_zeros(b, length);
+	b->blocks += blocks;
+	return s->at;
+}
+
+size_t pb_seg_put(struct pbuf *b, struct pb_seg *s, const void *data, size_t n)
+{
+	size_t at = s->body + s->pos;
+
+	if (s->pos + n > s->length)
+		abort();
+	memcpy(b->p + at, data, n);
+	s->pos += n;
+	return at;
+}
+
+size_t pb_seg_alloc(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t addr, uint64_t size,
+		    uint64_t stack)
+{
+	uint8_t rec[LK_ALLOC_MAX];
+
+	set_block(b, addr, ++s->last);
+	return pb_seg_put(b, s, rec, lk_rec_alloc(rec, dt, size, stack));
+}
+
+size_t pb_seg_free(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t addr)
+{
+	uint8_t rec[LK_FREE_MAX];
+
+	return pb_seg_put(b, s, rec, lk_rec_free(rec, dt, s->last, &s->prev, pb_block_at(b, addr)));
+}
+
+size_t pb_seg_alloc_fixed(struct pbuf *b, struct pb_seg *s, uint64_t addr, uint64_t size,
+			  uint64_t stack)
+{
+	uint8_t rec[LK_ALLOC_FIXED_SIZE];
+
+	if (size > 0xffff || stack > 0xffff)
+		abort();
+	set_block(b, addr, ++s->last);
+	return pb_seg_put(b, s, rec, lk_rec_alloc_fixed(rec, size, stack));
+}
+
+size_t pb_seg_free_fixed(struct pbuf *b, struct pb_seg *s, uint64_t addr)
+{
+	uint64_t block = pb_block_at(b, addr);
+	uint8_t rec[LK_FREE_FIXED_SIZE];
+
+	if (lk_free_code(s->last, s->prev, block) > 0xffff)
+		abort();
+	return pb_seg_put(b, s, rec, lk_rec_free_fixed(rec, s->last, &s->prev, block));
+}
+
+size_t pb_seg_end(struct pbuf *b, struct pb_seg *s)
+{
+	static const uint8_t end = LK_REC_SEG_END;
+
+	return pb_seg_put(b, s, &end, 1);
+}
+
 size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n)
 {
 	uint64_t frames[40];
@@ -115,7 +193,7 @@ void pb_header(struct pbuf *b, const struct pb_header *ph)
 	size_t exe_len = strlen(ph->exe), size = LK_HEADER_FIXED_SIZE + exe_len + ph->cmdline_len;
 	struct lk_file_header h = {
 		.magic = LK_FORMAT_MAGIC,
-		.version = htole16(LK_FORMAT_VERSION),
+		.version = htole16(ph->version ? ph->version : LK_FORMAT_VERSION),
 		.fixed_size = htole16(LK_HEADER_FIXED_SIZE),
 		.header_size = htole32((uint32_t)((size + 7) & ~(size_t)7)),
 		.flags = htole32(ph->flags),
@@ -201,6 +279,114 @@ void pb_build_sample(struct pb_sample *s)
 	REC(lk_rec_counters(rec, LK_REC_TRAILER, 11, 1700000001000000000, trailer));
 #undef REC
 	s->off[s->nrec] = b->len;
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+#define PB_THREADS_MAX 64
+
+/* One thread of pb_threads(): its open segment, and the time of its body's last record. */
+struct pb_thread {
+	struct pb_seg seg;
+	uint64_t t, allocs;
+	bool open;
+};
+
+size_t pb_threads(struct pbuf *b, uint64_t seed, size_t events, unsigned threads, size_t body,
+		  bool crash, struct pb_event *ev)
+{
+	static const uint64_t none[LK_CNT_MAX + 1];
+	struct pb_thread th[PB_THREADS_MAX] = { 0 };
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull | 1, t = 0, main_t = 0, stacks = 0, next_addr = 1;
+	uint64_t *live = calloc(events + 1, sizeof(*live));
+	size_t nlive = 0, nrec = 0;
+
+	if (!live || threads > PB_THREADS_MAX || body < 64)
+		abort();
+	pb_header(b, &(struct pb_header){ .flags = LK_HDR_EXACT | LK_HDR_COARSE_TIME, .pid = 9,
+					  .period = 1, .exe = "/usr/bin/threads" });
+	for (size_t i = 0; i < events; i++) {
+		uint64_t r = xorshift(&x), actor = r % (threads + 1), stack, addr, size;
+		bool alloc = nlive == 0 || (r >> 8) % 2, fixed = (r >> 9) % 2;
+		struct pb_event e = { .tid = 1 };
+
+		t += (r >> 10) % 4 == 0 ? 1 + (r >> 12) % 3 : 0;
+		if (actor == threads && (r >> 14) % 8 == 0) { /* the main stream's own */
+			PB_REC(b, lk_rec_pair(rec, LK_REC_RSS, t - main_t, 4096 * (r >> 40)));
+			main_t = t;
+			nrec++;
+		}
+		stack = stacks ? 1 + (r >> 16) % stacks : 0;
+		if (alloc && (stacks == 0 || (r >> 24) % 16 == 0)) { /* a new site: its STACK first */
+			pb_made_up_stack(b, ++stacks, 1 + (uint32_t)((r >> 28) % 3));
+			stack = stacks;
+			nrec++;
+		}
+		size = 1 + (r >> 32) % (fixed ? 4000 : 100000);
+		if (alloc) {
+			addr = live[nlive++] = next_addr++;
+		} else {
+			size_t k = (r >> 32) % nlive;
+			addr = live[k];
+			live[k] = live[--nlive];
+		}
+		if (actor == threads) {
+			nrec += !b->thread || b->tid != 1; /* the THREAD record pb_alloc writes */
+			e.offset = alloc ? pb_alloc(b, t - main_t, 1, addr, size, stack)
+					 : pb_free(b, t - main_t, 1, addr);
+			main_t = t;
+		} else {
+			struct pb_thread *h = &th[actor];
+			struct pb_seg *s = &h->seg;
+			if (!h->open || s->pos + LK_ALLOC_MAX + 1 > s->length ||
+			    (alloc && h->allocs == s->blocks)) {
+				if (h->open)
+					pb_seg_end(b, s);
+				pb_segment(b, s, t - main_t, 101 + actor, 1 + (r >> 44) % (body / 8),
+					   (r >> 50) % 4 ? 0 : (r >> 52) % 64, body);
+				main_t = h->t = t;
+				h->allocs = 0;
+				h->open = true;
+				nrec++;
+			}
+			fixed = fixed && h->t == t && stack <= 0xffff &&
+				(alloc || lk_free_code(s->last, s->prev, pb_block_at(b, addr)) <= 0xffff);
+			if (alloc && fixed)
+				e.offset = pb_seg_alloc_fixed(b, s, addr, size, stack);
+			else if (alloc)
+				e.offset = pb_seg_alloc(b, s, t - h->t, addr, size, stack);
+			else if (fixed)
+				e.offset = pb_seg_free_fixed(b, s, addr);
+			else
+				e.offset = pb_seg_free(b, s, t - h->t, addr);
+			h->allocs += alloc;
+			h->t = t;
+			e.tid = s->tid;
+		}
+		e.tag = alloc ? LK_REC_ALLOC : LK_REC_FREE;
+		e.block = pb_block_at(b, addr);
+		e.time = t;
+		e.size = alloc ? size : 0;
+		e.stack = alloc ? stack : 0;
+		if (ev)
+			ev[i] = e;
+		nrec++;
+	}
+	for (unsigned k = 0; k < threads; k++) /* some threads' last bodies unended */
+		if (th[k].open && xorshift(&x) % 2)
+			pb_seg_end(b, &th[k].seg);
+	if (!crash) {
+		PB_REC(b, lk_rec_counters(rec, LK_REC_TRAILER, t - main_t, 1, none));
+		nrec++;
+	}
+	free(live);
+	return nrec;
 }
 
 size_t pb_live(struct pbuf *b, size_t n)

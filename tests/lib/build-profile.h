@@ -58,11 +58,58 @@ size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr);
 size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 		  uint64_t alloc_monotonic_ns);
 
+/* A thread segment (version 6, format.h): pb_segment() appends a SEGMENT record of thread tid at
+ * dt, which reserves `blocks` block numbers, then `skip` zero bytes and a body of `length` zero
+ * bytes; the main stream goes on after it. pb_seg_*() then write the thread's records into the
+ * body, at any point of the building, as its thread would: each dt counts from the body's
+ * record before (the first from the SEGMENT's time), ALLOCs take the reserved numbers in order
+ * (on past them, for a test of a body that allocates more than it reserved), and a FREE codes its
+ * block against the body's own last ALLOC and FREE. Each returns the record's offset; a record
+ * that does not fit the body aborts (a test's mistake). */
+struct pb_seg {
+	size_t at, body, length, pos; /* offsets of the SEGMENT and its body; bytes written in it */
+	uint64_t tid, first, blocks;  /* the number of its first ALLOC; numbers reserved */
+	uint64_t last, prev;          /* the body's last ALLOC's and FREE's blocks (first - 1 first) */
+};
+
+size_t pb_segment(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t tid, uint64_t blocks,
+		  uint64_t skip, uint64_t length);
+size_t pb_seg_alloc(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t addr, uint64_t size,
+		    uint64_t stack);
+size_t pb_seg_free(struct pbuf *b, struct pb_seg *s, uint64_t dt, uint64_t addr);
+/* ALLOC_FIXED and FREE_FIXED: dt 0, and fields below 2^16. */
+size_t pb_seg_alloc_fixed(struct pbuf *b, struct pb_seg *s, uint64_t addr, uint64_t size,
+			  uint64_t stack);
+size_t pb_seg_free_fixed(struct pbuf *b, struct pb_seg *s, uint64_t addr);
+size_t pb_seg_end(struct pbuf *b, struct pb_seg *s); /* SEG_END */
+/* n raw bytes into the body: a record broken on purpose. */
+size_t pb_seg_put(struct pbuf *b, struct pb_seg *s, const void *data, size_t n);
+
+/* A version 6 profile as libleek's writer would leave it for a program of `threads` threads
+ * (tids 101, 102, ...) and its main thread (tid 1), `events` ALLOCs and FREEs drawn from seed: each
+ * thread allocates and frees blocks (any thread's) in thread segments of `body` bytes (a new one
+ * when its segment is full or has used the blocks it reserved, the old one ended by SEG_END);
+ * each thread's last segment is ended or left with zeros after its records, as by a thread that
+ * exited; the main thread's ALLOCs and FREEs, RSS records, and each STACK as it is first named,
+ * go into the main stream. The clock ticks now and then, so that most
+ * records tie, as with exact mode's coarse clock. A TRAILER ends it unless `crash`. Every ALLOC
+ * and FREE is described in ev[] (events of them, if ev is not NULL), in the order written. Returns
+ * the number of records, bodies' included, that a reader hands out. */
+struct pb_event {
+	size_t offset;
+	uint8_t tag;              /* LK_REC_ALLOC or LK_REC_FREE, as a reader hands it out */
+	uint64_t tid, block, time, size, stack;
+};
+
+size_t pb_threads(struct pbuf *b, uint64_t seed, size_t events, unsigned threads, size_t body,
+		  bool crash, struct pb_event *ev);
+
 /* STACK id of n made-up frames (n at most 40): 0x400000 + id * 0x40 + k * 0x1000 for frame k, so
  * that no two ids share a frame. Returns its offset. */
 size_t pb_made_up_stack(struct pbuf *b, uint64_t id, uint32_t n);
 
 struct pb_header {
+	uint16_t version; /* 0: LK_FORMAT_VERSION */
 	uint32_t flags, pid, ppid;
 	uint64_t period, start_realtime_ns, start_monotonic_ns, session, seed;
 	const char *exe, *cmdline;

@@ -80,7 +80,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_STREQ(res.err, "");
-	ASSERT_CONTAINS(res.out, "HEADER version=5 pid=4242 ppid=4241 flags=0x2(forked) "
+	ASSERT_CONTAINS(res.out, "HEADER version=6 pid=4242 ppid=4241 flags=0x2(forked) "
 				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
 				 "max_frames=128 header_size=112 "
 				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"
@@ -121,6 +121,39 @@ TEST(dump_sample)
 	ASSERT_CONTAINS(res.out, "trailer:     yes\n");
 	ASSERT_CONTAINS(strstr(res.out, "trailer:") + 1, "file:");
 	free(s.b.p);
+}
+
+/* A thread segment's SEGMENT line, and its records where the reader merges them, with its tid. */
+TEST(dump_segments)
+{
+	char path[] = "/tmp/leek-cli-XXXXXX", want[512];
+	struct pbuf b = { 0 };
+	struct pb_seg s;
+	size_t seg, a, f, rss;
+
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 1);
+	seg = pb_segment(&b, &s, 10, 77, 2, 3, 16);
+	a = pb_seg_alloc(&b, &s, 5, 0x1, 64, 1);
+	f = pb_seg_free_fixed(&b, &s, 0x1);
+	pb_seg_end(&b, &s);
+	rss = PB_REC(&b, lk_rec_pair(rec, LK_REC_RSS, 10, 4096));
+	write_temp(path, b.p, b.len);
+	run_leek(&res, NULL, (const char *[]){ "dump", path, NULL });
+	ASSERT_EQ(res.status, 0);
+	snprintf(want, sizeof(want),
+		 "\n@%zu SEGMENT t=0.000000010 tid=77 first_block=1 blocks=2 body=%zu length=16\n"
+		 "@%zu ALLOC t=0.000000015 tid=77 block=1 size=64 stack=1\n"
+		 "@%zu FREE t=0.000000015 tid=77 block=1\n"
+		 "@%zu RSS t=0.000000020 rss=4096\nEND offset=%zu trailer=no\n",
+		 seg, s.body, a, f, rss, b.len);
+	ASSERT_CONTAINS(res.out, want);
+	run_leek(&res, NULL, (const char *[]){ "dump", "--summary", path, NULL });
+	unlink(path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "samples:     1 allocations, 1 frees, 0 inherited");
+	ASSERT_CONTAINS(res.out, "live at end: 0 sampled blocks, 0 bytes requested\n");
+	free(b.p);
 }
 
 TEST(dump_errors)

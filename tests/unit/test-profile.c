@@ -1109,3 +1109,251 @@ TEST(counts_exact_unknown_counter_no_trailer)
 	lk_profile_free(p);
 	free(s.b.p);
 }
+
+/* ---- thread segments (version 6) ---- */
+
+/* The records of a segmented profile, as the reader hands them out, written again as one version
+ * 5 stream: the same events in the same order and at the same times, their blocks numbered in
+ * that order rather than by the ranges the segments reserved. */
+static void as_one_stream(const struct pbuf *seg, struct sim *v5)
+{
+	struct lk_reader *rd = lk_reader_new();
+	const struct lk_profile_header *h;
+	struct lk_record r;
+	uint64_t t = 0;
+	int k;
+
+	ASSERT_TRUE(rd);
+	ASSERT_OK(lk_reader_open_memory(rd, seg->p, seg->len));
+	h = lk_reader_header(rd);
+	*v5 = (struct sim){ 0 };
+	pb_header(&v5->b, &(struct pb_header){ .version = 5, .flags = h->h.flags, .pid = h->h.pid,
+					       .period = h->h.period, .exe = h->exe });
+	while ((k = lk_reader_next(rd, &r)) > 0) {
+		uint64_t dt = r.time_ns - t, counters[LK_CNT_MAX + 1] = { 0 };
+		switch (r.tag) {
+		case LK_REC_STACK:
+			PB_REC(&v5->b, lk_rec_stack(rec, r.stack.id, r.stack.frames, r.stack.nframes));
+			break;
+		case LK_REC_ALLOC:
+			pb_alloc(&v5->b, dt, r.alloc.tid, r.alloc.block, r.alloc.size, r.alloc.stack);
+			break;
+		case LK_REC_FREE:
+			pb_free(&v5->b, dt, r.free.tid, r.free.block);
+			break;
+		case LK_REC_RSS:
+			PB_REC(&v5->b, lk_rec_pair(rec, LK_REC_RSS, dt, r.rss.bytes));
+			break;
+		case LK_REC_TRAILER:
+			for (uint32_t i = 0; i < r.counters.n; i++)
+				counters[r.counters.v[i].id] = r.counters.v[i].value;
+			PB_REC(&v5->b, lk_rec_counters(rec, LK_REC_TRAILER, dt,
+						       r.counters.end_realtime_ns, counters));
+			break;
+		default: /* SEGMENT, THREAD: the stream above has its own */
+			dt = 0;
+			break;
+		}
+		t += dt;
+	}
+	ASSERT_EQ(k, 0);
+	lk_reader_free(rd);
+}
+
+static int cmp_block_by_content(const void *x, const void *y)
+{
+	const struct lk_live_block *a = x, *b = y;
+
+	if (a->t_ns != b->t_ns)
+		return a->t_ns < b->t_ns ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return a->stack < b->stack ? -1 : a->stack > b->stack;
+}
+
+/* The same events give the same profile, whatever numbers their blocks have: a's and b's totals,
+ * peak, stacks, timeline and blocks live at the end. */
+static void expect_same_events(const struct lk_profile *a, const struct lk_profile *b)
+{
+	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
+	const struct lk_timeline_point *ta, *tb;
+	const struct lk_stack_stats *sa, *sb;
+	const struct lk_live_block *la, *lb;
+	size_t n = lk_profile_stacks(a, &sa), nt = lk_profile_timeline(a, &ta);
+
+	ASSERT_EQ(x->duration_ns, y->duration_ns);
+	ASSERT_EQ(x->samples, y->samples);
+	ASSERT_EQ(x->frees, y->frees);
+	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
+	ASSERT_EQ(x->max_live, y->max_live);
+	ASSERT_EQ(x->max_rss, y->max_rss);
+	ASSERT_EQ(x->peak_ns, y->peak_ns);
+	ASSERT_EQ(x->trailer, y->trailer);
+	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
+	expect_same_estimate(&x->alloc_objects, &y->alloc_objects);
+	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
+	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
+	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
+	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ(sa[i].id, sb[i].id);
+		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
+		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
+		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
+		expect_same_estimate(&sa[i].peak_objects, &sb[i].peak_objects);
+		expect_same_estimate(&sa[i].old_bytes, &sb[i].old_bytes);
+		for (size_t k = 0; k < nt; k++)
+			ASSERT_EQ(sa[i].series[k], sb[i].series[k]);
+	}
+	ASSERT_EQ(nt, lk_profile_timeline(b, &tb));
+	for (size_t k = 0; k < nt; k++) {
+		ASSERT_EQ(ta[k].t_ns, tb[k].t_ns);
+		ASSERT_EQ(ta[k].heap_bytes, tb[k].heap_bytes);
+		ASSERT_EQ(ta[k].heap_max, tb[k].heap_max);
+	}
+	n = lk_profile_live_blocks(a, &la);
+	ASSERT_EQ(n, lk_profile_live_blocks(b, &lb));
+	struct lk_live_block *ca = malloc(n * sizeof(*ca) + 1), *cb = malloc(n * sizeof(*cb) + 1);
+	ASSERT_TRUE(ca && cb);
+	memcpy(ca, la, n * sizeof(*ca));
+	memcpy(cb, lb, n * sizeof(*cb));
+	qsort(ca, n, sizeof(*ca), cmp_block_by_content);
+	qsort(cb, n, sizeof(*cb), cmp_block_by_content);
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ(ca[i].t_ns, cb[i].t_ns);
+		ASSERT_EQ(ca[i].size, cb[i].size);
+		ASSERT_EQ(ca[i].stack, cb[i].stack);
+	}
+	free(ca);
+	free(cb);
+}
+
+/* Threads that write their own segments: the profile is the one of the same events written as
+ * one stream, though its blocks are numbered out of the order they come in (each segment's
+ * from a range of its own), across the recent window too (segments of 1 MiB reserve up to
+ * 131 072 numbers each), and the peak's set is taken while they come so. */
+TEST(segments_as_one_stream)
+{
+	static const struct {
+		uint64_t seed;
+		unsigned threads;
+		size_t body;
+		bool crash;
+	} runs[] = { { 1, 4, 256, false }, { 2, 8, 4096, true }, { 3, 6, LK_SEG_MAX, false } };
+
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		struct lk_profile_opts o = { .at_ns = 300, .age_ns = 100, .buckets = 8 };
+		struct lk_profile *a = NULL, *b = NULL;
+		char *err = NULL;
+		struct sim seg = { 0 }, one;
+
+		pb_threads(&seg.b, runs[i].seed, 30000, runs[i].threads, runs[i].body, runs[i].crash,
+			   NULL);
+		as_one_stream(&seg.b, &one);
+		ASSERT_OK(sim_load(&seg, &o, &a, &err));
+		ASSERT_OK(sim_load(&one, &o, &b, &err));
+		ASSERT_TRUE(lk_profile_totals(a)->samples > 10000);
+		expect_same_events(a, b);
+		lk_profile_free(a);
+		lk_profile_free(b);
+		free(seg.b.p);
+		free(one.b.p);
+	}
+}
+
+/* Where the records of a body end: after its SEG_END, or after its last record. */
+static size_t body_content(const uint8_t *p, size_t len)
+{
+	size_t pos = 0;
+
+	while (pos < len && p[pos] && p[pos] != LK_REC_SEG_END) {
+		unsigned varints = p[pos] == LK_REC_ALLOC ? 3 : p[pos] == LK_REC_FREE ? 2 : 0;
+		pos += p[pos] == LK_REC_ALLOC_FIXED ? LK_ALLOC_FIXED_SIZE
+		       : p[pos] == LK_REC_FREE_FIXED ? LK_FREE_FIXED_SIZE : 1;
+		for (; varints; varints--, pos++)
+			while (p[pos] & 0x80)
+				pos++;
+	}
+	return pos < len && p[pos] == LK_REC_SEG_END ? pos + 1 : pos;
+}
+
+/* A segmented profile followed as `leek run` follows it, its bodies written late: each body's
+ * bytes are zeros when the limit first passes its SEGMENT, its first half is stored once the
+ * limit is past its end, and the rest 64 KiB later, as its thread would fill it while the main
+ * stream goes on. The follower never reads past a body not written whole, and ends with what
+ * lk_profile_load() makes of the finished file. */
+TEST(segments_followed_as_loaded)
+{
+	enum { BODIES = 4096, LAG = 65536 };
+	const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1 };
+	static size_t body_at[BODIES], body_len[BODIES], stored[BODIES], content[BODIES];
+	struct lk_profile *whole = NULL, *followed = NULL;
+	struct lk_profile_follow *f = NULL;
+	struct lk_reader *rd = lk_reader_new();
+	char *err = NULL, path[64];
+	size_t nbodies = 0, limit, header = 0, half = 0, done = 0;
+	struct lk_record r;
+	struct sim s = { 0 };
+	int fd = memfd_create("followed", MFD_CLOEXEC);
+
+	ASSERT_TRUE(fd >= 0 && rd);
+	pb_threads(&s.b, 5, 40000, 5, 2048, false, NULL);
+	ASSERT_OK(sim_load(&s, &one, &whole, &err));
+	ASSERT_OK(lk_reader_open_memory(rd, s.b.p, s.b.len));
+	header = lk_reader_header(rd)->h.header_size;
+	while (lk_reader_next(rd, &r) > 0)
+		if (r.tag == LK_REC_SEGMENT && r.segment.length) {
+			ASSERT_TRUE(nbodies < BODIES);
+			body_at[nbodies] = r.segment.body_offset;
+			body_len[nbodies] = r.segment.length;
+			content[nbodies++] = body_content(s.b.p + r.segment.body_offset,
+							  r.segment.length);
+		}
+	lk_reader_free(rd);
+	ASSERT_TRUE(nbodies > 20);
+
+	write_junk(fd, s.b.len + 4096);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	write_real(fd, &s.b, 0, header);
+	ASSERT_OK(lk_profile_follow_open(path, header, NULL, &f, &err));
+	for (limit = header; limit < s.b.len;) {
+		size_t from = limit;
+		limit = limit + 4096 < s.b.len ? limit + 4096 : s.b.len;
+		/* The main stream's new bytes; a body's as zeros, at first. */
+		write_real(fd, &s.b, from, limit);
+		for (size_t i = 0; i < nbodies; i++) {
+			size_t a = body_at[i], z = a + body_len[i];
+			if (a < limit && z > from) {
+				size_t lo = a > from ? a : from, hi = z < limit ? z : limit;
+				static const uint8_t zeros[4096];
+				ASSERT_EQ(pwrite(fd, zeros, hi - lo, (off_t)lo), (ssize_t)(hi - lo));
+			}
+		}
+		while (half < nbodies && body_at[half] + body_len[half] <= limit) {
+			stored[half] = body_len[half] / 2;
+			write_real(fd, &s.b, body_at[half], body_at[half] + stored[half]);
+			half++;
+		}
+		while (done < half && body_at[done] + body_len[done] + LAG <= limit) {
+			stored[done] = body_len[done];
+			write_real(fd, &s.b, body_at[done], body_at[done] + stored[done]);
+			done++;
+		}
+		ASSERT_OK(lk_profile_follow_step(f, limit, &err));
+		/* Never past a body whose records are not all stored. */
+		for (size_t i = 0; i < nbodies && body_at[i] < lk_profile_follow_offset(f); i++)
+			ASSERT_TRUE(stored[i] >= content[i]);
+	}
+	ASSERT_TRUE(done < nbodies); /* the last ones wait for the end */
+	ASSERT_TRUE(lk_profile_follow_offset(f) > s.b.len / 2); /* the rest did not */
+	for (; done < nbodies; done++)
+		write_real(fd, &s.b, body_at[done], body_at[done] + body_len[done]);
+	ASSERT_EQ(ftruncate(fd, (off_t)s.b.len), 0);
+	ASSERT_OK(lk_profile_follow_finish(f, &followed, &err));
+	lk_profile_follow_free(f);
+	expect_same_profile(followed, whole, true);
+	lk_profile_free(followed);
+	lk_profile_free(whole);
+	close(fd);
+	free(s.b.p);
+}

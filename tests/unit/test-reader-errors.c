@@ -2,13 +2,16 @@
  * (src/cli/read/read.c).
  *
  * Each case builds a valid header and a few records with record.h's encoders, breaks one thing,
- * and checks the exact "offset N: ..." message, so that a changed check shows up here.
+ * and checks the exact "offset N: ..." message, so that a changed check shows up here. The thread
+ * segments' checks (read-segment.c, read-merge.c) come last.
  */
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "build-profile.h"
 #include "harness.h"
@@ -61,7 +64,7 @@ TEST(unknown_tag)
 	pb_put(&b, "\x2a\x01\x02", 3);
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x2a", at));
 	b.p[at] = LK_REC_MAX_KNOWN + 1; /* the first reserved tag */
-	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0d", at));
+	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x0f", at));
 	b.p[at] = 0x7f;
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x7f", at));
 	free(b.p);
@@ -513,5 +516,327 @@ TEST(broken_thread)
 	b.len = at;
 	pb_put(&b, "\x0a\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 12);
 	EXPECT_ERROR(&b, fmt("offset %zu: THREAD record holds a varint over 64 bits", at));
+	free(b.p);
+}
+
+/* ---- thread segments (version 6): read-segment.c and read-merge.c ---- */
+
+#define EXPECT_ERRORF(b, ...)                                                                      \
+	do {                                                                                       \
+		char _want[512];                                                                   \
+		snprintf(_want, sizeof(_want), __VA_ARGS__);                                       \
+		EXPECT_ERROR(b, _want);                                                            \
+	} while (0)
+
+/* A SEGMENT record with any fields, written by hand past the encoder's sense. */
+static size_t put_segment(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t blocks,
+			  uint64_t skip, uint64_t length)
+{
+	return PB_REC(b, lk_rec_segment(rec, dt, tid, blocks, skip, length));
+}
+
+/* Its fields, checked before anything is allocated or read; and cut short. */
+TEST(segment_fields)
+{
+	struct pbuf b = { 0 };
+	size_t at;
+
+	pb_simple_header(&b);
+	at = put_segment(&b, 0, 1, 0, 0, LK_SEG_MAX + 1);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT body of 1048577 bytes (at most 1048576)", at);
+	b.len = at;
+	put_segment(&b, 0, 1, 0, 0, UINT64_MAX);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT body of 18446744073709551615 bytes (at most "
+		      "1048576)", at);
+	b.len = at;
+	put_segment(&b, 0, 1, 0, LK_SEG_SKIP_MAX + 1, 8);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT skips 65537 bytes before its body (at most 65536)",
+		      at);
+	b.len = at;
+	put_segment(&b, 0, 1, 9, 0, 8);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT reserves 9 blocks for a body of 8 bytes", at);
+
+	/* Cut: in the record, in its skip, in its body. */
+	b.len = at;
+	put_segment(&b, 0, 1, 8, 3, 8);
+	size_t whole = b.len;
+	b.len = at + 3;
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT record cut by the end of the file", at);
+	b.len = whole;
+	pb_zeros(&b, 2);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT record's body of 8 bytes cut by the end of the file",
+		      at);
+	pb_zeros(&b, 3 + 7 - 2);
+	EXPECT_ERRORF(&b, "offset %zu: SEGMENT record's body of 8 bytes cut by the end of the file",
+		      at);
+	pb_zeros(&b, 1); /* whole: an empty body */
+	char msg[256];
+	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, 1);
+	free(b.p);
+}
+
+/* SEGMENT and SEG_END are unknown before version 6; SEG_END is never the main stream's. */
+TEST(segment_tags)
+{
+	struct pbuf b = { 0 };
+	uint16_t v5 = htole16(5);
+	size_t at;
+
+	pb_simple_header(&b);
+	at = b.len;
+	pb_put(&b, "\x0e", 1);
+	EXPECT_ERRORF(&b, "offset %zu: SEG_END record outside a thread segment's body", at);
+	patch_header(&b, 8, &v5, 2);
+	EXPECT_ERRORF(&b, "offset %zu: unknown record tag 0x0e in a version 5 profile (version 6 "
+		      "has it)", at);
+	b.len = at;
+	put_segment(&b, 0, 1, 0, 0, 0);
+	EXPECT_ERRORF(&b, "offset %zu: unknown record tag 0x0d in a version 5 profile (version 6 "
+		      "has it)", at);
+	free(b.p);
+}
+
+/* What a body may hold: ALLOC, FREE, their fixed forms and SEG_END, each whole inside it, and no
+ * more ALLOCs than its SEGMENT reserved blocks. */
+TEST(segment_body_records)
+{
+	static const struct {
+		const char *bytes;
+		size_t n, bad; /* the body's bytes; where the record at fault starts */
+		const char *msg;
+	} cases[] = {
+		{ "\x03\x01\x01\x00", 4, 0, "record tag 0x03 in the body of the SEGMENT at offset "
+					    "%zu, which holds only ALLOC, FREE, ALLOC_FIXED, "
+					    "FREE_FIXED and SEG_END" },
+		{ "\x01\x00\x08\x00\x0d", 5, 4, "record tag 0x0d in the body of the SEGMENT at "
+						"offset %zu, which holds only ALLOC, FREE, "
+						"ALLOC_FIXED, FREE_FIXED and SEG_END" },
+		{ "\x81\x00", 2, 0, "record tag 0x81 in the body of the SEGMENT at offset %zu, which "
+				    "holds only ALLOC, FREE, ALLOC_FIXED, FREE_FIXED and SEG_END" },
+		{ "\x01\x00\x08", 3, 0, "ALLOC record crosses the end of its SEGMENT's body at "
+					"offset %zu" },
+		{ "\x0b\x08\x00\x00", 4, 0, "ALLOC_FIXED record crosses the end of its SEGMENT's "
+					    "body at offset %zu" },
+		{ "\x01\x00\x08\x00\x02\x00\x80", 7, 4, "FREE record crosses the end of its SEGMENT's "
+							"body at offset %zu" },
+		{ "\x01\x00\x08\x00\x0c\x01", 6, 4, "FREE_FIXED record crosses the end of its "
+						    "SEGMENT's body at offset %zu" },
+		{ "\x02\x80\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", 12, 0,
+		  "FREE record holds a varint over 64 bits" },
+		{ "\x01\x00\x08\x00" "\x0b\x08\x00\x00\x00" "\x01\x00\x08\x00", 13, 9,
+		  "ALLOC beyond the 2 blocks that its SEGMENT (offset %zu) reserved" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct pbuf b = { 0 };
+		struct pb_seg s;
+		char want[512], m[400];
+
+		pb_simple_header(&b);
+		pb_segment(&b, &s, 1, 7, 2, 0, cases[i].n);
+		pb_seg_put(&b, &s, cases[i].bytes, cases[i].n);
+		/* The offset a message names is the body's end, or the SEGMENT's. */
+		snprintf(m, sizeof(m), cases[i].msg,
+			 strstr(cases[i].msg, "crosses") ? s.body + s.length : s.at);
+		snprintf(want, sizeof(want), "offset %zu: %s", s.body + cases[i].bad, m);
+		EXPECT_ERROR(&b, want);
+	}
+	/* One reserved block and one ALLOC: fine; a second ALLOC: "1 block". */
+	struct pbuf b = { 0 };
+	struct pb_seg s;
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 1, 0, 16);
+	pb_seg_alloc(&b, &s, 0, 0x1, 8, 0);
+	char msg[256];
+	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, 2);
+	size_t at = pb_seg_alloc(&b, &s, 0, 0x2, 8, 0);
+	EXPECT_ERRORF(&b, "offset %zu: ALLOC beyond the 1 block that its SEGMENT (offset %zu) "
+		      "reserved", at, s.at);
+	free(b.p);
+}
+
+/* A body's FREE of a block that nothing allocates: block 0; one of its own blocks before its
+ * ALLOC (at once: nothing can come between); one never numbered (at the end, when nothing more
+ * can allocate it). An ALLOC of a stack never defined fails at the end too. */
+TEST(segment_frees_and_stacks)
+{
+	struct pbuf b = { 0 };
+	struct pb_seg s;
+	uint8_t rec[LK_FREE_MAX];
+	uint64_t prev;
+	size_t at;
+
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16);
+	prev = s.prev;
+	at = pb_seg_put(&b, &s, rec, lk_rec_free(rec, 0, s.last, &prev, 0));
+	EXPECT_ERRORF(&b, "offset %zu: FREE of block 0 that no record allocated", at);
+
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16); /* blocks 1 and 2 */
+	pb_seg_alloc(&b, &s, 0, 0x1, 8, 0);
+	prev = s.prev;
+	at = pb_seg_put(&b, &s, rec, lk_rec_free(rec, 0, s.last, &prev, 2));
+	EXPECT_ERRORF(&b, "offset %zu: FREE of block 2 that no record allocated", at);
+
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16);
+	pb_seg_alloc(&b, &s, 0, 0x1, 8, 0);
+	prev = s.prev;
+	at = pb_seg_put(&b, &s, rec, lk_rec_free(rec, 0, s.last, &prev, 1000));
+	pb_made_up_stack(&b, 1, 1);
+	pb_alloc(&b, 5, 1, 0x3, 8, 1); /* block 3, not 1000: the end */
+	char msg[256];
+	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
+	ASSERT_EQ(n, 5); /* SEGMENT, its ALLOC, STACK, THREAD, ALLOC */
+	snprintf(msg, sizeof(msg), "offset %zu: FREE of block 1000 that no record allocated", at);
+	EXPECT_ERROR(&b, msg);
+
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16);
+	at = pb_seg_alloc_fixed(&b, &s, 0x1, 8, 3);
+	pb_made_up_stack(&b, 1, 1);
+	pb_made_up_stack(&b, 2, 1);
+	EXPECT_ERRORF(&b, "offset %zu: ALLOC_FIXED names stack 3, which is not defined yet", at);
+	free(b.p);
+}
+
+/* Two bodies whose first FREEs free each other's later ALLOCs: neither can go first. */
+TEST(segments_waiting_on_each_other)
+{
+	struct pbuf b = { 0 };
+	struct pb_seg s1, s2;
+	size_t at;
+
+	pb_simple_header(&b);
+	pb_segment(&b, &s1, 1, 7, 2, 0, 16); /* blocks 1, 2 */
+	pb_segment(&b, &s2, 0, 8, 2, 0, 16); /* blocks 3, 4 */
+	uint8_t rec[LK_FREE_MAX];
+	uint64_t prev = s1.prev;
+	at = pb_seg_put(&b, &s1, rec, lk_rec_free(rec, 0, s1.last, &prev, 4));
+	s1.prev = prev;
+	pb_seg_alloc(&b, &s1, 0, 0x1, 8, 0);
+	pb_seg_alloc(&b, &s1, 0, 0x2, 8, 0);
+	pb_seg_free(&b, &s2, 0, 0x2);
+	pb_seg_alloc(&b, &s2, 0, 0x3, 8, 0);
+	pb_seg_alloc(&b, &s2, 0, 0x4, 8, 0);
+	EXPECT_ERRORF(&b, "offset %zu: FREE of block 4 that no record allocated: thread segments "
+		      "wait on each other", at);
+	free(b.p);
+}
+
+/* A main FREE whose ALLOC, in a body, waits for a STACK that comes after the FREE. */
+TEST(main_free_before_its_alloc_can_come)
+{
+	struct pbuf b = { 0 };
+	struct pb_seg s;
+	size_t at;
+
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 1, 0, 16);
+	pb_seg_alloc(&b, &s, 0, 0x1, 8, 1);
+	at = pb_free(&b, 0, 1, 0x1);
+	pb_made_up_stack(&b, 1, 1);
+	EXPECT_ERRORF(&b, "offset %zu: FREE of block 1, whose ALLOC in a thread segment waits for "
+		      "a later record of the main stream", at);
+	free(b.p);
+}
+
+/* A FREE that waits on more than LK_READ_SEG_WAIT_MAX segments in turn: each of k bodies frees the
+ * next one's block before allocating its own, and one more frees the first one's. */
+TEST(segments_waiting_in_a_long_chain)
+{
+	enum { K = LK_READ_SEG_WAIT_MAX + 10 };
+	static struct pb_seg s[K + 1];
+	struct pbuf b = { 0 };
+	size_t at;
+
+	pb_simple_header(&b);
+	for (int i = 0; i <= K; i++)
+		pb_segment(&b, &s[i], i == 0, 100 + (uint64_t)i, i < K, 0, 16);
+	pb_seg_alloc(&b, &s[K - 1], 99, (uint64_t)K, 8, 0);
+	for (int i = K - 2; i >= 0; i--) {
+		pb_seg_free(&b, &s[i], 99, (uint64_t)i + 2);
+		pb_seg_alloc(&b, &s[i], 0, (uint64_t)i + 1, 8, 0);
+	}
+	at = pb_seg_free(&b, &s[K], 99, 1);
+	EXPECT_ERRORF(&b, "offset %zu: FREE of block 1 waits on more than %d thread segments in "
+		      "turn", at, LK_READ_SEG_WAIT_MAX);
+	/* Without the last one, the chain unwinds at the end, every FREE after its ALLOC. */
+	s[K].pos = 0;
+	memset(b.p + s[K].body, 0, s[K].length);
+	char msg[256];
+	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, (K + 1) + 2 * K - 1);
+	free(b.p);
+}
+
+/* Bodies held at once: LK_READ_SEG_OPEN_MAX of them, whose records wait for a later time. */
+TEST(segments_open_at_once)
+{
+	struct pbuf b = { 0 };
+	struct pb_seg s;
+	size_t at = 0;
+
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 1);
+	for (int i = 0; i <= LK_READ_SEG_OPEN_MAX; i++) {
+		at = pb_segment(&b, &s, 0, 1, 1, 0, 5);
+		pb_seg_alloc(&b, &s, 1000, (uint64_t)i + 1, 8, 1);
+	}
+	EXPECT_ERRORF(&b, "offset %zu: more than %d thread segments open at once", at,
+		      LK_READ_SEG_OPEN_MAX);
+	b.len = at; /* one fewer: all held, then all handed out at the end */
+	char msg[256];
+	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, 1 + 2 * (size_t)LK_READ_SEG_OPEN_MAX);
+	free(b.p);
+}
+
+/* And LK_READ_SEG_BYTES_MAX bytes of bodies: 257 of the longest, from a sparse file (the zeros
+ * after each body's one record take no memory). */
+TEST(segment_bytes_open_at_once)
+{
+	static const uint8_t alloc[] = { LK_REC_ALLOC, 0xe8, 0x07, 8, 0 }; /* dt 1000 */
+	char path[] = "/tmp/leek-test-XXXXXX", msg[256];
+	uint8_t seg[LK_SEGMENT_MAX];
+	int fd = mkstemp(path), r;
+	struct pbuf b = { 0 };
+	struct lk_record rec;
+	size_t at = 0, off, n = 0;
+
+	ASSERT_TRUE(fd >= 0);
+	pb_simple_header(&b);
+	ASSERT_EQ(pwrite(fd, b.p, b.len, 0), (ssize_t)b.len);
+	off = b.len;
+	for (unsigned i = 0; i <= LK_READ_SEG_BYTES_MAX / LK_SEG_MAX; i++) {
+		size_t k = lk_rec_segment(seg, 0, 1, 1, 0, LK_SEG_MAX);
+		at = off;
+		ASSERT_EQ(pwrite(fd, seg, k, (off_t)off), (ssize_t)k);
+		ASSERT_EQ(pwrite(fd, alloc, sizeof(alloc), (off_t)(off + k)), (ssize_t)sizeof(alloc));
+		off += k + LK_SEG_MAX;
+	}
+	ASSERT_EQ(ftruncate(fd, (off_t)off), 0);
+	struct lk_reader *rd = lk_reader_new();
+	ASSERT_OK(lk_reader_open(rd, path));
+	unlink(path);
+	close(fd);
+	while ((r = lk_reader_next(rd, &rec)) > 0)
+		n++;
+	ASSERT_EQ(r, -EBADMSG);
+	ASSERT_EQ(n, LK_READ_SEG_BYTES_MAX / LK_SEG_MAX); /* their SEGMENTs: the ALLOCs wait */
+	snprintf(msg, sizeof(msg), "offset %zu: more than %u bytes of thread segments open at once",
+		 at, LK_READ_SEG_BYTES_MAX);
+	ASSERT_STREQ(lk_reader_error(rd), msg);
+	lk_reader_free(rd);
 	free(b.p);
 }

@@ -24,11 +24,15 @@ typedef __int128 lk_q128;      /* a fixed-point sum of bytes */
 
 /* One sampled block that is live. */
 struct live_block {
-	uint64_t seq;     /* its number in the file (format.h): blocks are added in that order */
+	uint64_t seq;     /* its number in the file (format.h); a version 6 profile's thread
+			   * segments hand them out of order */
 	uint64_t size;
 	int64_t t_ns;     /* allocation time since start; negative for an INHERITed block */
 	uint32_t stack;   /* the stack id (the reader checked it is defined) */
-	uint32_t next;    /* free list link (slot + 1, 0 = end) while the slot is free */
+	union {
+		uint32_t next;  /* free list link (slot + 1, 0 = end) while the slot is free */
+		uint32_t epoch; /* while live: the marks made before it came (live_set_mark) */
+	};
 };
 
 /* A block that was live at the mark (live_set_mark()) and has left the set since. */
@@ -61,16 +65,16 @@ struct live_set {
 	lk_q128 heap_q;              /* sum of q over live blocks */
 	double heap_var;             /* sum of s^2 v1: drifts by rounding, reset at count 0 */
 	uint64_t period;             /* 1 in exact mode */
-	uint64_t seq, mark;          /* the last block added; seq at the mark (0: none yet) */
+	uint32_t marks;              /* marks made: a block of a lower epoch came before the last */
 	struct live_gone *gone;      /* the blocks live at the mark that have left since */
 	size_t ngone, gone_cap;      /* ngone <= the blocks live at the mark <= gone_cap */
 };
 
 void live_set_init(struct live_set *ls, uint64_t period);
 void live_set_done(struct live_set *ls);
-/* ALLOC or INHERIT: block number `block`, above every number added before (the reader checks
- * the file's numbering), with one probe of the table. 0, -ENOMEM, or -E2BIG (LK_PROFILE_MAX_LIVE
- * blocks live already, or beyond the budget). */
+/* ALLOC or INHERIT: block number `block`, not live already (the reader checks the file's
+ * numbering), mostly above every number added before, with one probe of the table. 0, -ENOMEM,
+ * or -E2BIG (LK_PROFILE_MAX_LIVE blocks live already, or beyond the budget). */
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns);
 /* Removes block number `block` into *ret (if not NULL); false if it is not live. */
 bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret);
@@ -81,10 +85,17 @@ void live_set_drop_table(struct live_set *ls);
 /* Calls fn for every live block, in no particular order. */
 void live_set_foreach(const struct live_set *ls,
 		      void (*fn)(void *ctx, const struct live_block *b), void *ctx);
-/* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks with
- * seq <= mark, and those in gone. Forgets the previous mark. 0, -ENOMEM or -E2BIG (the budget):
- * room in gone for every block live now is made here, so that removing a block never fails. */
+/* Marks the set as it is now, to be summed later: the blocks live now will be the live blocks
+ * that came before the mark (live_at_mark), and those in gone. Forgets the previous mark. 0,
+ * -ENOMEM or -E2BIG (the budget): room in gone for every block live now is made here, so that
+ * removing a block never fails. */
 int live_set_mark(struct live_set *ls);
+
+/* Whether live block b came before the last mark: was live then. */
+static inline bool live_at_mark(const struct live_set *ls, const struct live_block *b)
+{
+	return b->epoch < ls->marks;
+}
 
 /* The low 32 bits of a block number's hash (murmur3's finalizer: consecutive numbers spread). */
 static inline uint32_t live_hash(uint64_t block)

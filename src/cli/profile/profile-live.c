@@ -15,9 +15,11 @@
  * the slots, the table and the blocks set aside at the mark are taken from the memory budget
  * (budget.h), and LK_PROFILE_MAX_LIVE bounds them whatever the budget.
  *
- * The mark remembers the set without copying it: blocks are added in the order of their numbers,
- * so the blocks live at the mark are the live ones numbered up to the mark, and those that have
- * left since, which are kept aside in `gone` (never more than were live at the mark).
+ * The mark remembers the set without copying it: each block carries the number of marks made
+ * before it came (its epoch, in a field that only a free slot uses otherwise), so the blocks live
+ * at the mark are the live ones of an epoch below the marks made, and those that have left since,
+ * which are kept aside in `gone` (never more than were live at the mark). Numbers would not do:
+ * a profile of thread segments hands its blocks out of order (read-merge.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -199,7 +201,7 @@ static inline void unsum(struct live_set *ls, const struct live_block *b)
 {
 	struct live_weight wt = live_weigh(ls, b->size);
 
-	if (b->seq <= ls->mark) /* room made by live_set_mark() */
+	if (live_at_mark(ls, b)) /* room made by live_set_mark() */
 		ls->gone[ls->ngone++] = (struct live_gone){ .size = b->size, .stack = b->stack };
 	ls->heap_q -= live_q(b->size, wt.w);
 	ls->heap_var -= (double)b->size * (double)b->size * wt.v1;
@@ -212,7 +214,8 @@ static inline void unsum(struct live_set *ls, const struct live_block *b)
 int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns)
 {
 	struct live_weight w = live_weigh(ls, size);
-	struct live_block b = { .seq = block, .size = size, .t_ns = t_ns, .stack = stack };
+	struct live_block b = { .seq = block, .size = size, .t_ns = t_ns, .stack = stack,
+				.epoch = ls->marks };
 	int r;
 
 	if (block == 0) /* the reader numbers from 1; a free slot's seq is 0 */
@@ -221,11 +224,10 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 		return -E2BIG;
 	r = lk_recent_add(&ls->recent, block, &b,
 			  &(struct lk_recent_evict){ .hint = table_hint, .put = to_table, .ctx = ls });
-	if (r == -ERANGE) /* behind the window: not from a reader, which numbers upwards */
+	if (r == -ERANGE) /* behind the window: a thread segment's, handed out late */
 		r = to_table(ls, block, &b);
 	if (r < 0)
 		return r;
-	ls->seq = block;
 	ls->heap_q += live_q(size, w.w);
 	ls->heap_var += (double)size * (double)size * w.v1;
 	if (++ls->count > ls->max_count)
@@ -282,6 +284,14 @@ void live_set_foreach(const struct live_set *ls,
 			fn(ctx, &ls->blocks[i]);
 }
 
+/* Every block live at a mark came before it: epoch 0. The elements are the set's own, written
+ * through a const pointer that lk_recent_foreach gives every visitor. */
+static void restart_epoch(void *ctx, const struct live_block *b)
+{
+	(void)ctx;
+	((struct live_block *)b)->epoch = 0;
+}
+
 int live_set_mark(struct live_set *ls)
 {
 	/* Every block live now may leave before the next mark: room for all of them. */
@@ -295,6 +305,10 @@ int live_set_mark(struct live_set *ls)
 		ls->gone_cap = cap;
 	}
 	ls->ngone = 0;
-	ls->mark = ls->seq;
+	if (ls->marks == UINT32_MAX) { /* once in 2^32 marks: the epochs start again */
+		live_set_foreach(ls, restart_epoch, NULL);
+		ls->marks = 0;
+	}
+	ls->marks++;
 	return 0;
 }

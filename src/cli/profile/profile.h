@@ -156,7 +156,8 @@ int lk_profile_follow_open(const char *path, uint64_t limit, const struct lk_pro
 			   struct lk_profile_follow **ret, char **err);
 int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **err);
 int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err);
-/* The file offset after the last record read so far. */
+/* The file offset after the last record of the main stream read so far (after a SEGMENT's body):
+ * every byte before it is written for good, thread segments' bodies too (read.h). */
 uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f);
 /* The profile as read so far, for its modules and stacks (lk_profile_modules, lk_profile_stacks);
  * valid until the next call on f. Its estimates are not computed yet. */

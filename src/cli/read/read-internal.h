@@ -1,6 +1,8 @@
-/* read-internal.h: the reader's state, shared by read.c (window, header) and read-record.c.
+/* read-internal.h: the reader's state, shared by read.c (window, header), read-record.c (the main
+ * stream's records), read-segment.c (a thread segment's body) and read-merge.c (the order in which
+ * records are handed out).
  *
- * Nothing outside those two files may include this: the rest of the CLI sees read.h only.
+ * Nothing outside those files may include this: the rest of the CLI sees read.h only.
  */
 #ifndef LEEK_READ_INTERNAL_H
 #define LEEK_READ_INTERNAL_H
@@ -11,6 +13,62 @@
 #include "u64map.h"
 
 enum lk_reader_state { ST_NEW, ST_RECORDS, ST_AFTER_TRAILER, ST_END, ST_FAILED };
+
+/* The next record of a thread segment's body, decoded (read-segment.c). */
+struct lk_seg_head {
+	uint64_t offset, time;   /* time: the body's own, from its SEGMENT's */
+	uint64_t block;          /* an ALLOC's number, or the block a FREE frees */
+	uint64_t size, stack;    /* an ALLOC's */
+	uint8_t tag;             /* as written: ALLOC, FREE, ALLOC_FIXED or FREE_FIXED */
+	bool alloc;
+};
+
+struct lk_seg_heap {
+	struct lk_seg **v;
+	uint32_t n, cap;
+};
+
+/* A thread segment whose body is held, until its last record is handed out. read-segment.c reads
+ * and decodes it; read-merge.c decides when each record goes. */
+struct lk_seg {
+	uint8_t *body;            /* len bytes, read whole */
+	uint32_t len, end, pos;   /* its records end at end; the next one to decode starts at pos */
+	uint64_t offset, order;   /* of body[0]; of its SEGMENT record (ties go to the earlier) */
+	uint64_t tid, first;      /* first: the number its first ALLOC gives its block */
+	uint64_t nalloc;          /* its ALLOCs: blocks first to first + nalloc - 1 */
+	uint64_t time, last, prev; /* the body's coding state after the head: its time, its last
+				    * ALLOC's block (first - 1 before one), its last FREE's (the same) */
+	struct lk_seg_head head;  /* the next record to hand out, if has_head */
+	bool has_head;
+	uint64_t next_alloc;      /* the block of the next ALLOC to hand out */
+
+	/* read-merge.c: a forest of segments, each waiting on the one that allocates the block its
+	 * head frees (parent), with the smallest (time, order) of the heads in its tree. */
+	struct lk_seg *parent, *next_waiter; /* next_waiter: another segment waiting on that block */
+	struct lk_seg_heap kids;  /* the segments waiting on this one, by min */
+	uint32_t kpos, hpos;      /* place in parent's kids, in the reader's ready or parked heap */
+	uint8_t where;            /* read-merge.c's enum where */
+	uint64_t park;            /* parked until the main stream hands out this block or stack */
+	uint64_t min_time, min_order;
+	size_t idx;               /* in lk_merge.segs */
+};
+
+/* Thread segments held, and the main record that waits for their records (read-merge.c). */
+struct lk_merge {
+	struct lk_seg **segs;      /* held, in file order; NULL where one was dropped */
+	uint64_t *firsts;          /* their first blocks, kept after a drop: sorted, for lookups */
+	size_t n, cap, dead;
+	size_t live;               /* segments in segs */
+	struct lk_seg_heap ready, parked_block, parked_stack;
+	struct lk_u64map waiters;  /* block -> the last segment set waiting on its ALLOC */
+	uint64_t count, bytes;     /* held segments and body bytes, a pending one included */
+	struct lk_seg *pend_seg;   /* the body of the pending SEGMENT record, if it has records */
+	struct lk_record pend;     /* a main record read and not handed out yet, if has_pend */
+	bool has_pend, main_done;
+	uint64_t blocks_out;       /* blocks numbered by the main records handed out */
+	uint64_t stacks_out;       /* the last STACK id handed out */
+	uint64_t time_out;         /* the time of the last record handed out through the merge */
+};
 
 struct lk_reader {
 	enum lk_reader_state state;
@@ -34,7 +92,10 @@ struct lk_reader {
 	bool thread, trailer;    /* a THREAD record was read; a TRAILER */
 	bool free_by_age;        /* version 4's FREE block code (format.h); version 3's step alone */
 	bool fixed;              /* version 5's ALLOC_FIXED and FREE_FIXED are known tags */
+	bool segments;           /* version 6's SEGMENT is a known tag */
+	bool followed;           /* lk_reader_follow() was called: bodies are read with pread */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
+	struct lk_merge merge;   /* read-merge.c */
 
 	/* What the pointers of the last lk_record point at. */
 	uint64_t frames[LK_MAX_FRAMES];
@@ -75,6 +136,36 @@ int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ..
 static inline bool lk_reader_waits(const struct lk_reader *r)
 {
 	return r->limit != UINT64_MAX && (size_t)(r->end - r->p) < LK_READ_RECORD_MAX;
+}
+
+/* The next record of the main stream, with none of the merge: lk_reader_next() before version 6
+ * (read-record.c). */
+int lk_reader_main(struct lk_reader *r, struct lk_record *rec);
+
+/* Reads the body of the SEGMENT record in rec (its fields filled, its `hdr` bytes not consumed
+ * yet), `skip` bytes after it, and consumes both into merge.pend_seg (NULL if it holds no
+ * record); its records' times count from t. 1; 0 following, where the body is not complete yet
+ * (nothing consumed); or < 0 (read-segment.c). */
+int lk_seg_read(struct lk_reader *r, const struct lk_record *rec, size_t hdr, uint64_t skip,
+		uint64_t t);
+/* Decodes the body's next record into s->head; has_head false past its last (read-segment.c). */
+void lk_seg_next(struct lk_seg *s);
+struct lk_seg *lk_seg_free(struct lk_seg *s); /* accepts NULL, returns NULL */
+
+/* lk_reader_next() from a SEGMENT record on, and while any body is held (read-merge.c). */
+int lk_merge_next(struct lk_reader *r, struct lk_record *rec);
+void lk_merge_done(struct lk_merge *m);
+
+/* Nothing held and no main record waiting: the main stream's records go out as they are read. */
+static inline bool lk_merge_idle(const struct lk_merge *m)
+{
+	return !m->live && !m->has_pend;
+}
+
+/* A main record's time as handed out, past the merge: never before the last one handed out. */
+static inline uint64_t lk_merge_time(const struct lk_merge *m, uint64_t t)
+{
+	return t > m->time_out ? t : m->time_out;
 }
 
 static inline size_t lk_reader_avail(const struct lk_reader *r)

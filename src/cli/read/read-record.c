@@ -1,4 +1,7 @@
-/* read-record.c: decodes and checks one record at a time (read.h, include/leek/format.h).
+/* read-record.c: decodes and checks the main stream's records, one at a time (read.h,
+ * include/leek/format.h). A SEGMENT record's body is read-segment.c's, and the order in which a
+ * version 6 profile's records go out read-merge.c's: lk_reader_next() hands them over as soon as
+ * there is a segment to merge, and keeps the main stream's fast path to itself until then.
  *
  * Each decoder reads every field through a cursor that yields zeros once the window runs out or a
  * varint is malformed, checks each count against the format's limit before looping on it, then
@@ -308,6 +311,45 @@ static int decode_inherit(struct lk_reader *r, struct cursor *c, struct lk_recor
 	return 0;
 }
 
+/* SEGMENT (version 6): its fields checked here, its body read by read-segment.c, which consumes
+ * the record with it. 1; 0 while following, where the body is not complete yet; or < 0. */
+static int decode_segment(struct lk_reader *r, struct cursor *c, struct lk_record *rec,
+			  uint64_t *dt)
+{
+	uint64_t skip, length;
+	int k;
+
+	*dt = get(c);
+	rec->segment.tid = get(c);
+	rec->segment.blocks = get(c);
+	skip = get(c);
+	length = get(c);
+	k = check(r, c, "SEGMENT");
+	if (k < 0)
+		return k;
+	if (length > LK_SEG_MAX)
+		return lk_reader_fail_at(r, r->offset, "SEGMENT body of %" PRIu64 " bytes (at most %u)",
+					 length, LK_SEG_MAX);
+	if (skip > LK_SEG_SKIP_MAX)
+		return lk_reader_fail_at(r, r->offset, "SEGMENT skips %" PRIu64 " bytes before its "
+					 "body (at most %d)", skip, LK_SEG_SKIP_MAX);
+	if (rec->segment.blocks > length) /* an ALLOC takes a byte at least */
+		return lk_reader_fail_at(r, r->offset, "SEGMENT reserves %" PRIu64 " blocks for a "
+					 "body of %" PRIu64 " bytes", rec->segment.blocks, length);
+	rec->segment.first_block = r->blocks + 1;
+	rec->segment.body_offset = r->offset + (uint64_t)(c->p - r->p) + skip;
+	rec->segment.length = length;
+	return lk_seg_read(r, rec, (size_t)(c->p - r->p), skip, r->time_ns + *dt);
+}
+
+/* A tag that a later version of the format has: in this file's version, an unknown one. */
+static int newer_tag(struct lk_reader *r, unsigned tag, unsigned version)
+{
+	return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x in a version %u profile "
+				 "(version %u has it)", tag, (unsigned)lk_reader_header(r)->h.version,
+				 version);
+}
+
 /* An extension: a length and that many bytes, skipped through the window, whatever their
  * length, without ever holding them. */
 static int skip_ext(struct lk_reader *r, struct cursor *c, struct lk_record *rec)
@@ -552,7 +594,7 @@ static bool fast_record(struct lk_reader *r, struct lk_record *rec)
 	return true;
 }
 
-int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
+int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 {
 	struct cursor c;
 	uint64_t dt = 0;
@@ -631,14 +673,27 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 		break;
 	case LK_REC_ALLOC_FIXED:
 	case LK_REC_FREE_FIXED:
-		if (r->fixed) {
-			k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc(r, &c, rec, &dt, true)
-							   : decode_free(r, &c, rec, &dt, true);
-			break;
-		}
-		return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x in a version %u "
-					 "profile (version 5 has it)", rec->tag,
-					 (unsigned)lk_reader_header(r)->h.version);
+		if (!r->fixed)
+			return newer_tag(r, rec->tag, 5);
+		k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc(r, &c, rec, &dt, true)
+						   : decode_free(r, &c, rec, &dt, true);
+		break;
+	case LK_REC_SEGMENT:
+		if (!r->segments)
+			return newer_tag(r, rec->tag, 6);
+		k = decode_segment(r, &c, rec, &dt);
+		if (k <= 0) /* 0: following, the body not complete; ST_END: lk_reader_cut() */
+			return r->state == ST_END ? 0 : k;
+		r->blocks += rec->segment.blocks;
+		r->end_offset = r->offset; /* after the body: consumed with it */
+		r->time_ns += dt;
+		rec->time_ns = r->time_ns;
+		return 1;
+	case LK_REC_SEG_END:
+		if (!r->segments)
+			return newer_tag(r, rec->tag, 6);
+		return lk_reader_fail_at(r, r->offset, "SEG_END record outside a thread segment's "
+					 "body");
 	default:
 		if (rec->tag < LK_REC_EXT_FIRST)
 			return lk_reader_fail_at(r, r->offset, "unknown record tag 0x%02x",
@@ -664,13 +719,32 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	return 1;
 }
 
+int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
+{
+	int k;
+
+	if (!lk_merge_idle(&r->merge))
+		return lk_merge_next(r, rec);
+	k = lk_reader_main(r, rec);
+	if (k <= 0)
+		return k;
+	if (rec->tag == LK_REC_SEGMENT) { /* a body to merge from here on */
+		r->merge.pend = *rec;
+		r->merge.has_pend = true;
+		return lk_merge_next(r, rec);
+	}
+	rec->time_ns = lk_merge_time(&r->merge, rec->time_ns);
+	return 1;
+}
+
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 {
 	struct lk_record rec;
 	unsigned end[3], n = 0;
 	int k;
 
-	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX) {
+	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX &&
+	    lk_merge_idle(&r->merge)) {
 		uint64_t size, stack, dt = 0; /* the fixed records' */
 		if (r->p[0] == LK_REC_ALLOC)
 			n = take_alloc(r, end);
@@ -684,7 +758,7 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 			n = take_free_fixed(r);
 		if (n) {
 			fast_done(r, dt, n);
-			*time_ns = r->time_ns;
+			*time_ns = lk_merge_time(&r->merge, r->time_ns);
 			return 1;
 		}
 	}

@@ -39,6 +39,8 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_THREAD] = "THREAD",
 	[LK_REC_ALLOC_FIXED] = "ALLOC_FIXED",
 	[LK_REC_FREE_FIXED] = "FREE_FIXED",
+	[LK_REC_SEGMENT] = "SEGMENT",
+	[LK_REC_SEG_END] = "SEG_END",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -78,6 +80,7 @@ struct lk_reader *lk_reader_new(void)
 	r->limit = UINT64_MAX;
 	r->next_stack = 1;
 	lk_u64map_init(&r->loaded, LK_READ_MAX_LOADED);
+	lk_u64map_init(&r->merge.waiters, LK_READ_SEG_OPEN_MAX);
 	return r;
 }
 
@@ -89,6 +92,7 @@ struct lk_reader *lk_reader_free(struct lk_reader *r)
 		close(r->own_fd);
 	lk_unz_free(r->unz);
 	lk_u64map_done(&r->loaded);
+	lk_merge_done(&r->merge);
 	free(r->buf);
 	free(r->strings);
 	free(r);
@@ -226,6 +230,7 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 					      : "a newer leek wrote it");
 	r->free_by_age = h->version >= 4;
 	r->fixed = h->version >= 5;
+	r->segments = h->version >= 6;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);
@@ -421,6 +426,7 @@ int lk_reader_follow(struct lk_reader *r, uint64_t limit)
 	if (limit < r->limit && r->limit != UINT64_MAX)
 		limit = r->limit; /* bytes below the old limit may be in the window already */
 	r->limit = limit;
+	r->followed = true; /* bodies from the file from now on: the window's may be stale */
 	return 0;
 }
 

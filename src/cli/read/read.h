@@ -21,7 +21,17 @@
  * then reads nothing at or past a limit that its caller moves on, and stops, as if at the end,
  * at the first record that the bytes before the limit may not hold whole. The caller knows which
  * bytes are written for good (docs/format.md, "Reading a profile being written"); the reader
- * cannot tell a record whose tag is stored from one whose other bytes are.
+ * cannot tell a record whose tag is stored from one whose other bytes are. A thread segment's
+ * body is the exception: its thread writes it long after the file has grown past it, so the
+ * reader reads it from the file itself, and goes past its SEGMENT record only once the body is
+ * complete (read-segment.c).
+ *
+ * Version 6's thread segments (format.h's SEGMENT) are read into memory when their SEGMENT record
+ * is read, and their records are handed out among the main stream's in one order by time
+ * (read-merge.c; docs/format.md, "Thread segments"): a caller sees one sequence of records, with
+ * times that never go backwards, but a body's records do not come in file order, and neither do
+ * block numbers. At most LK_READ_SEG_OPEN_MAX bodies, LK_READ_SEG_BYTES_MAX bytes in all, are
+ * held at once.
  *
  * Errors: -EMEDIUMTYPE not a leek profile, -EPROTONOSUPPORT another format version, -EBADMSG
  * corrupt or truncated, -ENOMEM, or the errno of open/read.
@@ -42,6 +52,10 @@
 #define LK_READ_MAX_COUNTERS 64         /* (counter, value) pairs in one LOSS or TRAILER */
 #define LK_READ_MAX_LOADED 65536        /* modules loaded at once */
 #define LK_READ_EXT LK_REC_EXT_FIRST    /* lk_record.tag of every extension record (0x80..0xff) */
+#define LK_READ_SEG_OPEN_MAX 65536      /* thread segments whose records are held at once */
+#define LK_READ_SEG_BYTES_MAX (256u << 20) /* and their bodies' bytes: 256 of the longest */
+#define LK_READ_SEG_WAIT_MAX 256        /* segments a body's FREE may wait on in turn, each for the
+					 * ALLOC of the next one's FREE's block (read-merge.c) */
 
 /* The header in host byte order, with its strings. */
 struct lk_profile_header {
@@ -58,9 +72,12 @@ struct lk_counter_value {
  * so far (records without a dt carry the time of the last one that had one). Every ALLOC, INHERIT
  * and FREE names its block by number and ALLOC and FREE carry their thread: the reader undoes the
  * file's coding of both (the count of ALLOC and INHERIT records, the previous FREE's block, the
- * last THREAD record). */
+ * last THREAD record; in a thread segment's body, the body's own). A record handed out after
+ * one of a later time (a FREE that waited for its ALLOC) gets that time: time_ns never goes
+ * backwards. offset is where the record is in the file, in a body too. */
 struct lk_record {
-	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_THREAD or LK_READ_EXT */
+	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_SEGMENT or LK_READ_EXT; ALLOC_FIXED and
+			      * FREE_FIXED come as ALLOC and FREE, SEG_END never */
 	uint64_t offset;     /* of the tag byte */
 	uint64_t time_ns;
 	union {
@@ -103,6 +120,12 @@ struct lk_record {
 			uint8_t tag; /* 0x80..0xff */
 			uint64_t len; /* payload bytes, skipped */
 		} ext;
+		struct {
+			uint64_t tid;         /* the thread of every record in its body */
+			uint64_t first_block; /* the number its body's first ALLOC gives its block */
+			uint64_t blocks;      /* numbers reserved: first_block to first_block + blocks - 1 */
+			uint64_t body_offset, length; /* where its body is in the file */
+		} segment;
 	};
 };
 
@@ -123,7 +146,8 @@ int lk_reader_open_memory(struct lk_reader *r, const void *data, size_t size);
 
 const struct lk_profile_header *lk_reader_header(const struct lk_reader *r);
 
-/* 1 and *rec filled, 0 at the end, or < 0 (and the same error again on later calls). */
+/* 1 and *rec filled, 0 at the end, or < 0 (and the same error again on later calls). A record of
+ * a thread segment's body comes when the merged order has it (read-merge.c), not in file order. */
 int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
 
 /* lk_reader_next() for a caller that needs only the time of each record (a first pass over a
@@ -134,17 +158,20 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
 /* Follows a raw profile that is still being written: nothing at or past file offset `limit` is
  * read, and lk_reader_next() returns 0 ("nothing more for now") at the first record that starts
  * less than LK_READ_RECORD_MAX bytes before the limit (it may not be whole there), at a zero tag,
- * and at an extension record. Called again with a higher limit, it goes on from there; with
- * UINT64_MAX it reads the rest as a whole file is read, to its end. Before opening (so that the
- * header, too, is read only below the limit) or between records; a compressed profile is
- * never followed (-EINVAL). */
+ * at an extension record, and at a SEGMENT record whose body is not complete yet (it ends
+ * neither at SEG_END nor full of records; the body itself is read past the limit, from the file,
+ * with pread). Called again with a higher limit, it goes on from there; with UINT64_MAX it reads
+ * the rest as a whole file is read, to its end. Before opening (so that the header, too, is read
+ * only below the limit) or between records; a compressed profile is never followed (-EINVAL). */
 int lk_reader_follow(struct lk_reader *r, uint64_t limit);
 
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
 bool lk_reader_has_trailer(const struct lk_reader *r);
-uint64_t lk_reader_end_offset(const struct lk_reader *r); /* after the last complete record */
+/* After the last complete record of the main stream read (a SEGMENT's: after its body). Every byte
+ * before it has been read for good, bodies included, even while following. */
+uint64_t lk_reader_end_offset(const struct lk_reader *r);
 
-/* "ALLOC", ..., "THREAD", "EXT", or NULL for a reserved tag. */
+/* "ALLOC", ..., "SEG_END", "EXT", or NULL for a reserved tag. */
 const char *lk_rec_tag_name(unsigned tag);
 /* "arena_full", ..., "frees", or NULL for a counter this reader does not know. */
 const char *lk_counter_name(uint64_t id);

@@ -1,0 +1,453 @@
+/* read-merge.c: the one order in which the reader hands out a version 6 profile's records: the
+ * main stream's in file order, and every thread segment's body's among them (format.h;
+ * docs/format.md, "Thread segments").
+ *
+ * The main stream is read one record ahead. Before a main record goes out, every held body record
+ * whose time is at most the main record's goes out, the smallest (time, segment order) first:
+ * records of one clock tick, most of an exact-mode profile's, come in a fixed order, and a body's
+ * record before a main record of the same time. A body record may have to wait: a FREE for the
+ * ALLOC of its block, an ALLOC for the STACK record it names (its thread writes that to the main
+ * stream). A FREE whose block another held segment allocates later makes that segment go first;
+ * one whose block the main stream has not numbered yet, and an ALLOC whose stack it has not
+ * defined yet, wait for the main stream. A main FREE of a block that a held segment allocates
+ * later makes that segment go first too. When the main stream ends (a TRAILER, a zero tag, the end
+ * of the file), everything held goes out, and a record that still waits then is corruption.
+ *
+ * The segments form a forest: a segment whose head (its next record) frees a block that another
+ * segment allocates later waits on that one, as its child, until it hands out that ALLOC. Each
+ * segment knows the smallest (time, order) of the heads in its tree (min). A root is either ready
+ * (the `ready` heap, by min) or parked until the main stream has handed out a block number or a
+ * STACK (parked_block, parked_stack). The next body record to go out is the head of the ready root
+ * of smallest min: the record that the smallest head not waiting on the main stream waits for, or
+ * that head itself. So a record costs a few heap operations, and a walk up a tree of at most
+ * LK_READ_SEG_WAIT_MAX segments when a FREE starts to wait, however many segments are held and
+ * however many heads wait on one segment.
+ *
+ * Never: print, hold a segment after its last record went out, or return without handing out a
+ * record, finding an error, or waiting for more of a followed file.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "read-internal.h"
+
+/* Where a held segment is (lk_seg.where). */
+enum where { NOWHERE, READY, PARKED_BLOCK, PARKED_STACK, WAITING };
+
+/* Roots by min (ready), roots by what they wait for (parked), a segment's waiters by min (kids, with
+ * a place field of their own). */
+enum heap_kind { BY_MIN, BY_PARK, KIDS };
+
+static bool min_before(const struct lk_seg *a, const struct lk_seg *b)
+{
+	return a->min_time != b->min_time ? a->min_time < b->min_time : a->min_order < b->min_order;
+}
+
+static bool heap_before(enum heap_kind k, const struct lk_seg *a, const struct lk_seg *b)
+{
+	if (k == BY_PARK)
+		return a->park != b->park ? a->park < b->park : a->order < b->order;
+	return min_before(a, b);
+}
+
+static void heap_set(struct lk_seg_heap *h, enum heap_kind k, uint32_t i, struct lk_seg *s)
+{
+	h->v[i] = s;
+	if (k == KIDS)
+		s->kpos = i;
+	else
+		s->hpos = i;
+}
+
+/* Moves the entry at i up or down to where its key puts it. */
+static void heap_sift(struct lk_seg_heap *h, enum heap_kind k, uint32_t i)
+{
+	struct lk_seg *s = h->v[i];
+
+	while (i > 0 && heap_before(k, s, h->v[(i - 1) / 2])) {
+		heap_set(h, k, i, h->v[(i - 1) / 2]);
+		i = (i - 1) / 2;
+	}
+	for (;;) {
+		uint32_t c = 2 * i + 1;
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && heap_before(k, h->v[c + 1], h->v[c]))
+			c++;
+		if (!heap_before(k, h->v[c], s))
+			break;
+		heap_set(h, k, i, h->v[c]);
+		i = c;
+	}
+	heap_set(h, k, i, s);
+}
+
+static int heap_push(struct lk_seg_heap *h, enum heap_kind k, struct lk_seg *s)
+{
+	if (h->n == h->cap) { /* at most every segment held: LK_READ_SEG_OPEN_MAX */
+		uint32_t cap = h->cap ? 2 * h->cap : 8;
+		struct lk_seg **v = realloc(h->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		h->v = v;
+		h->cap = cap;
+	}
+	h->v[h->n++] = s;
+	heap_sift(h, k, h->n - 1);
+	return 0;
+}
+
+static void heap_remove(struct lk_seg_heap *h, enum heap_kind k, struct lk_seg *s)
+{
+	uint32_t i = k == KIDS ? s->kpos : s->hpos;
+	struct lk_seg *last = h->v[--h->n];
+
+	if (i < h->n) {
+		heap_set(h, k, i, last);
+		heap_sift(h, k, i);
+	}
+}
+
+/* A segment into the file-ordered array. Dropped ones leave holes, compacted when there are more
+ * holes than segments: the array stays within twice the segments held. */
+static int add(struct lk_merge *m, struct lk_seg *s)
+{
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 16;
+		struct lk_seg **v = realloc(m->segs, cap * sizeof(*v));
+		if (v)
+			m->segs = v;
+		uint64_t *f = v ? realloc(m->firsts, cap * sizeof(*f)) : NULL;
+		if (!f)
+			return -ENOMEM;
+		m->firsts = f;
+		m->cap = cap;
+	}
+	s->idx = m->n;
+	m->segs[m->n] = s;
+	m->firsts[m->n++] = s->first;
+	m->live++;
+	return 0;
+}
+
+static void compact(struct lk_merge *m)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		if (!m->segs[i])
+			continue;
+		m->segs[j] = m->segs[i];
+		m->firsts[j] = m->firsts[i];
+		m->segs[j]->idx = j;
+		j++;
+	}
+	m->n = j;
+	m->dead = 0;
+}
+
+/* A segment whose last record went out. Nothing waits on it: whatever waited on one of its
+ * ALLOCs was let go when that ALLOC went out. */
+static void drop(struct lk_merge *m, struct lk_seg *s)
+{
+	m->segs[s->idx] = NULL;
+	m->dead++;
+	m->live--;
+	m->count--;
+	m->bytes -= s->len;
+	lk_seg_free(s);
+	if (m->dead > 64 && m->dead > m->live)
+		compact(m);
+}
+
+/* The held segment that has yet to hand out the ALLOC of block b, or NULL. Segments reserve
+ * ranges of block numbers in file order, so the only one that can is the last one whose range
+ * starts at b or before it. */
+static struct lk_seg *allocator_of(const struct lk_merge *m, uint64_t b)
+{
+	size_t lo = 0, hi = m->n;
+	struct lk_seg *s;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->firsts[mid] <= b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	s = lo ? m->segs[lo - 1] : NULL;
+	return s && b >= s->next_alloc && b - s->first < s->nalloc ? s : NULL;
+}
+
+/* The smallest key of s's tree, from its own head and its waiters'. */
+static void set_min(struct lk_seg *s)
+{
+	s->min_time = s->head.time;
+	s->min_order = s->order;
+	if (s->kids.n && min_before(s->kids.v[0], s)) {
+		s->min_time = s->kids.v[0]->min_time;
+		s->min_order = s->kids.v[0]->min_order;
+	}
+}
+
+static int park(struct lk_merge *m, struct lk_seg *s, enum where w, uint64_t until)
+{
+	s->where = (uint8_t)w;
+	s->park = until;
+	return heap_push(w == PARKED_BLOCK ? &m->parked_block : &m->parked_stack, BY_PARK, s);
+}
+
+/* s's head frees a block that y has yet to allocate: s waits on y, as its child, and y's tree
+ * takes s's min. A cycle (y waits on s, through others) cannot come from a writer, whose thread
+ * allocated a block before another one freed it. */
+static int wait_on(struct lk_reader *r, struct lk_seg *s, struct lk_seg *y)
+{
+	struct lk_merge *m = &r->merge;
+	const char *what = lk_rec_tag_name(s->head.tag);
+	unsigned depth = 0;
+	uint64_t *w;
+	int k;
+
+	for (const struct lk_seg *x = y; x; x = x->parent) {
+		if (x == s)
+			return lk_reader_fail_at(r, s->head.offset, "%s of block %" PRIu64 " that no "
+						 "record allocated: thread segments wait on each "
+						 "other", what, s->head.block);
+		if (++depth > LK_READ_SEG_WAIT_MAX)
+			return lk_reader_fail_at(r, s->head.offset, "%s of block %" PRIu64 " waits on "
+						 "more than %d thread segments in turn", what,
+						 s->head.block, LK_READ_SEG_WAIT_MAX);
+	}
+	k = heap_push(&y->kids, KIDS, s);
+	if (k < 0)
+		return lk_reader_fail(r, k, "out of memory");
+	w = lk_u64map_get(&m->waiters, s->head.block);
+	s->next_waiter = w ? (struct lk_seg *)(uintptr_t)*w : NULL;
+	k = lk_u64map_put(&m->waiters, s->head.block, (uintptr_t)s); /* as many as segments held */
+	if (k < 0)
+		return lk_reader_fail(r, -ENOMEM, "out of memory");
+	s->parent = y;
+	s->where = WAITING;
+	for (struct lk_seg *x = y; x && min_before(s, x); x = x->parent) {
+		x->min_time = s->min_time;
+		x->min_order = s->min_order;
+		if (x->parent)
+			heap_sift(&x->parent->kids, KIDS, x->kpos);
+		else if (x->where == READY)
+			heap_sift(&m->ready, BY_MIN, x->hpos);
+	}
+	return 0;
+}
+
+/* A root whose head has changed (or that has just come, or stopped waiting or being parked) goes
+ * where its head says: out of the reader if it has none, waiting on another segment, parked until
+ * the main stream has gone far enough, or ready. */
+static int place(struct lk_reader *r, struct lk_seg *s)
+{
+	struct lk_merge *m = &r->merge;
+	const struct lk_seg_head *h = &s->head;
+	struct lk_seg *y;
+	int k;
+
+	s->where = NOWHERE;
+	if (!s->has_head) {
+		drop(m, s);
+		return 0;
+	}
+	set_min(s);
+	if (h->alloc && h->stack > m->stacks_out)
+		k = park(m, s, PARKED_STACK, h->stack);
+	else if (!h->alloc && (y = allocator_of(m, h->block)))
+		return wait_on(r, s, y);
+	else if (!h->alloc && h->block > m->blocks_out)
+		k = park(m, s, PARKED_BLOCK, h->block);
+	else {
+		s->where = READY;
+		k = heap_push(&m->ready, BY_MIN, s);
+	}
+	return k < 0 ? lk_reader_fail(r, k, "out of memory") : 0;
+}
+
+/* y has handed out its ALLOC of block b: whatever waited for it is a root again. */
+static int release(struct lk_reader *r, struct lk_seg *y, uint64_t b)
+{
+	struct lk_seg *s, *next;
+	uint64_t v;
+
+	if (!y->kids.n || !lk_u64map_remove(&r->merge.waiters, b, &v))
+		return 0;
+	for (s = (struct lk_seg *)(uintptr_t)v; s; s = next) {
+		int k;
+		next = s->next_waiter;
+		s->next_waiter = NULL;
+		heap_remove(&y->kids, KIDS, s);
+		s->parent = NULL;
+		k = place(r, s);
+		if (k < 0)
+			return k;
+	}
+	return 0;
+}
+
+/* The head of ready root s goes out as *rec. 1, or < 0. */
+static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+	const struct lk_seg_head h = s->head;
+	int k = 0;
+
+	heap_remove(&m->ready, BY_MIN, s);
+	m->time_out = lk_merge_time(m, h.time);
+	*rec = (struct lk_record){ .tag = h.alloc ? LK_REC_ALLOC : LK_REC_FREE, .offset = h.offset,
+				   .time_ns = m->time_out };
+	if (h.alloc) {
+		rec->alloc.tid = s->tid;
+		rec->alloc.block = h.block;
+		rec->alloc.size = h.size;
+		rec->alloc.stack = h.stack;
+		s->next_alloc = h.block + 1;
+	} else {
+		rec->free.tid = s->tid;
+		rec->free.block = h.block;
+	}
+	lk_seg_next(s);
+	if (h.alloc)
+		k = release(r, s, h.block);
+	if (k == 0)
+		k = place(r, s);
+	return k < 0 ? k : 1;
+}
+
+/* The main stream has handed out more: what was parked until then is placed again. */
+static int unpark(struct lk_reader *r)
+{
+	struct lk_merge *m = &r->merge;
+	int k = 0;
+
+	while (k == 0 && m->parked_block.n && m->parked_block.v[0]->park <= m->blocks_out) {
+		struct lk_seg *s = m->parked_block.v[0];
+		heap_remove(&m->parked_block, BY_PARK, s);
+		k = place(r, s);
+	}
+	while (k == 0 && m->parked_stack.n && m->parked_stack.v[0]->park <= m->stacks_out) {
+		struct lk_seg *s = m->parked_stack.v[0];
+		heap_remove(&m->parked_stack, BY_PARK, s);
+		k = place(r, s);
+	}
+	return k;
+}
+
+/* The waiting main record goes out as *rec; a SEGMENT's body joins the ones held. 1, or < 0. */
+static int hand_out_main(struct lk_reader *r, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg *s = m->pend_seg;
+	int k = 0;
+
+	*rec = m->pend;
+	m->has_pend = false;
+	m->time_out = rec->time_ns = lk_merge_time(m, rec->time_ns);
+	m->blocks_out = r->blocks; /* the main stream is read one record ahead: this one */
+	m->stacks_out = r->next_stack - 1;
+	if (rec->tag == LK_REC_SEGMENT && s) {
+		m->pend_seg = NULL;
+		k = add(m, s);
+		if (k < 0) {
+			lk_seg_free(s);
+			return lk_reader_fail(r, k, "out of memory");
+		}
+		k = place(r, s);
+	}
+	if (k == 0)
+		k = unpark(r);
+	return k < 0 ? k : 1;
+}
+
+/* The main stream has ended, and records still wait for more of it: the first is corrupt. */
+static int stuck(struct lk_reader *r)
+{
+	const struct lk_seg_heap *heaps[] = { &r->merge.parked_block, &r->merge.parked_stack };
+	const struct lk_seg_head *h = NULL;
+
+	for (size_t i = 0; i < 2; i++)
+		for (uint32_t j = 0; j < heaps[i]->n; j++)
+			if (!h || heaps[i]->v[j]->head.offset < h->offset)
+				h = &heaps[i]->v[j]->head;
+	if (h->alloc)
+		return lk_reader_fail_at(r, h->offset, "%s names stack %" PRIu64 ", which is not "
+					 "defined yet", lk_rec_tag_name(h->tag), h->stack);
+	return lk_reader_fail_at(r, h->offset, "%s of block %" PRIu64 " that no record allocated",
+				 lk_rec_tag_name(h->tag), h->block);
+}
+
+/* The main FREE `next` frees a block that y has yet to allocate: y's tree goes first, up to that
+ * ALLOC, one record a call. */
+static int free_first(struct lk_reader *r, const struct lk_record *next, struct lk_seg *y,
+		      struct lk_record *rec)
+{
+	unsigned depth = 0;
+
+	while (y->parent && ++depth <= LK_READ_SEG_WAIT_MAX)
+		y = y->parent;
+	if (y->parent)
+		return lk_reader_fail_at(r, next->offset, "FREE of block %" PRIu64 " waits on more "
+					 "than %d thread segments in turn", next->free.block,
+					 LK_READ_SEG_WAIT_MAX);
+	if (y->where != READY)
+		return lk_reader_fail_at(r, next->offset, "FREE of block %" PRIu64 ", whose ALLOC in "
+					 "a thread segment waits for a later record of the main "
+					 "stream", next->free.block);
+	return hand_out(r, y, rec);
+}
+
+/* The body record that goes out before main record `next` (NULL: the main stream has ended, and
+ * everything held goes): 1 and *rec, 0 if none does, or < 0. */
+static int body_first(struct lk_reader *r, const struct lk_record *next, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+	bool end = !next || next->tag == LK_REC_TRAILER; /* nothing follows a TRAILER */
+	struct lk_seg *y;
+
+	if (m->ready.n && (end || m->ready.v[0]->min_time <= next->time_ns))
+		return hand_out(r, m->ready.v[0], rec);
+	if (end && (m->parked_block.n || m->parked_stack.n))
+		return stuck(r);
+	if (next && next->tag == LK_REC_FREE && (y = allocator_of(m, next->free.block)))
+		return free_first(r, next, y, rec);
+	return 0;
+}
+
+int lk_merge_next(struct lk_reader *r, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+	int k;
+
+	if (r->state == ST_FAILED)
+		return r->err;
+	if (!m->has_pend && !m->main_done) {
+		k = lk_reader_main(r, &m->pend);
+		if (k < 0 || (k == 0 && r->state != ST_END))
+			return k; /* 0: followed, nothing more for now */
+		m->has_pend = k > 0;
+		m->main_done = k == 0;
+	}
+	k = body_first(r, m->has_pend ? &m->pend : NULL, rec);
+	if (k != 0)
+		return k;
+	return m->has_pend ? hand_out_main(r, rec) : 0;
+}
+
+void lk_merge_done(struct lk_merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		lk_seg_free(m->segs[i]);
+	lk_seg_free(m->pend_seg);
+	free(m->segs);
+	free(m->firsts);
+	free(m->ready.v);
+	free(m->parked_block.v);
+	free(m->parked_stack.v);
+	lk_u64map_done(&m->waiters);
+	*m = (struct lk_merge){ 0 };
+}
