@@ -191,6 +191,7 @@ struct lk_trec *lk_trec_get(struct lk_thread *t);
 /* LOSS and TRAILER's counts: lk_counters with every thread's samples and frees added. Under
  * lk_lock. */
 void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1]);
+void lk_trecs_new_file(void); /* the file begins again: its counts from zero; lk_lock */
 void lk_trecs_atfork_child(void); /* the child's one thread keeps its record; the rest go */
 
 /* ---- writer-segment.c: a thread's own stretch of the profile ---- */

@@ -100,6 +100,16 @@ struct lk_trec *lk_trec_get(struct lk_thread *t)
 	return r;
 }
 
+void lk_trecs_new_file(void)
+{
+	uint32_t n = __atomic_load_n(&trecs_seen, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n; i++) {
+		__atomic_store_n(&lk_trecs[i].samples, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&lk_trecs[i].frees, 0, __ATOMIC_RELAXED);
+	}
+}
+
 void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1])
 {
 	uint32_t n = __atomic_load_n(&trecs_seen, __ATOMIC_ACQUIRE);

@@ -301,6 +301,7 @@ static int begin_again(void)
 		return r;
 	}
 	memset(lk_counters, 0, sizeof(lk_counters)); /* a new file: its own counts */
+	lk_trecs_new_file();
 	lk_counters[LK_CNT_FILE_CUT] = cuts;
 	return begin_file(fd, 0, LK_HDR_CONTINUED);
 }

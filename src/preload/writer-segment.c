@@ -94,6 +94,9 @@ static LK_COLD bool seg_free_slow(struct lk_trec *r, uint64_t now, struct lk_blo
 	uint8_t rec[LK_FREE_MAX];
 	uint64_t dt = now > r->last_ns ? now - r->last_ns : 0, prev = r->prev_free;
 
+	if (!r->seg_room)
+		return false; /* no body yet, or none since the file began again: r->blocks is not
+			       * this file's */
 	if (!b->id || (b->id ^ r->blocks) >> LK_ID_GEN_SHIFT) {
 		b->id = 0; /* in no record of this file */
 		return true;
@@ -177,9 +180,11 @@ bool lk_seg_begin(struct lk_trec *r, uint64_t now)
 	return true;
 }
 
-/* Every body in anonymous memory from now on, before the file they were in begins again (under
- * lk_lock): a thread that stores into its body meanwhile stores into nothing, and its next record
- * begins a body in the new file. */
+/* Every body in anonymous memory from now on (under lk_lock), before the file they were in begins
+ * again or gets its trailer: a thread that stores into its body meanwhile stores into nothing, and
+ * its next record begins a body (in the new file), or finds the file closed. A record that a
+ * thread was storing in that instant may or may not be in the file, and counted or not in the
+ * trailer. */
 void lk_seg_abandon_all(void)
 {
 	for (uint32_t i = 0; i < LK_TRECS; i++) {

@@ -311,7 +311,8 @@ void lk_writer_close(void)
 	lk_writer_rss_maybe(now);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	if (lk_tls.rec)
-		lk_seg_end(lk_tls.rec); /* the other threads may go on storing into theirs */
+		lk_seg_end(lk_tls.rec);
+	lk_seg_abandon_all(); /* threads that go on allocating store into nothing from now on */
 	lk_counters_sum(counts);
 	lk_writer_put(rec, lk_rec_counters(rec, LK_REC_TRAILER, lk_writer_dt(now),
 					   (uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec,

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "leek/format.h"
+#include "u64map.h"
 #include "record.h"
 
 #define JEMALLOC_PATH "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
@@ -53,8 +54,9 @@ struct profile {
 	bool trailer;
 	uint64_t ntag[LK_REC_MAX_KNOWN + 1]; /* records of each tag */
 	uint64_t counters[LK_CNT_MAX + 1];   /* the trailer's */
-	struct block *blocks;
+	struct block *blocks; /* in the order the reader delivered their ALLOC or INHERIT */
 	size_t nblocks;
+	struct lk_u64map index; /* block number -> its place in blocks, + 1 */
 	struct stack *stacks; /* stacks[id - 1] */
 	size_t nstacks;
 	struct module *modules;
@@ -71,6 +73,10 @@ struct run_opts {
 	uint64_t limit_fsize;  /* RLIMIT_FSIZE of the program (its stdout and stderr too); 0: same */
 	bool in_dir;           /* start the program in DIR (for a relative LEEK_OUTPUT) */
 	const char *exe;       /* the file to run; NULL: argv[0] in PROG_DIR */
+	/* Threads that may be storing a record while the exit writes the trailer (a program that
+	 * exits while its threads allocate): the trailer's samples and frees may each differ from
+	 * the file's ALLOC and FREE records by that many (docs/design.md, "Threads"). */
+	unsigned in_flight;
 };
 
 struct run {
@@ -81,6 +87,7 @@ struct run {
 	struct profile *prof;
 	size_t nprof;
 	bool exact; /* LEEK_PERIOD=1 was set */
+	unsigned in_flight; /* run_opts' */
 };
 
 /* argv[0] is the program's name in the build directory (PROG_DIR); the list ends with NULL. */
