@@ -801,6 +801,8 @@ TEST(names)
 	ASSERT_STREQ(lk_rec_tag_name(LK_REC_ALLOC), "ALLOC");
 	ASSERT_STREQ(lk_rec_tag_name(LK_REC_TRAILER), "TRAILER");
 	ASSERT_STREQ(lk_rec_tag_name(LK_REC_THREAD), "THREAD");
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_SEGMENT), "SEGMENT");
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_SEG_END), "SEG_END");
 	ASSERT_TRUE(!lk_rec_tag_name(LK_REC_MAX_KNOWN + 1));
 	ASSERT_STREQ(lk_rec_tag_name(0x80), "EXT");
 	ASSERT_TRUE(!lk_rec_tag_name(0x2a));

@@ -240,31 +240,43 @@ static int wait_on(struct lk_reader *r, struct lk_seg *s, struct lk_seg *y)
 	return 0;
 }
 
-/* A root whose head has changed (or that has just come, or stopped waiting or being parked) goes
- * where its head says: out of the reader if it has none, waiting on another segment, parked until
- * the main stream has gone far enough, or ready. */
+/* Where a root's head puts it: NOWHERE if it has none (it is done), WAITING on *y, parked until
+ * the main stream has gone far enough, or READY. */
+static enum where where_for(const struct lk_merge *m, const struct lk_seg *s, struct lk_seg **y)
+{
+	const struct lk_seg_head *h = &s->head;
+
+	if (!s->has_head)
+		return NOWHERE;
+	if (h->alloc)
+		return h->stack > m->stacks_out ? PARKED_STACK : READY;
+	if ((*y = allocator_of(m, h->block)))
+		return WAITING;
+	return h->block > m->blocks_out ? PARKED_BLOCK : READY;
+}
+
+/* A root whose head has changed (or that has just come, or stopped waiting or being parked), in no
+ * heap, goes where its head says. */
 static int place(struct lk_reader *r, struct lk_seg *s)
 {
 	struct lk_merge *m = &r->merge;
-	const struct lk_seg_head *h = &s->head;
-	struct lk_seg *y;
+	struct lk_seg *y = NULL;
+	enum where w = where_for(m, s, &y);
 	int k;
 
 	s->where = NOWHERE;
-	if (!s->has_head) {
+	if (w == NOWHERE) {
 		drop(m, s);
 		return 0;
 	}
 	set_min(s);
-	if (h->alloc && h->stack > m->stacks_out)
-		k = park(m, s, PARKED_STACK, h->stack);
-	else if (!h->alloc && (y = allocator_of(m, h->block)))
+	if (w == WAITING)
 		return wait_on(r, s, y);
-	else if (!h->alloc && h->block > m->blocks_out)
-		k = park(m, s, PARKED_BLOCK, h->block);
-	else {
+	if (w == READY) {
 		s->where = READY;
 		k = heap_push(&m->ready, BY_MIN, s);
+	} else {
+		k = park(m, s, w, w == PARKED_STACK ? s->head.stack : s->head.block);
 	}
 	return k < 0 ? lk_reader_fail(r, k, "out of memory") : 0;
 }
@@ -290,14 +302,15 @@ static int release(struct lk_reader *r, struct lk_seg *y, uint64_t b)
 	return 0;
 }
 
-/* The head of ready root s goes out as *rec. 1, or < 0. */
+/* The head of ready root s goes out as *rec. 1, or < 0. Most often s stays ready, its key only
+ * larger: it moves down the heap where it is. */
 static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec)
 {
 	struct lk_merge *m = &r->merge;
 	const struct lk_seg_head h = s->head;
+	struct lk_seg *y;
 	int k = 0;
 
-	heap_remove(&m->ready, BY_MIN, s);
 	m->time_out = lk_merge_time(m, h.time);
 	*rec = (struct lk_record){ .tag = h.alloc ? LK_REC_ALLOC : LK_REC_FREE, .offset = h.offset,
 				   .time_ns = m->time_out };
@@ -314,8 +327,15 @@ static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec
 	lk_seg_next(s);
 	if (h.alloc)
 		k = release(r, s, h.block);
-	if (k == 0)
-		k = place(r, s);
+	if (k < 0)
+		return k;
+	if (where_for(m, s, &y) == READY) {
+		set_min(s);
+		heap_sift(&m->ready, BY_MIN, s->hpos);
+		return 1;
+	}
+	heap_remove(&m->ready, BY_MIN, s);
+	k = place(r, s);
 	return k < 0 ? k : 1;
 }
 

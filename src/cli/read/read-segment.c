@@ -115,7 +115,6 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 
 	for (; pos < s->len; pos += br.len) {
 		uint8_t tag = s->body[pos];
-		const char *what = lk_rec_tag_name(tag);
 		uint64_t at = s->offset + pos, block;
 		int k = body_record(s->body + pos, end, &br);
 
@@ -127,14 +126,17 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 						 "ALLOC_FIXED, FREE_FIXED and SEG_END", tag, s->order);
 		if (k == BODY_CUT)
 			return lk_reader_fail_at(r, at, "%s record crosses the end of its SEGMENT's body "
-						 "at offset %" PRIu64, what, s->offset + s->len);
+						 "at offset %" PRIu64, lk_rec_tag_name(tag),
+						 s->offset + s->len);
 		if (k == BODY_BIG_VARINT)
-			return lk_reader_fail_at(r, at, "%s record holds a varint over 64 bits", what);
+			return lk_reader_fail_at(r, at, "%s record holds a varint over 64 bits",
+						 lk_rec_tag_name(tag));
 		if (is_alloc(tag)) {
 			if (++allocs > blocks)
 				return lk_reader_fail_at(r, at, "%s beyond the %" PRIu64 " block%s that "
 							 "its SEGMENT (offset %" PRIu64 ") reserved",
-							 what, blocks, blocks == 1 ? "" : "s",
+							 lk_rec_tag_name(tag), blocks,
+							 blocks == 1 ? "" : "s",
 							 s->order);
 			last = base + allocs;
 			continue;
@@ -144,7 +146,7 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 		block = lk_free_block(last, prev, br.x);
 		if (block == 0 || (block - s->first < blocks && block > last))
 			return lk_reader_fail_at(r, at, "%s of block %" PRIu64 " that no record "
-						 "allocated", what, block);
+						 "allocated", lk_rec_tag_name(tag), block);
 		prev = block;
 	}
 	s->end = pos;
