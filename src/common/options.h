@@ -47,6 +47,11 @@
 	X(rss_interval_ms, "LEEK_RSS_INTERVAL_MS", UINT, "100",                                    \
 	  "least milliseconds between two RSS records (read at sample time, no thread): 10 per "    \
 	  "second resolves a heap timeline without a syscall per sample")                           \
+	X(precise_time, "LEEK_PRECISE_TIME", BOOL, "0",                                            \
+	  "1 reads every record's time from CLOCK_MONOTONIC, to the nanosecond; 0 from its "        \
+	  "coarse reading, the kernel's last tick (1 to 10 ms), which costs a quarter as much and "  \
+	  "is read twice a sample: ages, lifetimes and timelines are read in seconds, and a "       \
+	  "sampled 1 MiB pair then costs no more than exact mode's (docs/performance.md)")         \
 	X(session, "LEEK_SESSION", UINT, "0",                                                      \
 	  "set by `leek run` so that it can find the profiles of its process tree")                 \
 	X(quiet, "LEEK_QUIET", BOOL, "0",                                                          \
