@@ -94,6 +94,9 @@ static void threads(const char *preload, const char *period, const char *iterati
 		ASSERT_EQ(p->h.period, 1);
 		ASSERT_TRUE(p->ntag[LK_REC_ALLOC] >= allocs);
 		ASSERT_TRUE(p->ntag[LK_REC_FREE] >= allocs);
+		/* Each of the program's four threads filled segments of its own, with no lock
+		 * (docs/design.md, "Threads"). */
+		ASSERT_TRUE(p->ntag[LK_REC_SEGMENT] >= 4);
 	} else {
 		ASSERT_TRUE(!(p->h.flags & LK_HDR_EXACT));
 		ASSERT_EQ(p->h.seed, 12345);
