@@ -130,6 +130,15 @@ cost() { printf %.1f "$(awk -v c="$4" '{ print $c }' "$tmp/r.$1.$2.$3" | median)
 # ratios A B COL: per-round ratios of column COL of the result files A and B, one a line.
 ratios() { paste -d' ' "$tmp/r.$1" "$tmp/r.$2" |
   awk -v c="$3" '{ printf "%.6f\n", $c / $(c + 2) }'; }
+# scaled A B C D COL GOAL: ratio's report for the per-round (A / B) / (C / D): how much more
+# exact mode's cost grew with the threads than glibc's own did in the same round.
+scaled() {
+  local r; r=$(paste -d' ' <(ratios "$1" "$2" "$5") <(ratios "$3" "$4" "$5") |
+    awk '{ printf "%.6f\n", $1 / $2 }')
+  printf '%.2f [%.2f-%.2f]' "$(median <<<"$r")" "$(sort -g <<<"$r" | head -1)" \
+    "$(sort -g <<<"$r" | tail -1)"
+  awk -v g="$6" '$1 <= g { n++ } END { printf " %d/%d", n, NR }' <<<"$r"
+}
 # ratio A B COL [GOAL]: "median [min-max]" of those ratios, and with GOAL, "n/N" of them <= GOAL.
 ratio() {
   local r; r=$(ratios "$1" "$2" "$3")
@@ -161,6 +170,16 @@ for t in "${threads[@]}"; do
     "$(ratio "128.$t.exact" 128.1.exact 1 1.30)" "$(ratio "128.$t.exact" 128.1.exact 2)" \
     "$(ratio "128.$t.none" 128.1.none 1)" "$(ratio "128.$t.none" 128.1.none 2)" \
     "$(ratio "128.$t.sampled" 128.1.sampled 1)" "$(ratio "128.$t.sampled" 128.1.sampled 2)"
+done
+echo
+echo "the same, exact mode's ratio over glibc's in each round: what leek adds to what the machine"
+echo "does to a second thread (glibc alone costs about 1.5 times as much a pair on two threads here)"
+printf '%-8s %-26s %s\n' threads "exact/glibc core-ns" "exact/glibc CPU-ns"
+for t in "${threads[@]}"; do
+  [ "$t" != 1 ] || continue
+  printf '%-8s %-26s %s\n' "$t" \
+    "$(scaled "128.$t.exact" 128.1.exact "128.$t.none" 128.1.none 1 1.30)" \
+    "$(scaled "128.$t.exact" 128.1.exact "128.$t.none" 128.1.none 2 1.30)"
 done
 echo
 echo "1 MiB malloc+free, ${pairs[1m]} pairs a run: ns per pair (core-ns / CPU-ns), and sampled /" \
