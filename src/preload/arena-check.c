@@ -115,6 +115,14 @@ bool lk_arena_check(void)
 		if (!lk_trecs[i].used)
 			continue;
 		own += lk_trecs[i].live;
+		const struct lk_block *run = lk_trecs[i].run;
+		if (run) { /* a run of its own, freed: its block's page starts a LARGE run */
+			uintptr_t off = (uintptr_t)run - lk_arena_base;
+			if (off >= (uintptr_t)a->top << PAGE_SHIFT ||
+			    a->map[off >> PAGE_SHIFT].kind != K_LARGE || run->magic != LK_BLOCK_FREE)
+				return false;
+			listed++;
+		}
 		for (unsigned c = 0; c < NCLASSES; c++)
 			if (!recent_holds(a, &lk_trecs[i].recent[c], c, &listed))
 				return false;

@@ -279,6 +279,24 @@ size_t lk_arena_usable(const void *p)
 	return b->magic == LK_BLOCK_LIVE || b->magic == LK_BLOCK_QUIET ? b->usable : 0;
 }
 
+/* The run at page i of a block freed: back to the free runs. */
+static void large_release(uint32_t i)
+{
+	const struct page *e = &arena.map[i];
+
+	/* glibc keeps a freed block of this size resident from now on (its mmap threshold rises to
+	 * the size of a freed mmapped chunk, and it trims only above twice that), so the arena does
+	 * too: a sampled 8 MiB sort buffer is not given back and faulted in again at every reuse,
+	 * where the program alone would have kept it. One and a half times the block, not glibc's
+	 * twice: glibc's heap reuses what it keeps for blocks of any size, the arena only for
+	 * samples: with twice, sqlite3's exact run kept far more freed pages through its heap's peak
+	 * than its plain run did (bench/real.sh's peak RSS; docs/performance.md). */
+	if (e->len >= RETAIN_RISE_MIN && e->len <= RETAIN_RISE_MAX &&
+	    e->len + e->len / 2 > arena.retain_pages)
+		arena.retain_pages = e->len + e->len / 2;
+	lk_run_release(i);
+}
+
 LK_HOT LK_INLINE void lk_arena_free(void *p)
 {
 	struct lk_block *b = (struct lk_block *)p - 1;
@@ -288,18 +306,7 @@ LK_HOT LK_INLINE void lk_arena_free(void *p)
 	b->magic = LK_BLOCK_FREE;
 	arena.live_blocks--;
 	if (e->kind == K_LARGE) {
-		/* glibc keeps a freed block of this size resident from now on (its mmap threshold
-		 * rises to the size of a freed mmapped chunk, and it trims only above twice that), so
-		 * the arena does too: a sampled 8 MiB sort buffer is not given back and faulted in again
-		 * at every reuse, where the program alone would have kept it. One and a half times the
-		 * block, not glibc's twice: glibc's heap reuses what it keeps for blocks of any size,
-		 * the arena only for samples: with twice, sqlite3's exact run kept far more freed
-		 * pages through its heap's peak than its plain run did (bench/real.sh's peak RSS;
-		 * docs/performance.md). */
-		if (e->len >= RETAIN_RISE_MIN && e->len <= RETAIN_RISE_MAX &&
-		    e->len + e->len / 2 > arena.retain_pages)
-			arena.retain_pages = e->len + e->len / 2;
-		lk_run_release(i);
+		large_release(i);
 		return;
 	}
 	/* A slot freed goes to its class's list of recent ones, if it has room: the next block of
@@ -320,12 +327,31 @@ LK_HOT LK_INLINE void lk_arena_free(void *p)
  * thread's alone, so taken and given with no lock. A slot on it stays marked in use, its magic
  * FREE, as on arena.recent; r->live counts what the thread took from (+) or gave to (-) them, for
  * arena.live_blocks. */
+/* A run of a thread's own (r->run): the block of a run of its own that it freed last, if it fits
+ * usable bytes in just as many pages as it has (a thread that allocates and frees a block of a
+ * size in turn, the same run again with no lock). */
+static inline struct lk_block *take_own_run(struct lk_trec *r, size_t usable)
+{
+	struct lk_block *b = r->run;
+
+	if (!b)
+		return NULL;
+	uintptr_t at = (uintptr_t)b - lk_arena_base;
+	const struct page *e = &arena.map[at >> PAGE_SHIFT];
+	uint64_t need = ((at & (PAGE - 1)) + sizeof(*b) + usable + PAGE - 1) >> PAGE_SHIFT;
+	if (need != e->len)
+		return NULL;
+	r->run = NULL;
+	r->live++;
+	return b;
+}
+
 LK_HOT LK_INLINE struct lk_block *lk_arena_take_own(struct lk_trec *r, size_t usable)
 {
 	size_t hdr = sizeof(struct lk_block);
 
 	if (usable > SLAB_MAX - hdr)
-		return NULL;
+		return take_own_run(r, usable);
 	struct lk_recent *q = &r->recent[lk_class_of16[(usable + hdr + 15) / 16]];
 	if (!q->n)
 		return NULL;
@@ -340,6 +366,14 @@ LK_HOT LK_INLINE bool lk_arena_free_own(struct lk_trec *r, struct lk_block *b)
 {
 	const struct page *e = &arena.map[((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT];
 
+	if (e->kind == K_LARGE) {
+		if (r->run || e->len > LK_ARENA_OWN_RUN)
+			return false;
+		b->magic = LK_BLOCK_FREE;
+		r->run = b;
+		r->live--;
+		return true;
+	}
 	if (e->kind != K_SLAB)
 		return false;
 	struct lk_recent *q = &r->recent[e->cls];
@@ -413,6 +447,9 @@ void lk_arena_give_back(struct lk_trec *r)
 		}
 		q->head = NULL;
 	}
+	if (r->run)
+		large_release((uint32_t)(((uintptr_t)r->run - lk_arena_base) >> PAGE_SHIFT));
+	r->run = NULL;
 	arena.live_blocks += (uint64_t)r->live;
 	r->live = 0;
 }

@@ -46,7 +46,8 @@ struct page {
 	X(512) X(576) X(672) X(816) X(1024) X(1360) X(2048)
 #define ONE_CLASS(s) +1
 #define NCLASSES (0 SLOT_SIZES(ONE_CLASS))
-_Static_assert(NCLASSES == LK_ARENA_CLASSES, "preload.h's count of the slab classes");
+_Static_assert(NCLASSES == LK_ARENA_CLASSES && SLAB_MAX == LK_ARENA_SLOT_MAX,
+	       "preload.h's count of the slab classes, and their largest slot");
 extern const uint16_t lk_slot_size[NCLASSES];
 extern const uint8_t lk_slot_n[NCLASSES];          /* slots in a slab */
 extern const uint32_t lk_slot_inverse[NCLASSES];   /* ceil(2^32 / size) */

@@ -164,6 +164,7 @@ void lk_sampler_atfork(int phase);
  * Everything here but the counts is its thread's alone, except under lk_lock while the file
  * begins again (writer-open.c) and in a fork's child. */
 #define LK_ARENA_CLASSES 20 /* the arena's slab classes (arena.h) */
+#define LK_ARENA_SLOT_MAX 2048u /* their largest slot, header included (arena.h's SLAB_MAX) */
 struct lk_recent {
 	struct lk_block *head; /* freed slots, still marked in use: a list through time_ns */
 	uint64_t n;            /* at most LK_ARENA_RECENT */
@@ -180,10 +181,14 @@ struct __attribute__((aligned(64))) lk_trec {
 	uint64_t samples, frees; /* LK_CNT_SAMPLES and LK_CNT_FREES of this thread */
 	int64_t live;            /* blocks this thread took from (+) or gave to (-) its own slots */
 	struct lk_recent recent[LK_ARENA_CLASSES]; /* its freed slots, by class (arena.c) */
+	struct lk_block *run;    /* a freed block of a run of its own, kept for its next (arena.c) */
 	uint32_t tid;
 	uint8_t used;
 };
 #define LK_TRECS 1024 /* threads with a record at once; a thread past them takes lk_lock */
+/* The largest run a thread keeps, freed, for its next block of the same pages (4 MiB): as glibc's
+ * arena of a thread keeps up to its trim threshold, which large blocks raise to 64 MiB. */
+#define LK_ARENA_OWN_RUN 1024u
 extern struct lk_trec lk_trecs[LK_TRECS];
 /* This thread's record, made at its first sample in a process with threads (caller not holding
  * lk_lock); NULL while the process has one thread, or if none is left. */

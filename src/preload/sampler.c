@@ -240,12 +240,16 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 	size_t usable;
 
 	t->in_slow = 1;
-	if (lk_likely(align <= 16 && (usable = lk_real_usable_known(size, align)) &&
-		      !__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_stack_kept_ready())) {
+	if (lk_likely(align <= 16 && !__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
+		      lk_stack_kept_ready())) {
 		bool cut = false;
 		uint32_t stack = lk_stack_kept(frame, &cut, false);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
-		if (fid && !(b = lk_arena_take_own(r, usable))) {
+		usable = lk_real_usable_known(size, align);
+		if (fid && !usable)
+			usable = lk_real_usable(size, align); /* a large block: no lock held */
+		if (fid && !(b = lk_arena_take_own(r, usable)) &&
+		    usable + sizeof(*b) <= LK_ARENA_SLOT_MAX) {
 			lk_lock();
 			bool filled = lk_arena_fill_own(r, usable);
 			lk_unlock();
@@ -319,11 +323,15 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 		t->bytes_left = UINT64_MAX;
 		return NULL;
 	}
-	/* A sample whose walk is kept takes exact mode's path, in either mode: take_sample's frame,
-	 * with a walk's buffers, and its capture cost a sampled 1 MiB pair more than exact mode's
-	 * (bench/exact-threads.sh). The countdown stays 0 in there (a signal handler's malloc finds
-	 * in_slow), and is drawn once the sample is taken. */
-	void *p = exact_take_rec(t, lk_trec_get(t), size, align, zero, old, frame);
+	/* A sample whose walk is kept takes exact mode's path, in either mode (with no lock on a
+	 * thread with a record of its own): take_sample's frame, with a walk's buffers, and its
+	 * capture cost a sampled 1 MiB pair more than exact mode's (bench/exact-threads.sh). The
+	 * countdown is drawn once the sample is taken; meanwhile a signal handler's malloc finds
+	 * in_slow. */
+	struct lk_trec *r = lk_trec_get(t);
+	void *p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
+	if (!p)
+		p = exact_take_rec(t, r, size, align, zero, old, frame);
 	if (p) {
 		if (lk_cfg.period > 1)
 			t->bytes_left = next_interval(t);

@@ -388,7 +388,7 @@ static uint32_t listed(const struct lk_trec *r)
 
 /* A thread's own lists (threads.c): a thread that allocates more than it frees gets slots in
  * batches of RECENT / 2 (lk_arena_fill_own), one that frees more gives half its list back when it
- * is full (lk_arena_free_spill), a run is never listed, and a thread that exits gives every slot
+ * is full (lk_arena_free_spill), it keeps one run for a block of as many pages, and a thread that exits gives every slot
  * back (lk_arena_give_back). The invariants hold at every step: a listed slot is neither free nor
  * live, and the live count adds the threads' shares. */
 TEST(arena_own_lists)
@@ -430,12 +430,29 @@ TEST(arena_own_lists)
 	ASSERT_TRUE(listed(s) >= LK_ARENA_RECENT / 2 && listed(s) <= LK_ARENA_RECENT);
 	lk_arena_get_stats(&st);
 	ASSERT_EQ(st.live_blocks, 0);
-	/* A run is not listed. */
-	struct lk_block *big = lk_arena_take(64 * KIB, 16);
-	ASSERT_TRUE(big != NULL);
+	/* A thread keeps one run, freed, and hands it out again for a block of as many pages. */
+	struct lk_block *big = lk_arena_take(64 * KIB, 16), *big2 = lk_arena_take(64 * KIB, 16);
+	ASSERT_TRUE(big != NULL && big2 != NULL);
 	*big = (struct lk_block){ .usable = 64 * KIB, .magic = LK_BLOCK_LIVE };
-	ASSERT_TRUE(!lk_arena_free_own(s, big));
-	lk_arena_free_spill(s, big);
+	*big2 = (struct lk_block){ .usable = 64 * KIB, .magic = LK_BLOCK_LIVE };
+	ASSERT_TRUE(lk_arena_free_own(s, big));
+	ASSERT_TRUE(lk_arena_block(big + 1) == NULL);
+	ASSERT_TRUE(!lk_arena_free_own(s, big2)); /* one run a thread */
+	lk_arena_free_spill(s, big2);
+	ASSERT_TRUE(lk_arena_check());
+	ASSERT_TRUE(lk_arena_take_own(s, 128 * KIB) == NULL); /* more pages than it has */
+	ASSERT_TRUE(lk_arena_take_own(s, 64 * KIB - 16) == big); /* 17 pages, as 64 KiB */
+	*big = (struct lk_block){ .usable = 64 * KIB - 16, .magic = LK_BLOCK_LIVE };
+	ASSERT_TRUE(lk_arena_check());
+	ASSERT_TRUE(lk_arena_free_own(s, big));
+	ASSERT_TRUE(lk_arena_check());
+	/* Larger than LK_ARENA_OWN_RUN pages: freed under lk_lock as before. */
+	struct lk_block *huge = lk_arena_take((size_t)LK_ARENA_OWN_RUN * 4096, 16);
+	ASSERT_TRUE(huge != NULL);
+	*huge = (struct lk_block){ .usable = (size_t)LK_ARENA_OWN_RUN * 4096,
+				   .magic = LK_BLOCK_LIVE };
+	ASSERT_TRUE(!lk_arena_free_own(r, huge));
+	lk_arena_free_spill(r, huge);
 	ASSERT_TRUE(lk_arena_check());
 	/* Both threads exit. */
 	lk_arena_give_back(r);
