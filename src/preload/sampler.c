@@ -37,11 +37,17 @@ static uint64_t next_interval(struct lk_thread *t)
 		return 0; /* exact mode: every call takes the slow path, even malloc(0) */
 	/* The draw is floating point (a logarithm), which sets MXCSR's inexact flag, and traps if
 	 * the program unmasked inexact: computed with every exception masked, and the program's
-	 * MXCSR, flags included, put back (tests/preload/fpenv.c). */
+	 * MXCSR, flags included, put back (tests/preload/fpenv.c). An ldmxcsr costs 6 ns here (two
+	 * of them were half of a draw), so it is done only when the MXCSR must change: with every
+	 * exception masked already (the default), only once the draw has raised a flag that the
+	 * program's MXCSR did not have (never, once the program has done any inexact arithmetic). */
 	unsigned csr = _mm_getcsr();
-	_mm_setcsr((csr | 0x1f80) & ~0x3fu);
+	bool masked = (csr & 0x1f80) == 0x1f80;
+	if (!masked)
+		_mm_setcsr(csr | 0x1f80);
 	uint64_t v = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
-	_mm_setcsr(csr);
+	if (!masked || _mm_getcsr() != csr)
+		_mm_setcsr(csr);
 	return v;
 }
 

@@ -4,8 +4,9 @@
  * flags, and an allocator call in between must change neither. Two ways leek could: libunwind's
  * getcontext saves the x87 environment with fnstenv, which then masks every x87 exception; and
  * the sampler's exponential draw (a logarithm) raises the inexact flag in MXCSR, and would trap
- * if the program had unmasked inexact. This program unmasks every exception, x87 and SSE alike,
- * and checks the raw x87 control and status words and MXCSR after every allocator call: in the
+ * if the program had unmasked inexact. This program runs with every exception masked and no flag
+ * raised, then unmasks every exception, x87 and SSE alike, and checks the raw x87 control and
+ * status words and MXCSR after every allocator call: in the
  * main thread and in a second one (whose first sample walks its stack with libunwind), through
  * call chains of many depths (new return addresses, so that libunwind runs again), with 1 MiB
  * blocks that the default period samples too.
@@ -94,6 +95,10 @@ int main(void)
 	unsigned small = 0, big = 0;
 	pthread_t t;
 
+	/* First with every exception masked (the default) and no flag raised: the draw's inexact
+	 * flag must not show. Then with every exception unmasked. */
+	CHECK(feclearexcept(FE_ALL_EXCEPT) == 0, "feclearexcept failed");
+	work(&small, &big);
 	CHECK(feenableexcept(FE_ALL_EXCEPT) != -1, "feenableexcept failed");
 	work(&small, &big);
 	CHECK(pthread_create(&t, NULL, thread_main, NULL) == 0, "pthread_create failed");
