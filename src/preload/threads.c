@@ -79,7 +79,9 @@ struct lk_trec *lk_trec_get(struct lk_thread *t)
 {
 	if (lk_likely(t->rec_state == LK_REC_OWN))
 		return t->rec;
-	if (t->rec_state == LK_REC_NEVER || lk_single_threaded())
+	/* Not before the thread is set up (thread_init: its tid and errno), as for a thread whose
+	 * first call frees a block that another thread sampled. */
+	if (t->rec_state == LK_REC_NEVER || lk_single_threaded() || !t->errno_at || !t->tid)
 		return NULL;
 	lk_lock();
 	if (!key_made && !key_failed) {

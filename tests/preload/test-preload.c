@@ -892,6 +892,15 @@ TEST(edge_early_alloc)
 	ASSERT_EQ(edge_run(argv, 15), 2);
 }
 
+/* Threads whose first allocator call frees blocks that another thread sampled (handoff.c): in
+ * exact mode every one of those frees meets a thread that leek has not set up. */
+TEST(edge_first_call_frees)
+{
+	const char *argv[] = { "handoff", NULL };
+
+	ASSERT_EQ(edge_run(argv, 30), 2);
+}
+
 /* pthread_key destructors that allocate, realloc and free at thread exit, 8 threads at a time. */
 TEST(edge_tsd_destructors)
 {
