@@ -391,14 +391,11 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 	return done;
 }
 
-/* lk_free_sampled in a process with threads: with no lock on the thread's own record (free_own),
- * else under lk_lock, its FREE in the thread's body if it has one. */
-static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
+/* A free under lk_lock, its FREE in r's body (NULL: the main stream). The countdown is left as it
+ * is: a signal handler's malloc here counts down as anywhere else, and one that would sample
+ * finds in_slow and is forwarded (sample()). */
+static LK_INLINE void free_under_lock(struct lk_thread *t, struct lk_block *b, struct lk_trec *r)
 {
-	struct lk_trec *r = lk_trec_get(t);
-
-	if (r && free_own(t, r, b))
-		return;
 	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
 	uint64_t now = lk_now_ns();
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
@@ -410,6 +407,16 @@ static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
 	lk_unlock();
 	t->in_slow = 0;
 	*err = saved;
+}
+
+/* lk_free_sampled in a process with threads: with no lock on the thread's own record (free_own),
+ * else under lk_lock, its FREE in the thread's body if it has one. */
+static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
+{
+	struct lk_trec *r = lk_trec_get(t);
+
+	if (!r || !free_own(t, r, b))
+		free_under_lock(t, b, r);
 }
 
 LK_HOT void lk_free_sampled(void *p)
@@ -433,23 +440,10 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (lk_unlikely(!lk_single_threaded())) {
+	if (lk_unlikely(!lk_single_threaded()))
 		free_threads(t, b);
-		return;
-	}
-	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
-	uint64_t now = lk_now_ns();
-	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
-
-	/* The countdown is left as it is: a signal handler's malloc here counts down as anywhere
-	 * else, and one that would sample finds in_slow and is forwarded (sample()). */
-	t->in_slow = 1;
-	lk_lock();
-	drain_deferred(NULL, tid, now);
-	free_locked(b, NULL, tid, now);
-	lk_unlock();
-	t->in_slow = 0;
-	*err = saved;
+	else
+		free_under_lock(t, b, NULL); /* no record: the branches on one fold away */
 }
 
 /* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no

@@ -807,38 +807,51 @@ static void expect_same_estimate(const struct lk_estimate *a, const struct lk_es
 
 /* What a followed profile gives is what lk_profile_load() gives with one bucket; a's list of the
  * blocks live at the end, unless it was loaded without one (no_live_list), b's. */
+/* What two profiles of the same events share, however they were read: the totals and each
+ * stack's estimates. The number of stacks, with a's and b's in *sa and *sb. */
+static size_t expect_same_core(const struct lk_profile *a, const struct lk_profile *b,
+			       const struct lk_stack_stats **sa, const struct lk_stack_stats **sb)
+{
+	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
+	size_t n = lk_profile_stacks(a, sa);
+
+	ASSERT_EQ(x->duration_ns, y->duration_ns);
+	ASSERT_EQ(x->samples, y->samples);
+	ASSERT_EQ(x->frees, y->frees);
+	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
+	ASSERT_EQ(x->max_live, y->max_live);
+	ASSERT_EQ(x->max_rss, y->max_rss);
+	ASSERT_EQ(x->peak_ns, y->peak_ns);
+	ASSERT_EQ(x->trailer, y->trailer);
+	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
+	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
+	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
+	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
+	ASSERT_EQ(n, lk_profile_stacks(b, sb));
+	for (size_t i = 0; i < n; i++) {
+		ASSERT_EQ((*sa)[i].id, (*sb)[i].id);
+		expect_same_estimate(&(*sa)[i].alloc_bytes, &(*sb)[i].alloc_bytes);
+		expect_same_estimate(&(*sa)[i].live_bytes, &(*sb)[i].live_bytes);
+		expect_same_estimate(&(*sa)[i].peak_bytes, &(*sb)[i].peak_bytes);
+		expect_same_estimate(&(*sa)[i].old_bytes, &(*sb)[i].old_bytes);
+	}
+	return n;
+}
+
 static void expect_same_profile(const struct lk_profile *a, const struct lk_profile *b,
 				bool list)
 {
 	const struct lk_profile_totals *x = lk_profile_totals(a), *y = lk_profile_totals(b);
 	const struct lk_stack_stats *sa, *sb;
 	const struct lk_live_block *la, *lb;
-	size_t n = lk_profile_stacks(a, &sa);
+	size_t n = expect_same_core(a, b, &sa, &sb);
 
-	ASSERT_EQ(x->duration_ns, y->duration_ns);
 	ASSERT_EQ(x->records, y->records);
-	ASSERT_EQ(x->samples, y->samples);
-	ASSERT_EQ(x->frees, y->frees);
-	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
 	ASSERT_EQ(x->inherited, y->inherited);
-	ASSERT_EQ(x->max_live, y->max_live);
-	ASSERT_EQ(x->max_rss, y->max_rss);
-	ASSERT_EQ(x->peak_ns, y->peak_ns);
-	ASSERT_EQ(x->trailer, y->trailer);
 	ASSERT_TRUE(memcmp(x->losses, y->losses, sizeof(x->losses)) == 0);
-	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
-	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
-	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
-	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
-	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
 	for (size_t i = 0; i < n; i++) {
-		ASSERT_EQ(sa[i].id, sb[i].id);
 		ASSERT_EQ(sa[i].nframes, sb[i].nframes);
 		ASSERT_TRUE(memcmp(sa[i].frames, sb[i].frames, 8 * sa[i].nframes) == 0);
-		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
-		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
-		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
-		expect_same_estimate(&sa[i].old_bytes, &sb[i].old_bytes);
 		expect_same_estimate(&sa[i].old_objects, &sb[i].old_objects);
 		ASSERT_EQ(sa[i].series[0], sb[i].series[0]);
 	}
@@ -1179,29 +1192,11 @@ static void expect_same_events(const struct lk_profile *a, const struct lk_profi
 	const struct lk_timeline_point *ta, *tb;
 	const struct lk_stack_stats *sa, *sb;
 	const struct lk_live_block *la, *lb;
-	size_t n = lk_profile_stacks(a, &sa), nt = lk_profile_timeline(a, &ta);
+	size_t n = expect_same_core(a, b, &sa, &sb), nt = lk_profile_timeline(a, &ta);
 
-	ASSERT_EQ(x->duration_ns, y->duration_ns);
-	ASSERT_EQ(x->samples, y->samples);
-	ASSERT_EQ(x->frees, y->frees);
-	ASSERT_EQ(x->frees_unknown, y->frees_unknown);
-	ASSERT_EQ(x->max_live, y->max_live);
-	ASSERT_EQ(x->max_rss, y->max_rss);
-	ASSERT_EQ(x->peak_ns, y->peak_ns);
-	ASSERT_EQ(x->trailer, y->trailer);
-	expect_same_estimate(&x->alloc_bytes, &y->alloc_bytes);
 	expect_same_estimate(&x->alloc_objects, &y->alloc_objects);
-	expect_same_estimate(&x->peak_bytes, &y->peak_bytes);
-	expect_same_estimate(&x->live_bytes_end, &y->live_bytes_end);
-	expect_same_estimate(&x->live_objects_end, &y->live_objects_end);
-	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
 	for (size_t i = 0; i < n; i++) {
-		ASSERT_EQ(sa[i].id, sb[i].id);
-		expect_same_estimate(&sa[i].alloc_bytes, &sb[i].alloc_bytes);
-		expect_same_estimate(&sa[i].live_bytes, &sb[i].live_bytes);
-		expect_same_estimate(&sa[i].peak_bytes, &sb[i].peak_bytes);
 		expect_same_estimate(&sa[i].peak_objects, &sb[i].peak_objects);
-		expect_same_estimate(&sa[i].old_bytes, &sb[i].old_bytes);
 		for (size_t k = 0; k < nt; k++)
 			ASSERT_EQ(sa[i].series[k], sb[i].series[k]);
 	}
