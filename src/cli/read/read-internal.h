@@ -46,6 +46,7 @@ struct lk_seg {
 	 * head frees (parent), with the smallest (time, order) of the heads in its tree. */
 	struct lk_seg *parent, *next_waiter; /* next_waiter: another segment waiting on that block */
 	struct lk_seg_heap kids;  /* the segments waiting on this one, by min */
+	uint64_t wait_lo;         /* the smallest block they wait for, if kids.n */
 	uint32_t kpos, hpos;      /* place in parent's kids, in the reader's ready or parked heap */
 	uint8_t where;            /* read-merge.c's enum where */
 	uint64_t park;            /* parked until the main stream hands out this block or stack */
@@ -59,6 +60,7 @@ struct lk_merge {
 	uint64_t *firsts;          /* their first blocks, kept after a drop: sorted, for lookups */
 	size_t n, cap, dead;
 	size_t live;               /* segments in segs */
+	size_t lo;                 /* segs before it have no ALLOC left to hand out (alloc_lo()) */
 	struct lk_seg_heap ready, parked_block, parked_stack;
 	struct lk_u64map waiters;  /* block -> the last segment set waiting on its ALLOC */
 	uint64_t count, bytes;     /* held segments and body bytes, a pending one included */

@@ -145,6 +145,7 @@ static void compact(struct lk_merge *m)
 	}
 	m->n = j;
 	m->dead = 0;
+	m->lo = 0; /* alloc_lo() finds its place again */
 }
 
 /* A segment whose last record went out. Nothing waits on it: whatever waited on one of its
@@ -161,14 +162,31 @@ static void drop(struct lk_merge *m, struct lk_seg *s)
 		compact(m);
 }
 
+/* The smallest block that a held segment has yet to allocate: the next ALLOC of the first one
+ * in file order with ALLOCs left, since their ranges follow file order. lo moves past the ones
+ * that have none left, which never get any again, so this costs O(1) a call in all. */
+static uint64_t alloc_lo(struct lk_merge *m)
+{
+	while (m->lo < m->n) {
+		const struct lk_seg *s = m->segs[m->lo];
+		if (s && s->next_alloc - s->first < s->nalloc)
+			return s->next_alloc;
+		m->lo++;
+	}
+	return UINT64_MAX;
+}
+
 /* The held segment that has yet to hand out the ALLOC of block b, or NULL. Segments reserve
  * ranges of block numbers in file order, so the only one that can is the last one whose range
- * starts at b or before it. */
-static struct lk_seg *allocator_of(const struct lk_merge *m, uint64_t b)
+ * starts at b or before it. Most FREEs are of blocks below every range still to allocate (the
+ * main stream's, or ones handed out already): those need no search. */
+static struct lk_seg *allocator_of(struct lk_merge *m, uint64_t b)
 {
 	size_t lo = 0, hi = m->n;
 	struct lk_seg *s;
 
+	if (b < alloc_lo(m))
+		return NULL;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		if (m->firsts[mid] <= b)
@@ -181,7 +199,7 @@ static struct lk_seg *allocator_of(const struct lk_merge *m, uint64_t b)
 }
 
 /* The smallest key of s's tree, from its own head and its waiters'. */
-static void set_min(struct lk_seg *s)
+static inline void set_min(struct lk_seg *s)
 {
 	s->min_time = s->head.time;
 	s->min_order = s->order;
@@ -219,6 +237,8 @@ static int wait_on(struct lk_reader *r, struct lk_seg *s, struct lk_seg *y)
 						 "more than %d thread segments in turn", what,
 						 s->head.block, LK_READ_SEG_WAIT_MAX);
 	}
+	if (!y->kids.n || s->head.block < y->wait_lo)
+		y->wait_lo = s->head.block;
 	k = heap_push(&y->kids, KIDS, s);
 	if (k < 0)
 		return lk_reader_fail(r, k, "out of memory");
@@ -242,7 +262,7 @@ static int wait_on(struct lk_reader *r, struct lk_seg *s, struct lk_seg *y)
 
 /* Where a root's head puts it: NOWHERE if it has none (it is done), WAITING on *y, parked until
  * the main stream has gone far enough, or READY. */
-static enum where where_for(const struct lk_merge *m, const struct lk_seg *s, struct lk_seg **y)
+static enum where where_for(struct lk_merge *m, const struct lk_seg *s, struct lk_seg **y)
 {
 	const struct lk_seg_head *h = &s->head;
 
@@ -250,6 +270,8 @@ static enum where where_for(const struct lk_merge *m, const struct lk_seg *s, st
 		return NOWHERE;
 	if (h->alloc)
 		return h->stack > m->stacks_out ? PARKED_STACK : READY;
+	if (h->block - s->first < s->next_alloc - s->first)
+		return READY; /* its own block, handed out already (numbered when s came) */
 	if ((*y = allocator_of(m, h->block)))
 		return WAITING;
 	return h->block > m->blocks_out ? PARKED_BLOCK : READY;
@@ -287,7 +309,7 @@ static int release(struct lk_reader *r, struct lk_seg *y, uint64_t b)
 	struct lk_seg *s, *next;
 	uint64_t v;
 
-	if (!y->kids.n || !lk_u64map_remove(&r->merge.waiters, b, &v))
+	if (!y->kids.n || b < y->wait_lo || !lk_u64map_remove(&r->merge.waiters, b, &v))
 		return 0;
 	for (s = (struct lk_seg *)(uintptr_t)v; s; s = next) {
 		int k;
@@ -299,39 +321,58 @@ static int release(struct lk_reader *r, struct lk_seg *y, uint64_t b)
 		if (k < 0)
 			return k;
 	}
+	/* y allocates in block order, so the next block waited for is the smallest one left. */
+	for (uint32_t i = 0; i < y->kids.n; i++)
+		if (i == 0 || y->kids.v[i]->head.block < y->wait_lo)
+			y->wait_lo = y->kids.v[i]->head.block;
 	return 0;
 }
 
+/* Sets ready root s's min from its new head, and whether s stays where it is: first in the ready
+ * heap, and still before both entries below it. Most often it does: a body's records of one clock
+ * tick go out in a run. */
+static bool stays_first(const struct lk_merge *m, struct lk_seg *s)
+{
+	const struct lk_seg_heap *h = &m->ready;
+
+	if (s->hpos != 0)
+		return false;
+	set_min(s);
+	return !(h->n > 1 && min_before(h->v[1], s)) && !(h->n > 2 && min_before(h->v[2], s));
+}
+
 /* The head of ready root s goes out as *rec. 1, or < 0. Most often s stays ready, its key only
- * larger: it moves down the heap where it is. */
+ * larger: it stays first (stays_first), or moves down the heap where it is. */
 static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec)
 {
 	struct lk_merge *m = &r->merge;
-	const struct lk_seg_head h = s->head;
+	const struct lk_seg_head *h = &s->head;
+	uint64_t block = h->block;
+	bool alloc = h->alloc;
 	struct lk_seg *y;
 	int k = 0;
 
-	m->time_out = lk_merge_time(m, h.time);
-	*rec = (struct lk_record){ .tag = h.alloc ? LK_REC_ALLOC : LK_REC_FREE, .offset = h.offset,
+	m->time_out = lk_merge_time(m, h->time);
+	*rec = (struct lk_record){ .tag = alloc ? LK_REC_ALLOC : LK_REC_FREE, .offset = h->offset,
 				   .time_ns = m->time_out };
-	if (h.alloc) {
+	if (alloc) {
 		rec->alloc.tid = s->tid;
-		rec->alloc.block = h.block;
-		rec->alloc.size = h.size;
-		rec->alloc.stack = h.stack;
-		s->next_alloc = h.block + 1;
+		rec->alloc.block = block;
+		rec->alloc.size = h->size;
+		rec->alloc.stack = h->stack;
+		s->next_alloc = block + 1;
 	} else {
 		rec->free.tid = s->tid;
-		rec->free.block = h.block;
+		rec->free.block = block;
 	}
 	lk_seg_next(s);
-	if (h.alloc)
-		k = release(r, s, h.block);
+	if (alloc)
+		k = release(r, s, block);
 	if (k < 0)
 		return k;
 	if (where_for(m, s, &y) == READY) {
-		set_min(s);
-		heap_sift(&m->ready, BY_MIN, s->hpos);
+		if (!stays_first(m, s))
+			heap_sift(&m->ready, BY_MIN, s->hpos);
 		return 1;
 	}
 	heap_remove(&m->ready, BY_MIN, s);

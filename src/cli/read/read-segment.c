@@ -154,27 +154,58 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 	return 0;
 }
 
+/* A varint that scan() has checked already: it ends within the body, in at most 10 bytes. */
+static const uint8_t *checked_varint(const uint8_t *q, uint64_t *ret)
+{
+	uint64_t v = *q & 0x7f;
+
+	for (unsigned shift = 7; *q++ & 0x80; shift += 7)
+		v |= (uint64_t)(*q & 0x7f) << shift;
+	*ret = v;
+	return q;
+}
+
+/* Every record before s->end passed scan(), so this decodes without a bound or a check: it runs
+ * once a record a pass, where scan() runs once a body. */
 void lk_seg_next(struct lk_seg *s)
 {
-	struct body_rec br;
-	uint8_t tag;
+	const uint8_t *p = s->body + s->pos, *q = p + 1;
+	struct lk_seg_head *h = &s->head;
+	uint64_t dt = 0, x, y = 0;
 
-	s->has_head = s->pos < s->end &&
-		      body_record(s->body + s->pos, s->body + s->end, &br) == BODY_RECORD;
+	s->has_head = s->pos < s->end;
 	if (!s->has_head)
 		return;
-	tag = s->body[s->pos];
-	s->time += br.dt; /* wraps like the writer's sum, as the main stream's does */
-	s->head = (struct lk_seg_head){ .offset = s->offset + s->pos, .time = s->time, .tag = tag,
-					.alloc = is_alloc(tag) };
-	if (s->head.alloc) {
-		s->head.block = ++s->last;
-		s->head.size = br.x;
-		s->head.stack = br.y;
-	} else {
-		s->head.block = s->prev = lk_free_block(s->last, s->prev, br.x);
+	switch (p[0]) {
+	case LK_REC_ALLOC_FIXED:
+		x = p[1] | (uint64_t)p[2] << 8;
+		y = p[3] | (uint64_t)p[4] << 8;
+		q = p + LK_ALLOC_FIXED_SIZE;
+		break;
+	case LK_REC_FREE_FIXED:
+		x = p[1] | (uint64_t)p[2] << 8;
+		q = p + LK_FREE_FIXED_SIZE;
+		break;
+	case LK_REC_ALLOC:
+		q = checked_varint(checked_varint(checked_varint(q, &dt), &x), &y);
+		break;
+	default: /* LK_REC_FREE: scan() let no other tag through */
+		q = checked_varint(checked_varint(q, &dt), &x);
+		break;
 	}
-	s->pos += br.len;
+	s->time += dt; /* wraps like the writer's sum, as the main stream's does */
+	h->offset = s->offset + s->pos;
+	h->time = s->time;
+	h->tag = p[0];
+	h->alloc = is_alloc(p[0]);
+	if (h->alloc) {
+		h->block = ++s->last;
+		h->size = x;
+		h->stack = y;
+	} else {
+		h->block = s->prev = lk_free_block(s->last, s->prev, x);
+	}
+	s->pos += (uint32_t)(q - p);
 }
 
 struct lk_seg *lk_seg_free(struct lk_seg *s)
