@@ -17,7 +17,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
-#include <xmmintrin.h>
 
 #include "preload.h"
 #include "record.h"
@@ -35,19 +34,9 @@ static uint64_t next_interval(struct lk_thread *t)
 {
 	if (lk_cfg.period <= 1)
 		return 0; /* exact mode: every call takes the slow path, even malloc(0) */
-	/* The draw is floating point (a logarithm), which sets MXCSR's inexact flag, and traps if
-	 * the program unmasked inexact: computed with every exception masked, and the program's
-	 * MXCSR, flags included, put back (tests/preload/fpenv.c). An ldmxcsr costs 6 ns here (two
-	 * of them were half of a draw), so it is done only when the MXCSR must change: with every
-	 * exception masked already (the default), only once the draw has raised a flag that the
-	 * program's MXCSR did not have (never, once the program has done any inexact arithmetic). */
-	unsigned csr = _mm_getcsr();
-	bool masked = (csr & 0x1f80) == 0x1f80;
-	if (!masked)
-		_mm_setcsr(csr | 0x1f80);
+	/* lk_rng_interval leaves the MXCSR alone: its common case is integer only, and its rare
+	 * floating-point path (about 2% of draws) saves and restores it (rng.h, tests/preload/fpenv.c). */
 	uint64_t v = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
-	if (!masked || _mm_getcsr() != csr)
-		_mm_setcsr(csr);
 	return v;
 }
 
