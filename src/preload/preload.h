@@ -302,8 +302,8 @@ void lk_arena_free(void *p);                              /* caller holds lk_loc
 struct lk_block *lk_arena_take_own(struct lk_trec *r, size_t usable);
 bool lk_arena_free_own(struct lk_trec *r, struct lk_block *b);
 void lk_arena_give_back(struct lk_trec *r); /* r's slots back to their slabs; lk_lock */
-bool lk_arena_fill_own(struct lk_trec *r, size_t usable); /* r's list of a class refilled; lk_lock */
-void lk_arena_free_spill(struct lk_trec *r, struct lk_block *b); /* b, whose list was full; lk_lock */
+bool lk_arena_fill_own(struct lk_trec *r, size_t usable);        /* r's list refilled; lk_lock */
+void lk_arena_free_spill(struct lk_trec *r, struct lk_block *b); /* its list full; lk_lock */
 void *lk_arena_boot_alloc(size_t size);                   /* lock-free bump, before init */
 #define LK_ARENA_BOOT_SIZE (256u << 10) /* the arena's first pages, its boot area (arena.c) */
 static inline bool lk_arena_is_boot(const void *p)

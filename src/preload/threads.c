@@ -129,11 +129,12 @@ void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1])
 
 /* A fork's child has one thread, the one that forked, which gives its record back (its body,
  * the parent's file's, unmapped and unwritten), as the child has no other thread yet, and takes
- * one again once it has. The others' records go too. Their bodies are sound (they change under lk_lock only, which the fork holds), but their
- * lists may not be: their threads went on taking and freeing during the fork. So the slots on
- * them stay where they are, marked in use and freed (at most LK_ARENA_RECENT a class and thread),
- * and a block that a thread was taking or freeing just then may be inherited live. The child's
- * counts begin at zero, as its file does. */
+ * one again once it has. The others' records go too. Their bodies are sound (they change under
+ * lk_lock only, which the fork holds), but their lists may not be: their threads went on taking
+ * and freeing during the fork. So the slots and runs on them stay where they are, marked in use
+ * and freed (at most LK_ARENA_RECENT a class, and one run, a thread), and a block that a thread
+ * was taking or freeing just then may be inherited live. The child's counts begin at zero, as
+ * its file does. */
 void lk_trecs_atfork_child(void)
 {
 	struct lk_trec *mine = lk_tls.rec;

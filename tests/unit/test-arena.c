@@ -388,8 +388,8 @@ static uint32_t listed(const struct lk_trec *r)
 
 /* A thread's own lists (threads.c): a thread that allocates more than it frees gets slots in
  * batches of RECENT / 2 (lk_arena_fill_own), one that frees more gives half its list back when it
- * is full (lk_arena_free_spill), it keeps one run for a block of as many pages, and a thread that exits gives every slot
- * back (lk_arena_give_back). The invariants hold at every step: a listed slot is neither free nor
+ * is full (lk_arena_free_spill), it keeps one run for a block of as many pages, and a thread
+ * that exits gives every slot back (lk_arena_give_back). The invariants hold at every step: a listed slot is neither free nor
  * live, and the live count adds the threads' shares. */
 TEST(arena_own_lists)
 {

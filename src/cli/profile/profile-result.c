@@ -72,8 +72,9 @@ static int cmp_live(const void *x, const void *y)
  * order of their records, whose times never go backwards, so the order by number is nearly
  * always that order already: a radix sort by number (11 bits a pass, and no pass over digits
  * that every number shares), then a check, and qsort only if the times disagree (INHERITed
- * blocks keep their parent's times, and thread segments number blocks out of order). qsort alone took 0.65 s for the million blocks left live
- * by an exact profile of redis-server; this takes a few tens of milliseconds. */
+ * blocks keep their parent's times, and thread segments number blocks out of order). qsort
+ * alone took 0.65 s for the million blocks left live by an exact profile of redis-server; this
+ * takes a few tens of milliseconds. */
 #define RADIX_BITS 11 /* a pass's counts: 16 KiB on the stack */
 #define RADIX (1u << RADIX_BITS)
 

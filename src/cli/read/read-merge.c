@@ -35,8 +35,8 @@
 /* Where a held segment is (lk_seg.where). */
 enum where { NOWHERE, READY, PARKED_BLOCK, PARKED_STACK, WAITING };
 
-/* Roots by min (ready), roots by what they wait for (parked), a segment's waiters by min (kids, with
- * a place field of their own). */
+/* Roots by min (ready), roots by what they wait for (parked), a segment's waiters by min (kids,
+ * with a place field of their own). */
 enum heap_kind { BY_MIN, BY_PARK, KIDS };
 
 static bool min_before(const struct lk_seg *a, const struct lk_seg *b)
