@@ -5,7 +5,7 @@
  * (a program that does no floating point: the guard's worst case; the loop's own ldmxcsr is timed
  * apart and subtracted), then with the flags already set. Run by hand, never as a pass/fail:
  *
- *   gcc -O2 -Isrc/common -o /tmp/draw bench/draw.c -lm && /tmp/draw
+ *   gcc -O2 -Isrc/common -o /tmp/draw-bench bench/draw.c -lm && /tmp/draw-bench
  */
 #include <math.h>
 #include <stdbool.h>
@@ -15,7 +15,13 @@
 
 #include "rng.h"
 
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec * 1e-9;
+}
 
 static __attribute__((noinline)) uint64_t old_draw(struct lk_rng *r, uint64_t period)
 {
@@ -58,7 +64,8 @@ int main(void)
 		double t6 = now();
 		sink += s;
 		double base = (t3 - t2) / n * 1e9;
-		printf("run %d: flags clear: old %.2f new %.2f ns (loop ldmxcsr %.2f subtracted); flags set: old %.2f new %.2f ns\n",
+		printf("run %d: flags clear: old %.2f new %.2f ns (loop ldmxcsr %.2f subtracted); "
+		       "flags set: old %.2f new %.2f ns\n",
 		       run, (t1 - t0) / n * 1e9 - base, (t2 - t1) / n * 1e9 - base, base,
 		       (t5 - t4) / n * 1e9, (t6 - t5) / n * 1e9);
 	}
