@@ -146,7 +146,9 @@ bool lk_seg_begin(struct lk_trec *r, uint64_t now)
 	uint8_t rec[LK_SEGMENT_MAX];
 
 	lk_seg_end(r);
-	if (!lk_writer_ready() || writer.use_pwrite)
+	/* Not opened or begun again here: a sample readies the file before it takes its block, which
+	 * a file begun now would inherit as well as allocate (writer.c's put_event). */
+	if (writer.state != W_OPEN || writer.use_pwrite)
 		return false;
 	uint32_t len = r->next_len ? r->next_len : SEG_FIRST;
 	uint64_t blocks = len / 4; /* no ALLOC is shorter than 4 bytes */
