@@ -36,8 +36,7 @@ static uint64_t next_interval(struct lk_thread *t)
 		return 0; /* exact mode: every call takes the slow path, even malloc(0) */
 	/* lk_rng_interval leaves the MXCSR alone: its common case is integer only, and its rare
 	 * floating-point path (about 2% of draws) saves and restores it (rng.h, tests/preload/fpenv.c). */
-	uint64_t v = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
-	return v;
+	return lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
 }
 
 static void thread_init(struct lk_thread *t)
@@ -276,6 +275,18 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 	return b ? b + 1 : NULL;
 }
 
+/* A kept walk's sample on a thread of a process with threads: with no lock on the thread's own
+ * record if it has one (exact_own), else under lk_lock (exact_take_rec); NULL when the walk is
+ * not kept or the sample cannot be taken there. */
+static LK_INLINE void *take_threads(struct lk_thread *t, size_t size, size_t align, bool zero,
+				    void *old, const void *frame)
+{
+	struct lk_trec *r = lk_trec_get(t);
+	void *p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
+
+	return p ? p : exact_take_rec(t, r, size, align, zero, old, frame);
+}
+
 /* The slow path of every allocating hook. Returns a sampled block, or NULL when the caller should
  * forward to the real allocator. */
 static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t align, bool zero,
@@ -288,15 +299,9 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 	/* Exact mode's common case first, as the checks below would find it: a thread is active
 	 * only once init is done (thread_init), and its gate holds in_slow too. */
 	if (lk_likely(t->gate == LK_T_GO && lk_cfg.period <= 1 && enabled)) {
-		void *p;
-		if (lk_likely(lk_single_threaded())) { /* a call of its own, with no record */
-			p = exact_take_single(t, size, align, zero, old, frame);
-		} else {
-			struct lk_trec *r = lk_trec_get(t);
-			p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
-			if (!p)
-				p = exact_take_rec(t, r, size, align, zero, old, frame);
-		}
+		void *p = lk_likely(lk_single_threaded()) /* a call of its own, with no record */
+				  ? exact_take_single(t, size, align, zero, old, frame)
+				  : take_threads(t, size, align, zero, old, frame);
 		return p ? p : take_sample(t, size, align, zero, old, frame);
 	}
 	if (!lk_init_done()) {
@@ -323,10 +328,7 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 	 * capture cost a sampled 1 MiB pair more than exact mode's (bench/exact-threads.sh). The
 	 * countdown is drawn once the sample is taken; meanwhile a signal handler's malloc finds
 	 * in_slow. */
-	struct lk_trec *r = lk_trec_get(t);
-	void *p = r && !old ? exact_own(t, r, size, align, zero, frame) : NULL;
-	if (!p)
-		p = exact_take_rec(t, r, size, align, zero, old, frame);
+	void *p = take_threads(t, size, align, zero, old, frame);
 	if (p) {
 		if (lk_cfg.period > 1)
 			t->bytes_left = next_interval(t);

@@ -39,9 +39,14 @@ void lk_kept_atfork_child(void)
 
 /* This thread's slot of kept walks, taken (no lock held); NULL if another thread has it now (a walk
  * without the shortcuts). Given back with lk_kept_put. */
+static inline struct kept_walks *kept_slot(void)
+{
+	return &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)];
+}
+
 struct kept_walks *lk_kept_take(void)
 {
-	struct kept_walks *kw = &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)];
+	struct kept_walks *kw = kept_slot();
 
 	if (lk_single_threaded())
 		return kw; /* no other thread to share it with, and never a signal handler (in_slow) */
@@ -330,7 +335,7 @@ LK_HOT LK_INLINE uint32_t lk_stack_kept(const void *frame, bool *cut, bool singl
 {
 	const uintptr_t *fp = frame;
 	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
-	struct kept_walks *kw = single ? &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)] : lk_kept_take();
+	struct kept_walks *kw = single ? kept_slot() : lk_kept_take();
 	struct walk_key *kept = kw ? kept_find_inline(kw, &top) : NULL;
 
 	if (kept)

@@ -39,16 +39,13 @@
 #define SKIP_MIN 128u
 _Static_assert(SEG_LAST <= LK_SEG_MAX && PAGE + SKIP_MIN < LK_SEG_SKIP_MAX, "segment bounds");
 
-/* The record at the body's end, in a word as writer.c's store_small takes it (tag in its low
- * byte): its payload first, then its tag, which commits it. False if it does not fit. */
+/* The record (in a word, as writer.c's store_small takes it; or n bytes at rec) at the body's
+ * end, committed as the main stream's are (writer.h); false if it does not fit. */
 static inline bool seg_store_small(struct lk_trec *r, uint64_t word, unsigned n)
 {
 	if (lk_unlikely(r->seg_off + 8 > r->seg_room))
 		return false;
-	uint8_t *d = r->seg + r->seg_off;
-	uint64_t payload = word & ~(uint64_t)0xff;
-	memcpy(d, &payload, 8);
-	__atomic_store_n(d, (uint8_t)word, __ATOMIC_RELEASE);
+	lk_commit_word(r->seg + r->seg_off, word);
 	r->seg_off += n;
 	return true;
 }
@@ -57,9 +54,7 @@ static bool seg_store(struct lk_trec *r, const uint8_t *rec, size_t n)
 {
 	if (r->seg_off + (n < 8 ? 8 : n) > r->seg_room)
 		return false;
-	uint8_t *d = r->seg + r->seg_off;
-	memcpy(d + 1, rec + 1, n - 1);
-	__atomic_store_n(d, rec[0], __ATOMIC_RELEASE);
+	lk_commit(r->seg + r->seg_off, rec, n);
 	r->seg_off += (uint32_t)n;
 	return true;
 }

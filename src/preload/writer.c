@@ -97,11 +97,8 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 		errno = saved;
 		return false;
 	}
-	if (!writer.use_pwrite) {
-		uint8_t *d = writer.win + (writer.off - writer.win_off);
-		memcpy(d + 1, rec + 1, len - 1);
-		__atomic_store_n(d, rec[0], __ATOMIC_RELEASE); /* commit */
-	}
+	if (!writer.use_pwrite)
+		lk_commit(writer.win + (writer.off - writer.win_off), rec, len);
 	writer.off += len;
 	errno = saved;
 	return true;
@@ -207,10 +204,7 @@ static inline bool store_small(uint64_t rec, unsigned n)
 {
 	if (lk_unlikely(writer.off + 8 > writer.room))
 		return false; /* only a mapped window has room: the file is open, without pwrite */
-	uint8_t *d = writer.win + (writer.off - writer.win_off);
-	uint64_t payload = rec & ~(uint64_t)0xff;
-	memcpy(d, &payload, 8); /* its first byte stays 0 */
-	__atomic_store_n(d, (uint8_t)rec, __ATOMIC_RELEASE);
+	lk_commit_word(writer.win + (writer.off - writer.win_off), rec);
 	writer.off += n;
 	return true;
 }

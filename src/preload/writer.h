@@ -15,11 +15,30 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "preload.h"
 
 #pragma GCC visibility push(hidden)
+
+/* A record stored at d, the main stream's or a thread's body (docs/format.md): its payload first,
+ * then its tag, which commits it; a reader that sees the tag sees the payload. */
+static inline void lk_commit(uint8_t *d, const uint8_t *rec, size_t n)
+{
+	memcpy(d + 1, rec + 1, n - 1);
+	__atomic_store_n(d, rec[0], __ATOMIC_RELEASE);
+}
+
+/* The same for a record held in a word, its tag in the low byte: all 8 bytes, those past the
+ * record zeros (as the file is past its last record), so the room must be 8 bytes. */
+static inline void lk_commit_word(uint8_t *d, uint64_t word)
+{
+	uint64_t payload = word & ~(uint64_t)0xff;
+
+	memcpy(d, &payload, 8); /* its first byte stays 0 */
+	__atomic_store_n(d, (uint8_t)word, __ATOMIC_RELEASE);
+}
 
 #define CHUNK ((uint64_t)1 << 20) /* the window, and the file's step once it is large */
 
