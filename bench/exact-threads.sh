@@ -40,6 +40,10 @@
 #            a scheduler's time slice is lost in it; 0.25 for a quick look)
 #   THREADS  the thread counts of the 128 B case (default "1 2 4 8": issue 29's, and 1 must be
 #            among them, as every ratio is to it)
+#   PIN      a CPU list for taskset (default none): every run on those CPUs only. PIN=0 puts
+#            every thread on one core, where they take turns: no line passes from core to core,
+#            so a ratio to one thread is leek's own work a thread (a lock, a sleep, a shared
+#            count), without what two cores do to each other's caches
 #
 # Every leek run's profile is read back with `leek dump --summary` (outside the timing) and the
 # script stops unless it has its trailer, no losses, and at least one allocation (exact mode:
@@ -51,6 +55,8 @@ build=${1:-build}
 rounds=${ROUNDS:-7}
 scale=${SCALE:-1}
 read -ra threads <<<"${THREADS:-1 2 4 8}"
+pin=()
+[ -z "${PIN:-}" ] || pin=(taskset -c "$PIN")
 
 for t in cc:gcc shuf:coreutils awk:gawk; do
   command -v "${t%%:*}" >/dev/null ||
@@ -99,7 +105,7 @@ check() {
 one() {
   local n=$((${pairs[$1]} / $2)) out
   rm -rf "$tmp/out" && mkdir "$tmp/out"
-  out=$(env ${envs[$3]} "$tmp/micro" --cost "$1" "$n" "$2" 2>"$tmp/err") ||
+  out=$("${pin[@]}" env ${envs[$3]} "$tmp/micro" --cost "$1" "$n" "$2" 2>"$tmp/err") ||
     { echo "failed: $3, $1 x $n on $2 threads" >&2; tail -5 "$tmp/err" >&2; exit 1; }
   [[ $out =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+$ ]] ||
     { echo "$3 $1 $2: micro printed '$out'" >&2; exit 1; }
@@ -151,6 +157,7 @@ echo "exact mode and threads, $started, $(uname -m), $(nproc) CPUs, load $load,"
   "$rounds rounds interleaved, medians, $elapsed s"
 echo "leek:  $lib, tree $(git describe --always --dirty 2>/dev/null || echo '?')"
 echo "libc:  $(ldd --version | head -1)"
+[ -z "${PIN:-}" ] || echo "pinned: every run on CPU $PIN (taskset -c $PIN)"
 echo
 echo "128 B malloc+free, ${pairs[128]} pairs a run shared out over the threads: ns per pair"
 printf '%-8s %-26s   %s\n' "" "   core-ns per pair" "   CPU-ns per pair"
@@ -173,7 +180,7 @@ for t in "${threads[@]}"; do
 done
 echo
 echo "the same, exact mode's ratio over glibc's in each round: what leek adds to what the machine"
-echo "does to a second thread (glibc alone costs about 1.5 times as much a pair on two threads here)"
+echo "does to a second thread"
 printf '%-8s %-26s %s\n' threads "exact/glibc core-ns" "exact/glibc CPU-ns"
 for t in "${threads[@]}"; do
   [ "$t" != 1 ] || continue

@@ -32,7 +32,7 @@
 #include "writer.h"
 
 #define SEG_FIRST (16u << 10)
-#define SEG_LAST (256u << 10)
+#define SEG_LAST (1024u << 10)
 #define PAGE 4096u
 /* The fewest zeros before a body: so skip is always a two-byte varint, whose length does not
  * depend on its own value. */
