@@ -658,9 +658,19 @@ TEST(segment_body_records)
 	free(b.p);
 }
 
+/* The TRAILER that ends a profile whose writer finished. */
+static void put_trailer(struct pbuf *b)
+{
+	static const uint64_t none[LK_CNT_MAX + 1];
+
+	PB_REC(b, lk_rec_counters(rec, LK_REC_TRAILER, 0, 1, none));
+}
+
 /* A body's FREE of a block that nothing allocates: block 0; one of its own blocks before its
- * ALLOC (at once: nothing can come between); one never numbered (at the end, when nothing more
- * can allocate it). An ALLOC of a stack never defined fails at the end too. */
+ * ALLOC (at once: nothing can come between); one never numbered (at the TRAILER, when nothing
+ * more can allocate it). An ALLOC of a stack never defined fails at the TRAILER too. Without the
+ * TRAILER the last two are what a profile cut short leaves (a main ALLOC or STACK past the cut),
+ * and read as a crashed profile's last records: test-segments.c's threads_cut_like_a_crash. */
 TEST(segment_frees_and_stacks)
 {
 	struct pbuf b = { 0 };
@@ -690,9 +700,12 @@ TEST(segment_frees_and_stacks)
 	prev = s.prev;
 	at = pb_seg_put(&b, &s, rec, lk_rec_free(rec, 0, s.last, &prev, 1000));
 	pb_made_up_stack(&b, 1, 1);
-	pb_alloc(&b, 5, 1, 0x3, 8, 1); /* block 3, not 1000: the end */
+	pb_alloc(&b, 5, 1, 0x3, 8, 1); /* block 3, not 1000 */
 	char msg[256];
 	size_t n;
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0); /* cut short: the FREE goes out too */
+	ASSERT_EQ(n, 6);
+	put_trailer(&b);
 	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), -EBADMSG);
 	ASSERT_EQ(n, 5); /* SEGMENT, its ALLOC, STACK, THREAD, ALLOC */
 	snprintf(msg, sizeof(msg), "offset %zu: FREE of block 1000 that no record allocated", at);
@@ -704,6 +717,9 @@ TEST(segment_frees_and_stacks)
 	at = pb_seg_alloc_fixed(&b, &s, 0x1, 8, 3);
 	pb_made_up_stack(&b, 1, 1);
 	pb_made_up_stack(&b, 2, 1);
+	ASSERT_EQ(read_all(&b, msg, sizeof(msg), &n), 0);
+	ASSERT_EQ(n, 4); /* SEGMENT, STACK, STACK, and the ALLOC with stack 0 */
+	put_trailer(&b);
 	EXPECT_ERRORF(&b, "offset %zu: ALLOC_FIXED names stack 3, which is not defined yet", at);
 	free(b.p);
 }

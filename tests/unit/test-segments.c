@@ -426,6 +426,79 @@ TEST(threads_at_random)
 	free(z);
 }
 
+/* A compressed profile of threads cut short reads like a crashed one, up to the cut: a body's FREE
+ * of a block that a main ALLOC past the cut numbered, and a body's ALLOC of a stack defined past
+ * it, go out as the file's last records (a free of a block never allocated; stack 0), and never
+ * make the file read as corrupt. Every record read is one of the whole file's (found by its
+ * offset), each FREE after its block's ALLOC if that was read. Fails before read-merge.c's
+ * let_go, with "FREE of block N that no record allocated". */
+static int by_offset(const void *a, const void *b)
+{
+	const struct got *x = a, *y = b;
+
+	return x->offset != y->offset ? (x->offset < y->offset ? -1 : 1) : x->tag - y->tag;
+}
+
+TEST(threads_cut_like_a_crash)
+{
+	enum { EVENTS = 3000, MAX = 3 * EVENTS };
+	struct pb_event *ev = calloc(EVENTS, sizeof(*ev));
+	struct got *all = calloc(MAX, sizeof(*all)), *got = calloc(MAX, sizeof(*got));
+	size_t let_go = 0, cuts = 0;
+
+	ASSERT_TRUE(ev && all && got);
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		struct pbuf b = { 0 }, packed = { 0 };
+		size_t nall, n;
+
+		pb_threads(&b, seed, EVENTS, 3, 4096, false, ev);
+		ASSERT_EQ(read_mem(&b, all, MAX, &nall), 0);
+		qsort(all, nall, sizeof(*all), by_offset);
+		uint8_t *seen = calloc(b.blocks + 1, 1);
+		ASSERT_TRUE(seen);
+		pb_zstd_flushed(&packed, b.p, b.len, 3, 200);
+		for (size_t c = 0; c < packed.len; c += 1 + packed.len / 500) {
+			struct pbuf cut = packed;
+			cut.len = c;
+			struct lk_reader *rd = lk_reader_new();
+			ASSERT_TRUE(rd);
+			bool opened = lk_reader_open_memory(rd, cut.p, cut.len) == 0;
+			lk_reader_free(rd);
+			if (!opened)
+				continue; /* the header itself is cut */
+			cuts++;
+			ASSERT_EQ(read_mem(&cut, got, MAX, &n), 0);
+			ASSERT_TRUE(n <= nall);
+			memset(seen, 0, b.blocks + 1);
+			for (size_t i = 0; i < n; i++) {
+				const struct got *g = &got[i];
+				const struct got *w = bsearch(g, all, nall, sizeof(*all), by_offset);
+				if (!w)
+					FAIL("cut at %zu: record %zu (tag %d at offset %" PRIu64 ") is "
+					     "not the whole file's", c, i, g->tag, g->offset);
+				ASSERT_EQ(g->block, w->block);
+				ASSERT_EQ(g->time, w->time);
+				if (g->tag == LK_REC_ALLOC) {
+					ASSERT_EQ(g->size, w->size);
+					ASSERT_TRUE(g->stack == w->stack || g->stack == 0);
+					let_go += g->stack != w->stack;
+					seen[g->block] = 1;
+				} else if (g->tag == LK_REC_FREE) {
+					let_go += !seen[g->block];
+				}
+			}
+		}
+		free(seen);
+		free(packed.p);
+		free(b.p);
+	}
+	ASSERT_TRUE(cuts > 1000);
+	ASSERT_TRUE(let_go > 0); /* the cuts met records that wait on the main stream */
+	free(ev);
+	free(all);
+	free(got);
+}
+
 /* Whole profiles through a file and a zstd stream give the records read from memory. */
 TEST(compressed_and_file)
 {

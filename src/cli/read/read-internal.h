@@ -67,6 +67,7 @@ struct lk_merge {
 	struct lk_seg *pend_seg;   /* the body of the pending SEGMENT record, if it has records */
 	struct lk_record pend;     /* a main record read and not handed out yet, if has_pend */
 	bool has_pend, main_done;
+	bool cut;                  /* the main stream ended without a TRAILER: nothing waits (let_go) */
 	uint64_t blocks_out;       /* blocks numbered by the main records handed out */
 	uint64_t stacks_out;       /* the last STACK id handed out */
 	uint64_t time_out;         /* the time of the last record handed out through the merge */

@@ -11,7 +11,11 @@
  * one whose block the main stream has not numbered yet, and an ALLOC whose stack it has not
  * defined yet, wait for the main stream. A main FREE of a block that a held segment allocates
  * later makes that segment go first too. When the main stream ends (a TRAILER, a zero tag, the end
- * of the file), everything held goes out, and a record that still waits then is corruption.
+ * of the file), everything held goes out. A record that still waits at a TRAILER is corruption. One
+ * that waits where the stream ends without its TRAILER waits for a record that was cut off with the
+ * rest of the file (a compressed profile cut short; a raw one truncated at a record's end): it goes
+ * out as the file's last records do, a FREE as the free of a block that no record allocated, an
+ * ALLOC with stack 0 (docs/format.md, "Thread segments"), so that the profile reads up to its cut.
  *
  * The segments form a forest: a segment whose head (its next record) frees a block that another
  * segment allocates later waits on that one, as its child, until it hands out that ALLOC. Each
@@ -269,12 +273,12 @@ static enum where where_for(struct lk_merge *m, const struct lk_seg *s, struct l
 	if (!s->has_head)
 		return NOWHERE;
 	if (h->alloc)
-		return h->stack > m->stacks_out ? PARKED_STACK : READY;
+		return h->stack > m->stacks_out && !m->cut ? PARKED_STACK : READY;
 	if (h->block - s->first < s->next_alloc - s->first)
 		return READY; /* its own block, handed out already (numbered when s came) */
 	if ((*y = allocator_of(m, h->block)))
 		return WAITING;
-	return h->block > m->blocks_out ? PARKED_BLOCK : READY;
+	return h->block > m->blocks_out && !m->cut ? PARKED_BLOCK : READY;
 }
 
 /* A root whose head has changed (or that has just come, or stopped waiting or being parked), in no
@@ -359,7 +363,7 @@ static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec
 		rec->alloc.tid = s->tid;
 		rec->alloc.block = block;
 		rec->alloc.size = h->size;
-		rec->alloc.stack = h->stack;
+		rec->alloc.stack = h->stack <= m->stacks_out ? h->stack : 0; /* cut: let_go() */
 		s->next_alloc = block + 1;
 	} else {
 		rec->free.tid = s->tid;
@@ -425,7 +429,27 @@ static int hand_out_main(struct lk_reader *r, struct lk_record *rec)
 	return k < 0 ? k : 1;
 }
 
-/* The main stream has ended, and records still wait for more of it: the first is corrupt. */
+/* The main stream has ended without a TRAILER, cut short, and records still wait for more of it:
+ * they go out as they are (the header's comment says how), their order among the held records
+ * their times'. 0, or < 0. */
+static int let_go(struct lk_reader *r)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg_heap *heaps[] = { &m->parked_block, &m->parked_stack };
+	int k = 0;
+
+	m->cut = true;
+	for (size_t i = 0; i < 2; i++)
+		while (k == 0 && heaps[i]->n) {
+			struct lk_seg *s = heaps[i]->v[0];
+			heap_remove(heaps[i], BY_PARK, s);
+			k = place(r, s);
+		}
+	return k;
+}
+
+/* The main stream has ended with its TRAILER, and records still wait for more of it: the first is
+ * corrupt. */
 static int stuck(struct lk_reader *r)
 {
 	const struct lk_seg_heap *heaps[] = { &r->merge.parked_block, &r->merge.parked_stack };
@@ -469,7 +493,11 @@ static int body_first(struct lk_reader *r, const struct lk_record *next, struct 
 	struct lk_merge *m = &r->merge;
 	bool end = !next || next->tag == LK_REC_TRAILER; /* nothing follows a TRAILER */
 	struct lk_seg *y;
+	int k;
 
+	if (!next && !r->trailer && !m->cut && (m->parked_block.n || m->parked_stack.n) &&
+	    (k = let_go(r)) < 0)
+		return k;
 	if (m->ready.n && (end || m->ready.v[0]->min_time <= next->time_ns))
 		return hand_out(r, m->ready.v[0], rec);
 	if (end && (m->parked_block.n || m->parked_stack.n))
