@@ -346,7 +346,8 @@ void lk_writer_alloc(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk
 		     uint64_t size, uint32_t stack);
 void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_block *b);
 bool lk_writer_rss_due(uint64_t now_ns); /* lk_writer_rss_maybe would write: no lock needed */
-void lk_writer_rss_maybe(uint64_t now_ns);
+void lk_writer_rss_maybe(uint64_t now_ns);     /* lk_lock held */
+void lk_writer_rss_unlocked(uint64_t now_ns);  /* no lock held: takes it to write the record */
 void lk_writer_close(void);         /* clean exit: trailer, truncate */
 extern uint64_t lk_counters[LK_CNT_MAX + 1]; /* under lk_lock, or atomically added */
 

@@ -255,11 +255,8 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 						.usable = usable, .magic = LK_BLOCK_LIVE };
 			if (lk_likely(lk_seg_alloc(r, now, b, size, fid))) {
 				r->samples++;
-				if (lk_unlikely(lk_writer_rss_due(now))) {
-					lk_lock();
-					lk_writer_rss_maybe(now);
-					lk_unlock();
-				}
+				if (lk_unlikely(lk_writer_rss_due(now)))
+					lk_writer_rss_unlocked(now);
 				if (cut)
 					lk_stack_count_cut();
 				if (zero)

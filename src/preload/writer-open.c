@@ -228,7 +228,7 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 	writer.fd = fd; /* until the header is stored and the file named; then only with pwrite */
 	writer.state = W_OPEN;
 	writer.pid = (uint32_t)getpid();
-	writer.next_rss_ns = 0;
+	__atomic_store_n(&writer.next_rss_ns, 0, __ATOMIC_RELAXED);
 	writer.losses_written = 0;
 	writer.gen++;
 	writer.blocks = writer.prev_free = (uint64_t)writer.gen << LK_ID_GEN_SHIFT;

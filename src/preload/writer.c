@@ -254,14 +254,26 @@ uint64_t lk_writer_dt(uint64_t now_ns)
 	return dt;
 }
 
-static LK_COLD void rss_write(uint64_t now_ns)
+/* Takes the RSS record due at now_ns: false if it is not due, or another thread took it. With or
+ * without lk_lock: a thread of lk_writer_rss_unlocked() and one under the lock never both write
+ * the record of one interval. */
+static bool rss_claim(uint64_t now_ns)
+{
+	uint64_t due = __atomic_load_n(&writer.next_rss_ns, __ATOMIC_RELAXED);
+	uint64_t next = now_ns + lk_cfg.rss_interval_ns < now_ns ? UINT64_MAX
+								 : now_ns + lk_cfg.rss_interval_ns;
+
+	return now_ns >= due && __atomic_compare_exchange_n(&writer.next_rss_ns, &due, next, false,
+							    __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
+/* The RSS record (if the read of it worked) and, if they changed, the losses; lk_lock held. */
+static LK_COLD void rss_put(uint64_t now_ns, bool have, uint64_t rss)
 {
 	uint8_t rec[LK_COUNTERS_MAX];
-	uint64_t losses = 0, rss;
+	uint64_t losses = 0;
 
-	writer.next_rss_ns = now_ns + lk_cfg.rss_interval_ns < now_ns ? UINT64_MAX
-								: now_ns + lk_cfg.rss_interval_ns;
-	if (lk_proc_statm(1, &rss))
+	if (have)
 		lk_writer_put(rec, lk_rec_pair(rec, LK_REC_RSS, lk_writer_dt(now_ns),
 					       rss * (uint64_t)getpagesize()));
 	for (int i = 1; i <= LK_CNT_MAX; i++)
@@ -276,6 +288,14 @@ static LK_COLD void rss_write(uint64_t now_ns)
 	}
 }
 
+static LK_COLD void rss_write(uint64_t now_ns)
+{
+	uint64_t rss;
+	bool have = lk_proc_statm(1, &rss);
+
+	rss_put(now_ns, have, rss);
+}
+
 bool lk_writer_rss_due(uint64_t now_ns)
 {
 	return now_ns >= __atomic_load_n(&writer.next_rss_ns, __ATOMIC_RELAXED);
@@ -283,8 +303,24 @@ bool lk_writer_rss_due(uint64_t now_ns)
 
 LK_HOT void lk_writer_rss_maybe(uint64_t now_ns)
 {
-	if (now_ns >= writer.next_rss_ns)
+	if (now_ns >= writer.next_rss_ns && rss_claim(now_ns))
 		rss_write(now_ns); /* its buffers are not set up at every sample */
+}
+
+/* The read of /proc/self/statm takes the process's mm lock, behind any thread's page fault or
+ * mmap: 10 to 30 us here, and more in a process whose threads fault. Under lk_lock it held up
+ * every other thread's sample that needed the lock meanwhile (futex sleeps in a 2-thread exact
+ * run, strace -k); here only the thread that claimed the record waits for it. */
+void lk_writer_rss_unlocked(uint64_t now_ns)
+{
+	uint64_t rss;
+
+	if (!rss_claim(now_ns))
+		return;
+	bool have = lk_proc_statm(1, &rss);
+	lk_lock();
+	rss_put(now_ns, have, rss);
+	lk_unlock();
 }
 
 void lk_writer_close(void)
@@ -301,7 +337,7 @@ void lk_writer_close(void)
 	if (writer.state != W_OPEN)
 		return;
 	uint64_t now = lk_now_ns();
-	writer.next_rss_ns = 0;
+	__atomic_store_n(&writer.next_rss_ns, 0, __ATOMIC_RELAXED);
 	lk_writer_rss_maybe(now);
 	clock_gettime(CLOCK_REALTIME, &rt);
 	if (lk_tls.rec)

@@ -119,6 +119,22 @@ TEST(threads_exact)
 	threads(NULL, EXACT, "8000");
 }
 
+/* The threads' RSS records, each claimed by one thread and its /proc read outside lk_lock
+ * (writer.c's lk_writer_rss_unlocked): every millisecond, with no loss and every block recorded. */
+TEST(threads_exact_rss)
+{
+	struct run r;
+	const char *argv[] = { "threads", "8000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, SEED, "LEEK_RSS_INTERVAL_MS=1" } }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->ntag[LK_REC_SEGMENT] >= 4);
+	ASSERT_TRUE(p->ntag[LK_REC_ALLOC] >= printed(&r, "allocs "));
+	ASSERT_TRUE(p->ntag[LK_REC_RSS] >= 3); /* the first sample's and exit's, and the threads' */
+	run_cleanup(&r);
+}
+
 /* ---- fork, vfork+exec, posix_spawn ---- */
 
 static void fork_exact(const char *walk)
