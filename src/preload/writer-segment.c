@@ -9,10 +9,11 @@
  * while the thread fills it.
  *
  * Bodies grow from SEG_FIRST to SEG_LAST a thread: a thread that allocates a few times leaves a
- * few KiB of zeros, and one that allocates all the time reserves a body about once in 30 000
- * records (one SEGMENT record, a file grow, an open, an mmap and a munmap: 0.5 ns a pair of exact
- * mode; docs/performance.md). The next body is reserved when a record does not fit, or when the
- * file began again (a fork's child, a file cut short): the old one ends with SEG_END, which tells
+ * few KiB of zeros, and one that allocates all the time reserves a body once a MiB of records,
+ * 130 000 pairs of exact mode (one SEGMENT record, a file grow, an open, an mmap and a munmap;
+ * each body's pages fault in anew, which is why SEG_LAST is the format's largest: docs/design.md,
+ * "Threads"). The next body is reserved when a record does not fit, or when the file began again
+ * (a fork's child, a file cut short): the old one ends with SEG_END, which tells
  * a reader that follows the file that the body is whole.
  *
  * Block numbers carry the file's generation above bit LK_ID_GEN_SHIFT (writer-open.c), so that
