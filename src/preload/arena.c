@@ -175,8 +175,8 @@ LK_HOT void *lk_arena_alloc(size_t usable, size_t align)
 	return b + 1;
 }
 
-/* Resizes the live block at p to `usable` bytes without moving it, if that can be done: a slab block
- * whose new size keeps its size class, or a run that gives back whole pages at its end or takes
+/* Resizes the live block at p to `usable` bytes without moving it, if that can be done: a slab
+ * block whose new size keeps its size class, or a run that gives back whole pages at its end or takes
  * them from the free run (or the unused top of the arena) right after it. glibc does the same for a
  * chunk beside free memory, and mremap for an mmapped one: no copy, and no page fault for the bytes
  * the block already held. False, and nothing changed, when the block would have to move. */

@@ -4,8 +4,8 @@
  * jemalloc, tcmalloc or mimalloc preloaded after it. A function that does not come from the same
  * object as the real malloc (Debian's jemalloc exports no pvalloc or reallocarray, so RTLD_NEXT
  * finds glibc's) would hand the program memory from a second heap; those are rebuilt here from the
- * malloc library's own functions instead. dlsym may call calloc (glibc: dlerror's buffer): the hooks
- * serve that from the arena's boot area, because lk_real is not ready yet.
+ * malloc library's own functions instead. dlsym may call calloc (glibc: dlerror's buffer): the
+ * hooks serve that from the arena's boot area, because lk_real is not ready yet.
  *
  * Never: call any lk_real function before lk_real_init has filled it in, or keep a function whose
  * object differs from malloc's.

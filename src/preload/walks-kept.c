@@ -80,8 +80,8 @@ static inline uint32_t kept_candidates(const struct kept_walks *kw, uint16_t tag
  * if any), carried elsewhere. So the %rbp of a frame-pointer frame is the first frame's own, or the
  * word at the address of the last reload before it, which is fixed once the words before it hold.
  * Code without frame pointers keeps data in %rbp, and saves it in its frames: those words may
- * differ and do not matter (as for the previous walk: walk.c), and a walk of such code checks no %rbp
- * at all. Every word lies in [f[0].sp, hi), as the walk's own reads did.
+ * differ and do not matter (as for the previous walk: walk.c), and a walk of such code checks no
+ * %rbp at all. Every word lies in [f[0].sp, hi), as the walk's own reads did.
  *
  * The words are summed, not kept: two lanes, each step x -> (x ^ word) * K, which for a given word
  * is a bijection of x, so that the sums of two walks whose words differ in one place always
@@ -120,7 +120,8 @@ static inline uint16_t sum_early(uint64_t a, uint64_t b)
 
 /* Whether the words at key's offsets off from sp0 sum to its sum now. The first four are summed
  * first and their sum's top 16 bits compared: a walk of another path from the same first frame
- * parts from this one within four words most often (docs/performance.md, "The kept walks' keys"). */
+ * parts from this one within four words most often (docs/performance.md, "The kept walks'
+ * keys"). */
 static inline bool key_holds(const struct walk_key *key, const uint16_t *off, uintptr_t sp0,
 			      uint64_t a, uint64_t b)
 {
@@ -263,8 +264,8 @@ static uint8_t kept_spare(struct kept_walks *kw, uint8_t not)
 			return i;
 }
 
-/* The walk just recorded in the spare (lk_walk_cached) becomes the last, and if it is whole it takes
- * the oldest kept walk's position, until its stack's number is learned (lk_stack_learned). */
+/* The walk just recorded in the spare (lk_walk_cached) becomes the last, and if it is whole it
+ * takes the oldest kept walk's position, until its stack's number is learned (lk_stack_learned). */
 void lk_kept_add(struct kept_walks *kw, const struct cursor *top, bool cut)
 {
 	uint8_t nw = kw->spare, old_last = kw->last;
