@@ -510,7 +510,32 @@ struct reading {
 	char error[256];
 };
 
-static void read_runs(const struct pbuf *b, bool runs, size_t max, struct reading *out)
+/* Every record of rd into got[], through lk_reader_next_many() asking for 1 to 16 at a time;
+ * returns the last result. */
+static int read_many(struct lk_reader *rd, struct got *got, size_t max, size_t *n)
+{
+	struct lk_record rec[16];
+	int r;
+
+	*n = 0;
+	for (unsigned ask = 1; (r = lk_reader_next_many(rd, rec, ask)) > 0; ask = ask % 16 + 1) {
+		ASSERT_TRUE(r <= (int)ask);
+		for (int i = 0; i < r; i++) {
+			ASSERT_TRUE(*n < max);
+			/* Only the last may hold pointers, which the next call may overwrite. */
+			if (i < r - 1)
+				ASSERT_TRUE(rec[i].tag != LK_REC_STACK && rec[i].tag != LK_REC_MODULE &&
+					    rec[i].tag != LK_REC_LOSS && rec[i].tag != LK_REC_TRAILER);
+			take(&got[(*n)++], &rec[i]);
+		}
+	}
+	return r;
+}
+
+/* With runs or without; with runs, through lk_reader_next() or, if many, lk_reader_next_many()
+ * (lk_merge_run_many()). */
+static void read_runs(const struct pbuf *b, bool runs, bool many, size_t max,
+		      struct reading *out)
 {
 	struct lk_reader *rd = lk_reader_new();
 
@@ -518,8 +543,10 @@ static void read_runs(const struct pbuf *b, bool runs, size_t max, struct readin
 	out->n = 0;
 	out->r = lk_reader_open_memory(rd, b->p, b->len); /* the header may be cut */
 	rd->merge.no_runs = !runs;
-	if (out->r == 0)
-	out->r = read_all(rd, out->got, max, &out->n);
+	if (out->r == 0 && many)
+		out->r = read_many(rd, out->got, max, &out->n);
+	else if (out->r == 0)
+		out->r = read_all(rd, out->got, max, &out->n);
 	out->end = lk_reader_end_offset(rd);
 	snprintf(out->error, sizeof(out->error), "%s", lk_reader_error(rd));
 	lk_reader_free(rd);
@@ -528,20 +555,23 @@ static void read_runs(const struct pbuf *b, bool runs, size_t max, struct readin
 static void expect_runs_same(const struct pbuf *b, size_t max, struct reading *with,
 			     struct reading *without)
 {
-	read_runs(b, true, max, with);
-	read_runs(b, false, max, without);
-	ASSERT_EQ(with->r, without->r);
-	ASSERT_EQ(with->n, without->n);
-	expect_same(with->got, without->got, with->n);
-	ASSERT_EQ(with->end, without->end);
-	ASSERT_STREQ(with->error, without->error);
+	read_runs(b, false, false, max, without);
+	for (int many = 0; many < 2; many++) {
+		read_runs(b, true, many, max, with);
+		ASSERT_EQ(with->r, without->r);
+		ASSERT_EQ(with->n, without->n);
+		expect_same(with->got, without->got, with->n);
+		ASSERT_EQ(with->end, without->end);
+		ASSERT_STREQ(with->error, without->error);
+	}
 }
 
 /* A run hands out one body's records without asking the general path each time, and ends where
  * that path would do anything else: its next record waits for a STACK or a block, lets a waiter
  * go, or is not the next one any more (another body's, or the main record's, comes first), the
  * body ends, a record is not a fixed one, the main stream is cut. Profiles of threads at random,
- * whole, cut short (raw and compressed) and crashed, must read the same with runs and without. */
+ * whole, cut short (raw and compressed) and crashed, must read the same with runs and without,
+ * one record a call and several (lk_reader_next_many()). */
 TEST(runs_change_nothing)
 {
 	enum { EVENTS = 4000, MAX = 3 * EVENTS };

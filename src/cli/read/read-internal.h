@@ -229,6 +229,10 @@ int lk_merge_next(struct lk_reader *r, struct lk_record *rec);
 /* lk_merge_next() while merge.run is set: the next record of a body whose records go out in a
  * run, with none of the checks that the run's start made for all of them (read-merge.c). */
 int lk_merge_run(struct lk_reader *r, struct lk_record *rec);
+/* Up to n records of the run into rec[], as lk_merge_run() would give them, as long as each goes
+ * straight from the body; the number given, 0 if the next one does not (lk_merge_run() then
+ * knows what to do with it). */
+size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n);
 void lk_merge_done(struct lk_merge *m);
 
 /* Nothing held and no main record waiting: the main stream's records go out as they are read. */

@@ -456,15 +456,47 @@ static inline int run_free(struct lk_merge *m, struct lk_seg *s, struct lk_recor
 	return 1;
 }
 
-/* A run's FREE_FIXED of a block that is not s's own: it goes out if it is READY (where_for()). */
+/* A FREE of a block that is not s's own: where_for() == READY for it. */
+static bool others_ready(struct lk_merge *m, uint64_t block)
+{
+	return !allocator_of(m, block) && (block <= m->blocks_out || m->cut);
+}
+
+/* A run's FREE_FIXED of a block that is not s's own: it goes out if it is READY. */
 static __attribute__((noinline)) int run_free_other(struct lk_reader *r, struct lk_record *rec,
 						    uint64_t block)
 {
 	struct lk_merge *m = &r->merge;
 
-	if (allocator_of(m, block) || (block > m->blocks_out && !m->cut))
+	if (!others_ready(m, block))
 		return run_end(r, rec);
 	return run_free(m, m->run, rec, block);
+}
+
+/* Whether a run's ALLOC_FIXED (its record as a word) goes as the run's: READY, and lets no waiter
+ * go. */
+static inline bool run_alloc_goes(const struct lk_merge *m, const struct lk_seg *s, uint64_t word)
+{
+	uint64_t stack = word >> 24 & 0xffff;
+
+	return (stack <= m->stacks_out || m->cut) && !(s->kids.n && s->last + 1 >= s->wait_lo);
+}
+
+/* A run's ALLOC_FIXED, at s->pos, goes out as *rec. */
+static inline void run_alloc(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec,
+			     uint64_t word)
+{
+	uint64_t out = lk_merge_time(m, s->time), block = s->last + 1, stack = word >> 24 & 0xffff;
+
+	stack = stack <= m->stacks_out ? stack : 0; /* cut: let_go() */
+	*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
+				   .time_ns = out,
+				   .alloc = { .tid = s->tid, .block = block, .size = word >> 8 & 0xffff,
+					      .stack = stack } };
+	m->time_out = out;
+	s->last = block;
+	s->next_alloc = block + 1;
+	s->pos += LK_ALLOC_FIXED_SIZE;
 }
 
 /* After the first record, s's head, decoded by start_run()'s caller, a run takes each record
@@ -478,7 +510,7 @@ int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
 {
 	struct lk_merge *m = &r->merge;
 	struct lk_seg *s = m->run;
-	uint64_t word, block, stack, out;
+	uint64_t word, block;
 
 	if (m->run_head) { /* the first one: release() lets nothing go (start_run()) */
 		m->run_head = false;
@@ -491,21 +523,9 @@ int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
 	word = le64toh(word);
 	switch (word & 0xff) {
 	case LK_REC_ALLOC_FIXED:
-		block = s->last + 1;
-		stack = word >> 24 & 0xffff;
-		if ((stack > m->stacks_out && !m->cut) || (s->kids.n && block >= s->wait_lo))
+		if (!run_alloc_goes(m, s, word))
 			return run_end(r, rec);
-		out = lk_merge_time(m, s->time);
-		stack = stack <= m->stacks_out ? stack : 0; /* cut: let_go() */
-		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
-					   .time_ns = out,
-					   .alloc = { .tid = s->tid, .block = block,
-						      .size = word >> 8 & 0xffff,
-						      .stack = stack } };
-		m->time_out = out;
-		s->last = block;
-		s->next_alloc = block + 1;
-		s->pos += LK_ALLOC_FIXED_SIZE;
+		run_alloc(m, s, rec, word);
 		return 1;
 	case LK_REC_FREE_FIXED:
 		block = lk_free_block(s->last, s->prev, word >> 8 & 0xffff);
@@ -515,6 +535,63 @@ int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
 	default:
 		return run_end(r, rec);
 	}
+}
+
+/* lk_merge_run()'s records, several at a time: the same tests, with the body's state in locals
+ * (the records written would make a compiler load it again each time), written back at the end,
+ * and before others_ready() reads s->next_alloc. */
+size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg *s = m->run;
+	const uint8_t *body = s->body;
+	uint64_t last = s->last, prev = s->prev, next = s->next_alloc, first = s->first;
+	uint64_t offset = s->offset, tid = s->tid, stacks = m->stacks_out, wait_lo = s->wait_lo;
+	uint64_t out = lk_merge_time(m, s->time); /* every record's: s->time does not change */
+	uint32_t pos = s->pos, end = s->end;
+	bool kids = s->kids.n > 0, cut = m->cut;
+	size_t i = 0;
+
+	if (m->run_head)
+		return 0;
+	for (; i < n && pos < end; i++) {
+		uint64_t word, block, stack;
+		memcpy(&word, body + pos, 8); /* LK_SEG_PAD */
+		word = le64toh(word);
+		if ((word & 0xff) == LK_REC_ALLOC_FIXED) {
+			stack = word >> 24 & 0xffff;
+			if ((stack > stacks && !cut) || (kids && last + 1 >= wait_lo))
+				break; /* run_alloc_goes() */
+			block = ++last;
+			next = block + 1;
+			rec[i] = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset + pos,
+						     .time_ns = out,
+						     .alloc = { .tid = tid, .block = block,
+								.size = word >> 8 & 0xffff,
+								.stack = stack <= stacks ? stack : 0 } };
+			pos += LK_ALLOC_FIXED_SIZE;
+			continue;
+		}
+		if ((word & 0xff) != LK_REC_FREE_FIXED)
+			break;
+		block = lk_free_block(last, prev, word >> 8 & 0xffff);
+		if (block - first >= next - first) {
+			s->next_alloc = next;
+			if (!others_ready(m, block))
+				break;
+		}
+		prev = block;
+		rec[i] = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset + pos,
+					     .time_ns = out, .free = { .tid = tid, .block = block } };
+		pos += LK_FREE_FIXED_SIZE;
+	}
+	s->pos = pos;
+	s->last = last;
+	s->prev = prev;
+	s->next_alloc = next;
+	if (i)
+		m->time_out = out;
+	return i;
 }
 
 /* The main stream has handed out more: what was parked until then is placed again. */

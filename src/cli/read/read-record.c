@@ -753,6 +753,33 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	return next_record(r, rec);
 }
 
+int lk_reader_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n)
+{
+	unsigned i = 0;
+
+	while (i < n) {
+		int k;
+		if (r->merge.run) {
+			i += (unsigned)lk_merge_run_many(r, rec + i, n - i);
+			if (i == n)
+				break;
+		}
+		k = lk_reader_next(r, &rec[i]);
+		if (k <= 0)
+			return i ? (int)i : k; /* a failure: the next call's too (ST_FAILED) */
+		switch (rec[i++].tag) {
+		case LK_REC_STACK:
+		case LK_REC_MODULE:
+		case LK_REC_LOSS:
+		case LK_REC_TRAILER:
+			return (int)i; /* its pointers: until the next call */
+		default:
+			break;
+		}
+	}
+	return (int)i;
+}
+
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 {
 	struct lk_record rec;
