@@ -627,6 +627,9 @@ TEST(segment_body_records)
 		  "FREE record holds a varint over 64 bits" },
 		{ "\x01\x00\x08\x00" "\x0b\x08\x00\x00\x00" "\x01\x00\x08\x00", 13, 9,
 		  "ALLOC beyond the 2 blocks that its SEGMENT (offset %zu) reserved" },
+		/* read-segment.c's scan_fixed() checks the fixed ones in place */
+		{ "\x0b\x08\x00\x00\x00" "\x0b\x08\x00\x00\x00" "\x0b\x08\x00\x00\x00", 15, 10,
+		  "ALLOC_FIXED beyond the 2 blocks that its SEGMENT (offset %zu) reserved" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct pbuf b = { 0 };
@@ -692,6 +695,23 @@ TEST(segment_frees_and_stacks)
 	prev = s.prev;
 	at = pb_seg_put(&b, &s, rec, lk_rec_free(rec, 0, s.last, &prev, 2));
 	EXPECT_ERRORF(&b, "offset %zu: FREE of block 2 that no record allocated", at);
+
+	/* The same as FREE_FIXED, which read-segment.c's scan_fixed() checks in place. */
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16);
+	pb_seg_alloc_fixed(&b, &s, 0x1, 8, 0);
+	prev = s.prev;
+	at = pb_seg_put(&b, &s, rec, lk_rec_free_fixed(rec, s.last, &prev, 0));
+	EXPECT_ERRORF(&b, "offset %zu: FREE_FIXED of block 0 that no record allocated", at);
+
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_segment(&b, &s, 1, 7, 2, 0, 16); /* blocks 1 and 2 */
+	pb_seg_alloc_fixed(&b, &s, 0x1, 8, 0);
+	prev = s.prev;
+	at = pb_seg_put(&b, &s, rec, lk_rec_free_fixed(rec, s.last, &prev, 2));
+	EXPECT_ERRORF(&b, "offset %zu: FREE_FIXED of block 2 that no record allocated", at);
 
 	b = (struct pbuf){ 0 };
 	pb_simple_header(&b);

@@ -19,6 +19,7 @@
 
 #include "build-profile.h"
 #include "harness.h"
+#include "read-internal.h" /* lk_merge.no_runs: runs_change_nothing */
 #include "read.h"
 #include "z-build.h"
 
@@ -497,6 +498,117 @@ TEST(threads_cut_like_a_crash)
 	free(ev);
 	free(all);
 	free(got);
+}
+
+/* What one reading of a profile gave, with the merge's runs (read-merge.c's lk_merge_run) or
+ * without them, every record then going by the general path. */
+struct reading {
+	struct got *got;
+	size_t n;
+	int r;
+	uint64_t end;
+	char error[256];
+};
+
+/* Every record of rd into got[], through lk_reader_next_many() asking for 1 to 16 at a time;
+ * returns the last result. */
+static int read_many(struct lk_reader *rd, struct got *got, size_t max, size_t *n)
+{
+	struct lk_record rec[16];
+	int r;
+
+	*n = 0;
+	for (unsigned ask = 1; (r = lk_reader_next_many(rd, rec, ask)) > 0; ask = ask % 16 + 1) {
+		ASSERT_TRUE(r <= (int)ask);
+		for (int i = 0; i < r; i++) {
+			ASSERT_TRUE(*n < max);
+			/* Only the last may hold pointers, which the next call may overwrite. */
+			if (i < r - 1)
+				ASSERT_TRUE(rec[i].tag != LK_REC_STACK && rec[i].tag != LK_REC_MODULE &&
+					    rec[i].tag != LK_REC_LOSS && rec[i].tag != LK_REC_TRAILER);
+			take(&got[(*n)++], &rec[i]);
+		}
+	}
+	return r;
+}
+
+/* With runs or without; with runs, through lk_reader_next() or, if many, lk_reader_next_many()
+ * (lk_merge_run_many()). */
+static void read_runs(const struct pbuf *b, bool runs, bool many, size_t max,
+		      struct reading *out)
+{
+	struct lk_reader *rd = lk_reader_new();
+
+	ASSERT_TRUE(rd);
+	out->n = 0;
+	out->r = lk_reader_open_memory(rd, b->p, b->len); /* the header may be cut */
+	rd->merge.no_runs = !runs;
+	if (out->r == 0 && many)
+		out->r = read_many(rd, out->got, max, &out->n);
+	else if (out->r == 0)
+		out->r = read_all(rd, out->got, max, &out->n);
+	out->end = lk_reader_end_offset(rd);
+	snprintf(out->error, sizeof(out->error), "%s", lk_reader_error(rd));
+	lk_reader_free(rd);
+}
+
+static void expect_runs_same(const struct pbuf *b, size_t max, struct reading *with,
+			     struct reading *without)
+{
+	read_runs(b, false, false, max, without);
+	for (int many = 0; many < 2; many++) {
+		read_runs(b, true, many, max, with);
+		ASSERT_EQ(with->r, without->r);
+		ASSERT_EQ(with->n, without->n);
+		expect_same(with->got, without->got, with->n);
+		ASSERT_EQ(with->end, without->end);
+		ASSERT_STREQ(with->error, without->error);
+	}
+}
+
+/* A run hands out one body's records without asking the general path each time, and ends where
+ * that path would do anything else: its next record waits for a STACK or a block, lets a waiter
+ * go, or is not the next one any more (another body's, or the main record's, comes first), the
+ * body ends, a record is not a fixed one, the main stream is cut. Profiles of threads at random,
+ * whole, cut short (raw and compressed) and crashed, must read the same with runs and without,
+ * one record a call and several (lk_reader_next_many()). */
+TEST(runs_change_nothing)
+{
+	enum { EVENTS = 4000, MAX = 3 * EVENTS };
+	struct reading with = { .got = calloc(MAX, sizeof(struct got)) };
+	struct reading without = { .got = calloc(MAX, sizeof(struct got)) };
+	size_t records = 0, failed = 0;
+
+	ASSERT_TRUE(with.got && without.got);
+	for (uint64_t seed = 1; seed <= 48; seed++) {
+		struct pbuf b = { 0 }, packed = { 0 };
+		unsigned threads = 1 + (unsigned)(seed % 8);
+		size_t body = seed % 3 == 0 ? 64 : seed % 3 == 1 ? 512 : 8192;
+
+		pb_threads(&b, seed, EVENTS, threads, body, seed % 4 == 0, NULL);
+		expect_runs_same(&b, MAX, &with, &without);
+		records += with.n;
+		for (size_t c = 0; seed % 8 == 1 && c < b.len; c += 1 + b.len / 97) {
+			struct pbuf cut = b;
+			cut.len = c;
+			expect_runs_same(&cut, MAX, &with, &without);
+			failed += with.r < 0;
+		}
+		if (seed % 8 == 2) {
+			pb_zstd_flushed(&packed, b.p, b.len, 3, 300);
+			for (size_t c = packed.len / 2; c < packed.len; c += 1 + packed.len / 41) {
+				struct pbuf cut = packed;
+				cut.len = c;
+				expect_runs_same(&cut, MAX, &with, &without);
+			}
+			free(packed.p);
+		}
+		free(b.p);
+	}
+	ASSERT_TRUE(records > 48 * EVENTS);
+	ASSERT_TRUE(failed > 0); /* raw cuts inside a record */
+	free(with.got);
+	free(without.got);
 }
 
 /* Whole profiles through a file and a zstd stream give the records read from memory. */

@@ -72,12 +72,11 @@ struct live_set {
 
 void live_set_init(struct live_set *ls, uint64_t period);
 void live_set_done(struct live_set *ls);
-/* ALLOC or INHERIT: block number `block`, not live already (the reader checks the file's
- * numbering), mostly above every number added before, with one probe of the table. 0, -ENOMEM,
- * or -E2BIG (LK_PROFILE_MAX_LIVE blocks live already, or beyond the budget). */
-int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns);
-/* Removes block number `block` into *ret (if not NULL); false if it is not live. */
-bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret);
+/* live_set_add() and live_set_remove() but for their common case, a block in a page of the recent
+ * window (profile-live.c). */
+int live_set_add_slow(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack,
+		      int64_t t_ns);
+bool live_set_remove_slow(struct live_set *ls, uint64_t block, struct live_block *ret);
 /* Frees the table that finds blocks by number, when no block will be looked up again (the end's
  * pass): the set may then only be walked (live_set_foreach) and given to live_set_done. Its
  * memory, 8 to 32 bytes a block behind recent.h's window, goes before the end's list is made. */
@@ -148,6 +147,97 @@ static inline lk_q128 live_q(uint64_t size, double w)
 	return q < 0x1p63 ? (lk_q128)(int64_t)q : (lk_q128)q;
 }
 
+/* live_q(size, live_weigh(ls, size).w): in exact mode without a floating-point test. */
+static inline lk_q128 live_q_of(const struct live_set *ls, uint64_t size)
+{
+	if (ls->period <= 1)
+		return live_q(size, 1.0);
+	return live_q(size, live_weigh_sampled(size, ls->period).w);
+}
+
+/* A block of `size` bytes joins H(t). Exact mode's v1 is 0: its variance term adds +0.0, which
+ * changes nothing (heap_var, a sum of terms >= 0 from +0.0, is never -0.0), so it is not added. */
+static inline void live_sum_add(struct live_set *ls, uint64_t size)
+{
+	if (ls->period <= 1) {
+		ls->heap_q += live_q(size, 1.0);
+	} else {
+		struct live_weight w = live_weigh_sampled(size, ls->period);
+		ls->heap_q += live_q(size, w.w);
+		ls->heap_var += (double)size * (double)size * w.v1;
+	}
+	if (++ls->count > ls->max_count)
+		ls->max_count = ls->count;
+}
+
+/* A block leaves: its weights leave H(t), and if it was live at the mark, it is kept in gone. */
+static inline void live_sum_remove(struct live_set *ls, const struct live_block *b)
+{
+	if (live_at_mark(ls, b)) /* room made by live_set_mark() */
+		ls->gone[ls->ngone++] = (struct live_gone){ .size = b->size, .stack = b->stack };
+	if (ls->period <= 1) { /* as in live_sum_add() */
+		ls->heap_q -= live_q(b->size, 1.0);
+	} else {
+		struct live_weight wt = live_weigh_sampled(b->size, ls->period);
+		ls->heap_q -= live_q(b->size, wt.w);
+		ls->heap_var -= (double)b->size * (double)b->size * wt.v1;
+	}
+	if (--ls->count == 0) {
+		ls->heap_q = 0; /* exact already; the variance may have drifted */
+		ls->heap_var = 0;
+	}
+}
+
+/* Block's element in its page of the set's window, whose elements are struct live_block
+ * (live_set_init): the element recent.c reaches, as its own type. */
+static inline struct live_block *live_elem(struct lk_recent_page *pg, uint64_t block)
+{
+	return (struct live_block *)(void *)pg->elem + block % LK_RECENT_PAGE;
+}
+
+/* ALLOC or INHERIT: block number `block`, not live already (the reader checks the file's
+ * numbering), mostly above every number added before, with one probe of the table. 0, -ENOMEM,
+ * or -E2BIG (LK_PROFILE_MAX_LIVE blocks live already, or beyond the budget). Inline, for a block
+ * of a page of the recent window, which is nearly every one: an exact profile adds tens of
+ * millions (bench/report-throughput.sh). */
+static inline int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack,
+			       int64_t t_ns)
+{
+	struct lk_recent_page *pg = lk_recent_page_of(&ls->recent, block);
+	uint64_t bit = 1ull << (block % 64);
+	uint64_t *live;
+
+	if (!pg || block == 0 || ls->count >= LK_PROFILE_MAX_LIVE)
+		return live_set_add_slow(ls, block, size, stack, t_ns);
+	live = &pg->live[block % LK_RECENT_PAGE / 64];
+	ls->recent.count += !(*live & bit);
+	*live |= bit;
+	*live_elem(pg, block) = (struct live_block){ .seq = block, .size = size, .t_ns = t_ns,
+						     .stack = stack, .epoch = ls->marks };
+	live_sum_add(ls, size);
+	return 0;
+}
+
+/* Removes block number `block` into *ret; false if it is not live. Inline for a page of the recent
+ * window, as live_set_add(). */
+static inline bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret)
+{
+	struct lk_recent_page *pg = lk_recent_page_of(&ls->recent, block);
+	uint64_t bit = 1ull << (block % 64);
+	uint64_t *live;
+
+	if (!pg)
+		return live_set_remove_slow(ls, block, ret);
+	live = &pg->live[block % LK_RECENT_PAGE / 64];
+	if (!(*live & bit))
+		return false;
+	*live &= ~bit;
+	ls->recent.count--;
+	*ret = *live_elem(pg, block);
+	live_sum_remove(ls, ret);
+	return true;
+}
+
 /* Every live block: for (i = 0; i < ls->size; i++) if (ls->e[i].slot1)
  * ls->blocks[ls->e[i].slot1 - 1]. */
 
@@ -201,9 +291,40 @@ int profile_fail_record(char **msg, const struct lk_record *rec, int r, const ch
 int profile_fail_budget(char **msg, int r, uint64_t offset, const struct lk_profile *p,
 			const struct live_set *ls);
 
+/* A sampled block of `size` bytes into the estimates of bytes and objects: every ALLOC adds one
+ * (inline, for that), and the end's pass every block live. */
+static inline void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects,
+				     uint64_t size, const struct live_weight *wt)
+{
+	double s = (double)size;
+
+	bytes->value += s * wt->w;
+	bytes->var += s * s * wt->v1;
+	bytes->observed += s;
+	bytes->samples++;
+	objects->value += wt->w;
+	objects->var += wt->v1;
+	objects->observed += 1;
+	objects->samples++;
+}
+
+/* profile_add_block() with exact mode's weights, w = 1 and v1 = 0, without floating-point
+ * products: s w is s, and the variance terms add +0.0 to sums that are never -0.0 (terms >= 0
+ * from +0.0), which changes nothing. */
+static inline void profile_add_exact(struct lk_estimate *bytes, struct lk_estimate *objects,
+				     uint64_t size)
+{
+	double s = (double)size;
+
+	bytes->value += s;
+	bytes->observed += s;
+	bytes->samples++;
+	objects->value += 1;
+	objects->observed += 1;
+	objects->samples++;
+}
+
 /* profile-result.c: snapshots of the live set into per-stack estimates, and the end. */
-void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
-		       const struct live_weight *wt);
 /* live_*: the set now (opts.at_ns has just passed). */
 void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls);
 /* At the end, in one pass over the set: peak_* (the blocks live at the set's mark, taken right

@@ -6,7 +6,9 @@
  * an exact-mode profile, and the table of a large heap does not fit in the cache: this is the hot
  * spot of the aggregation. The blocks numbered among the newest 262 144 are kept by number in a
  * window of pages (recent.h): ALLOCs write one page after another, and most FREEs come while their
- * block is still there. A block still live when its page leaves the window moves to an array of
+ * block is still there. That case, a block in a page of the window, is inline in
+ * profile-internal.h (live_set_add, live_set_remove); the rest is here (live_set_add_slow,
+ * live_set_remove_slow). A block still live when its page leaves the window moves to an array of
  * slots (freed slots reused last freed first) found through a table of its own rather than
  * u64map: 8-byte entries (a slot, and 32 bits of the block number's hash, which are the entry's
  * home and a filter, so that a probe reads a block only when the hashes match), a load of at
@@ -196,24 +198,9 @@ static uint32_t table_remove(struct live_set *ls, uint64_t block)
 	return slot1;
 }
 
-/* A block leaves: its weights leave H(t), and if it was live at the mark, it is kept in gone. */
-static inline void unsum(struct live_set *ls, const struct live_block *b)
+int live_set_add_slow(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack,
+		      int64_t t_ns)
 {
-	struct live_weight wt = live_weigh(ls, b->size);
-
-	if (live_at_mark(ls, b)) /* room made by live_set_mark() */
-		ls->gone[ls->ngone++] = (struct live_gone){ .size = b->size, .stack = b->stack };
-	ls->heap_q -= live_q(b->size, wt.w);
-	ls->heap_var -= (double)b->size * (double)b->size * wt.v1;
-	if (--ls->count == 0) {
-		ls->heap_q = 0; /* exact already; the variance may have drifted */
-		ls->heap_var = 0;
-	}
-}
-
-int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t stack, int64_t t_ns)
-{
-	struct live_weight w = live_weigh(ls, size);
 	struct live_block b = { .seq = block, .size = size, .t_ns = t_ns, .stack = stack,
 				.epoch = ls->marks };
 	int r;
@@ -228,14 +215,11 @@ int live_set_add(struct live_set *ls, uint64_t block, uint64_t size, uint32_t st
 		r = to_table(ls, block, &b);
 	if (r < 0)
 		return r;
-	ls->heap_q += live_q(size, w.w);
-	ls->heap_var += (double)size * (double)size * w.v1;
-	if (++ls->count > ls->max_count)
-		ls->max_count = ls->count;
+	live_sum_add(ls, size);
 	return 0;
 }
 
-bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret)
+bool live_set_remove_slow(struct live_set *ls, uint64_t block, struct live_block *ret)
 {
 	struct live_block b;
 	int k = lk_recent_remove(&ls->recent, block, &b);
@@ -252,9 +236,8 @@ bool live_set_remove(struct live_set *ls, uint64_t block, struct live_block *ret
 	} else if (k == 0) {
 		return false;
 	}
-	if (ret)
-		*ret = b;
-	unsum(ls, &b);
+	*ret = b;
+	live_sum_remove(ls, &b);
 	return true;
 }
 

@@ -14,21 +14,6 @@
 #include "budget.h"
 #include "profile-internal.h"
 
-void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects, uint64_t size,
-		       const struct live_weight *wt)
-{
-	double s = (double)size;
-
-	bytes->value += s * wt->w;
-	bytes->var += s * s * wt->v1;
-	bytes->observed += s;
-	bytes->samples++;
-	objects->value += wt->w;
-	objects->var += wt->v1;
-	objects->observed += 1;
-	objects->samples++;
-}
-
 /* The end's one pass over the live set: the peak's snapshot (the blocks live at the mark), the
  * live snapshot when the selected time is the end, the old blocks, and the totals and list of the
  * blocks live at the end. One pass rather than four: each reads the whole set, and a million

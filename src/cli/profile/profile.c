@@ -50,17 +50,18 @@ struct second_pass {
 	uint64_t last_ns;                   /* the time of the last record applied */
 };
 
-/* Pass 2 reads records ahead of the one it applies, and asks the cache for the live-set entry of
+/* Pass 2 reads records ahead of the ones it applies, and asks the cache for the live-set entry of
  * each ALLOC, FREE and INHERIT as it is read, so that the entry is there when the record is
  * applied: the table of a large heap does not fit in the cache, and a miss costs more than
- * decoding a record. The reader's pointers (STACK, MODULE, LOSS, TRAILER) live until its next
- * record, so nothing is read past such a record before it is applied. */
+ * decoding a record. It reads AHEAD records, then applies them: each entry is asked for AHEAD
+ * records' work before it is needed, as a ring of AHEAD records would, at less cost a record. The
+ * reader's pointers (STACK, MODULE, LOSS, TRAILER) live until its next record, so nothing is read
+ * past such a record before it is applied. */
 #define AHEAD 16
 
 struct ahead {
 	struct lk_reader *rd;
-	struct lk_record rec[AHEAD]; /* a ring: rec[first], then n - 1 more */
-	unsigned first, n;
+	struct lk_record rec[AHEAD]; /* read, to be applied in order */
 	uint64_t left;               /* records still to read: as many as pass 1 read */
 	int r;                       /* 1 while the reader has more, then its last return */
 };
@@ -68,28 +69,26 @@ struct ahead {
 static void ahead_init(struct ahead *ah, struct lk_reader *rd, uint64_t records)
 {
 	ah->rd = rd;
-	ah->first = ah->n = 0;
 	ah->left = records;
 	ah->r = 1;
 }
 
-static bool holds_pointers(const struct lk_record *rec)
+/* Reads the next records into ah->rec (lk_reader_next_many(): up to AHEAD, and up to one that
+ * holds pointers): how many; 0 once the reader has no more (ah->r says why) or pass 1's count is
+ * reached. */
+static unsigned ahead_read(struct ahead *ah, const struct live_set *ls)
 {
-	return rec->tag == LK_REC_STACK || rec->tag == LK_REC_MODULE || rec->tag == LK_REC_LOSS ||
-	       rec->tag == LK_REC_TRAILER;
-}
+	unsigned n;
 
-/* As lk_reader_next(), but *ret points into the ring and lives until the next call. */
-static int ahead_next(struct ahead *ah, const struct live_set *ls, const struct lk_record **ret)
-{
-	while (ah->n < AHEAD && ah->r > 0 && ah->left > 0 &&
-	       !(ah->n && holds_pointers(&ah->rec[(ah->first + ah->n - 1) % AHEAD]))) {
-		struct lk_record *rec = &ah->rec[(ah->first + ah->n) % AHEAD];
-		ah->r = lk_reader_next(ah->rd, rec);
-		if (ah->r <= 0)
-			break;
-		ah->n++;
-		ah->left--;
+	if (ah->r <= 0 || ah->left == 0)
+		return 0;
+	ah->r = lk_reader_next_many(ah->rd, ah->rec, ah->left < AHEAD ? (unsigned)ah->left : AHEAD);
+	if (ah->r <= 0)
+		return 0;
+	n = (unsigned)ah->r;
+	ah->left -= n;
+	for (unsigned i = 0; i < n; i++) {
+		const struct lk_record *rec = &ah->rec[i];
 		if (rec->tag == LK_REC_ALLOC)
 			live_set_prefetch(ls, rec->alloc.block);
 		else if (rec->tag == LK_REC_FREE)
@@ -97,12 +96,7 @@ static int ahead_next(struct ahead *ah, const struct live_set *ls, const struct 
 		else if (rec->tag == LK_REC_INHERIT)
 			live_set_prefetch(ls, rec->inherit.block);
 	}
-	if (!ah->n)
-		return ah->r < 0 ? ah->r : 0;
-	*ret = &ah->rec[ah->first];
-	ah->first = (ah->first + 1) % AHEAD;
-	ah->n--;
-	return 1;
+	return n;
 }
 
 static int64_t inherit_time(const struct lk_profile *p, const struct lk_record *rec)
@@ -171,7 +165,7 @@ static void unlive(struct lk_profile *p, const struct second_pass *sp, const str
 {
 	struct stack_run *run = &p->runs[b->stack];
 
-	run->live_q -= live_q(b->size, live_weigh(&sp->ls, b->size).w);
+	run->live_q -= live_q_of(&sp->ls, b->size);
 	if (--run->live_n == 0)
 		run->live_q = 0;
 }
@@ -199,13 +193,17 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 			 alloc ? (int64_t)rec->time_ns : inherit_time(p, rec));
 	if (r < 0)
 		return r;
-	wt = live_weigh(&sp->ls, size);
 	run = &p->runs[stack];
-	run->live_q += live_q(size, wt.w);
+	run->live_q += live_q_of(&sp->ls, size);
 	run->live_n++;
 	if (stack == 0)
 		p->stack0_used = true;
-	if (alloc) {
+	if (alloc && sp->ls.period <= 1) {
+		profile_add_exact(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
+				  size);
+		p->totals.samples++;
+	} else if (alloc) {
+		wt = live_weigh(&sp->ls, size);
 		profile_add_block(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
 				  size, &wt);
 		p->totals.samples++;
@@ -236,21 +234,27 @@ static void set_losses(struct lk_profile *p, const struct lk_record *rec)
 	}
 }
 
-static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
-		 const char **what)
+/* FREE: it cannot fail, and H(t) only falls. */
+static void apply_free(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
 {
 	struct live_block b;
 
+	p->totals.frees++;
+	if (live_set_remove(&sp->ls, rec->free.block, &b))
+		unlive(p, sp, &b);
+	else
+		p->totals.frees_unknown++;
+}
+
+static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
+		 const char **what)
+{
 	switch (rec->tag) {
 	case LK_REC_ALLOC:
 	case LK_REC_INHERIT:
 		return add_live(p, sp, rec, what);
 	case LK_REC_FREE:
-		p->totals.frees++;
-		if (live_set_remove(&sp->ls, rec->free.block, &b))
-			unlive(p, sp, &b);
-		else
-			p->totals.frees_unknown++;
+		apply_free(p, sp, rec);
 		return 0;
 	case LK_REC_STACK:
 		return profile_add_stack(p, rec, what);
@@ -273,46 +277,74 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	}
 }
 
+/* The time after which a record first has more to do than be applied: opts.at_ns, if the live
+ * snapshot is not taken yet, or the current bucket's end, if another one follows. */
+static uint64_t next_check(const struct lk_profile *p, const struct second_pass *sp)
+{
+	uint64_t t = sp->at_done ? UINT64_MAX : p->opts.at_ns;
+
+	if (sp->bucket + 1 < p->nbuckets && sp->ends[sp->bucket] < t)
+		t = sp->ends[sp->bucket];
+	return t;
+}
+
 /* Applies records until the reader has no more (0) or fails (< 0, *msg set): the body of pass 2,
  * and of each step of a followed profile. */
 static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah, char **msg)
 {
-	const struct lk_record *rec;
-	int r;
+	uint64_t check_ns = next_check(p, sp);
+	unsigned n;
 
-	while ((r = ahead_next(ah, &sp->ls, &rec)) > 0) {
-		const char *what = NULL;
+	while ((n = ahead_read(ah, &sp->ls)) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			const struct lk_record *rec = &ah->rec[i];
+			const char *what = NULL;
+			int r;
 
-		if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
-			profile_snapshot_live(p, &sp->ls);
-			sp->at_done = true;
+			if (rec->time_ns > check_ns) { /* rarely: once a bucket, and at at_ns */
+				if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
+					profile_snapshot_live(p, &sp->ls);
+					sp->at_done = true;
+				}
+				while (sp->bucket + 1 < p->nbuckets &&
+				       rec->time_ns > sp->ends[sp->bucket])
+					close_bucket(p, sp);
+				check_ns = next_check(p, sp);
+			}
+			if (rec->tag == LK_REC_FREE) {
+				/* H(t) does not rise: no new peak, nor bucket maximum. */
+				apply_free(p, sp, rec);
+			} else {
+				r = apply(p, sp, rec, &what);
+				if (r >= 0 && sp->ls.heap_q > sp->peak) { /* the first time this
+									     * level is reached */
+					sp->peak = sp->ls.heap_q;
+					sp->peak_ns = rec->time_ns;
+					r = live_set_mark(&sp->ls);
+				}
+				if (r == -E2BIG && !what) /* beyond the budget (the limits name
+							   * themselves) */
+					return profile_fail_budget(msg, r, rec->offset, p, &sp->ls);
+				if (r < 0) {
+					profile_fail_record(msg, rec, r, what);
+					return r;
+				}
+				if (sp->ls.heap_q > sp->bucket_max) /* converted once, at the end */
+					sp->bucket_max = sp->ls.heap_q;
+			}
+			p->totals.records++;
+			if (rec->tag <= LK_REC_MAX_KNOWN)
+				p->totals.tags[rec->tag]++;
+			else
+				p->totals.ext_records++;
+			sp->last_ns = rec->time_ns;
 		}
-		while (sp->bucket + 1 < p->nbuckets && rec->time_ns > sp->ends[sp->bucket])
-			close_bucket(p, sp);
-		r = apply(p, sp, rec, &what);
-		if (r >= 0 && sp->ls.heap_q > sp->peak) { /* the first time this level is reached */
-			sp->peak = sp->ls.heap_q;
-			sp->peak_ns = rec->time_ns;
-			r = live_set_mark(&sp->ls);
-		}
-		if (r == -E2BIG && !what) /* beyond the budget (the limits name themselves) */
-			return profile_fail_budget(msg, r, rec->offset, p, &sp->ls);
-		if (r < 0) {
-			profile_fail_record(msg, rec, r, what);
-			return r;
-		}
-		p->totals.records++;
-		if (rec->tag <= LK_REC_MAX_KNOWN)
-			p->totals.tags[rec->tag]++;
-		else
-			p->totals.ext_records++;
-		sp->last_ns = rec->time_ns;
-		if (sp->ls.heap_q > sp->bucket_max) /* converted once, at the bucket's end */
-			sp->bucket_max = sp->ls.heap_q;
 	}
-	if (r < 0)
-		profile_fail_reader(msg, ah->rd, r);
-	return r;
+	if (ah->r < 0) {
+		profile_fail_reader(msg, ah->rd, ah->r);
+		return ah->r;
+	}
+	return 0;
 }
 
 /* After the last record: the buckets closed, and the end's pass (profile_finish). */

@@ -66,6 +66,16 @@ static inline __attribute__((always_inline)) void lk_recent_prefetch(const struc
 		__builtin_prefetch(pg->elem + block % LK_RECENT_PAGE * r->elem);
 }
 
+/* The page of block if it lies in the window and was ever used, else NULL: where a caller that
+ * finds it may test and flip the block's bit in live and reach its element itself, as
+ * lk_recent_add() and lk_recent_remove() would, without a call (profile-internal.h). */
+static inline struct lk_recent_page *lk_recent_page_of(const struct lk_recent *r, uint64_t block)
+{
+	uint64_t p = block / LK_RECENT_PAGE;
+
+	return p - r->first < LK_RECENT_PAGES ? r->ring[p % LK_RECENT_PAGES] : NULL; /* and >= */
+}
+
 /* The element of block if it is live in the window, else NULL. */
 void *lk_recent_get(struct lk_recent *r, uint64_t block);
 

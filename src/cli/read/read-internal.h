@@ -1,13 +1,16 @@
 /* read-internal.h: the reader's state, shared by read.c (window, header), read-record.c (the main
  * stream's records), read-segment.c (a thread segment's body) and read-merge.c (the order in which
- * records are handed out).
+ * records are handed out); and the decoder of a checked body's records, inline for read-merge.c.
  *
- * Nothing outside those files may include this: the rest of the CLI sees read.h only.
+ * Nothing outside those files may include this: the rest of the CLI sees read.h only (a test may,
+ * to look inside: tests/unit/test-segments.c turns the merge's runs off).
  */
 #ifndef LEEK_READ_INTERNAL_H
 #define LEEK_READ_INTERNAL_H
 
+#include <endian.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include "read.h"
 #include "u64map.h"
@@ -29,9 +32,9 @@ struct lk_seg_heap {
 };
 
 /* A thread segment whose body is held, until its last record is handed out. read-segment.c reads
- * and decodes it; read-merge.c decides when each record goes. */
+ * and checks it, lk_seg_next() decodes it; read-merge.c decides when each record goes. */
 struct lk_seg {
-	uint8_t *body;            /* len bytes, read whole */
+	uint8_t *body;            /* len bytes, read whole, then LK_SEG_PAD zero bytes */
 	uint32_t len, end, pos;   /* its records end at end; the next one to decode starts at pos */
 	uint64_t offset, order;   /* of body[0]; of its SEGMENT record (ties go to the earlier) */
 	uint64_t tid, first;      /* first: the number its first ALLOC gives its block */
@@ -68,6 +71,11 @@ struct lk_merge {
 	struct lk_record pend;     /* a main record read and not handed out yet, if has_pend */
 	bool has_pend, main_done;
 	bool cut;                  /* the main stream ended without a TRAILER: nothing waits (let_go) */
+	struct lk_seg *run;        /* a ready root whose records go out in a run, or NULL
+				    * (lk_merge_run) */
+	bool run_head;             /* its head, decoded, goes first; then the records after it */
+	bool no_runs;              /* every record by the general path: tests/unit/test-segments.c
+				    * compares the two */
 	uint64_t blocks_out;       /* blocks numbered by the main records handed out */
 	uint64_t stacks_out;       /* the last STACK id handed out */
 	uint64_t time_out;         /* the time of the last record handed out through the merge */
@@ -151,12 +159,80 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec);
  * (nothing consumed); or < 0 (read-segment.c). */
 int lk_seg_read(struct lk_reader *r, const struct lk_record *rec, size_t hdr, uint64_t skip,
 		uint64_t t);
-/* Decodes the body's next record into s->head; has_head false past its last (read-segment.c). */
-void lk_seg_next(struct lk_seg *s);
+/* Zero bytes after a body's own: a fixed record is read as a word, even the body's last one. */
+#define LK_SEG_PAD 8
+
+/* A varint that lk_seg_read() has checked: it ends within the body, in at most 10 bytes. */
+static inline const uint8_t *lk_seg_varint(const uint8_t *q, uint64_t *ret)
+{
+	uint64_t v = *q & 0x7f;
+
+	for (unsigned shift = 7; *q++ & 0x80; shift += 7)
+		v |= (uint64_t)(*q & 0x7f) << shift;
+	*ret = v;
+	return q;
+}
+
+/* Decodes the body's next record into s->head; has_head false past its last. Every record before
+ * s->end passed lk_seg_read()'s checks, so this decodes without a bound or a check: it runs once a
+ * record a pass, where the checks run once a body. Inline: read-merge.c calls it for nearly every
+ * record of a profile of threads, and a call would cost a good part of what it does. */
+static inline __attribute__((always_inline)) void lk_seg_next(struct lk_seg *s)
+{
+	const uint8_t *p = s->body + s->pos, *q = p + 1;
+	struct lk_seg_head *h = &s->head;
+	uint64_t word, dt = 0, x, y = 0;
+
+	s->has_head = s->pos < s->end;
+	if (!s->has_head)
+		return;
+	memcpy(&word, p, 8); /* LK_SEG_PAD: within the buffer, even at its end */
+	word = le64toh(word);
+	h->offset = s->offset + s->pos;
+	h->tag = p[0];
+	switch (p[0]) {
+	case LK_REC_ALLOC_FIXED: /* dt 0 */
+		h->alloc = true;
+		h->time = s->time;
+		h->block = ++s->last;
+		h->size = word >> 8 & 0xffff;
+		h->stack = word >> 24 & 0xffff;
+		s->pos += LK_ALLOC_FIXED_SIZE;
+		return;
+	case LK_REC_FREE_FIXED:
+		h->alloc = false;
+		h->time = s->time;
+		h->block = s->prev = lk_free_block(s->last, s->prev, word >> 8 & 0xffff);
+		s->pos += LK_FREE_FIXED_SIZE;
+		return;
+	case LK_REC_ALLOC:
+		q = lk_seg_varint(lk_seg_varint(lk_seg_varint(q, &dt), &x), &y);
+		h->alloc = true;
+		h->block = ++s->last;
+		h->size = x;
+		h->stack = y;
+		break;
+	default: /* LK_REC_FREE: the checks let no other tag through */
+		q = lk_seg_varint(lk_seg_varint(q, &dt), &x);
+		h->alloc = false;
+		h->block = s->prev = lk_free_block(s->last, s->prev, x);
+		break;
+	}
+	s->time += dt; /* wraps like the writer's sum, as the main stream's does */
+	h->time = s->time;
+	s->pos += (uint32_t)(q - p);
+}
 struct lk_seg *lk_seg_free(struct lk_seg *s); /* accepts NULL, returns NULL */
 
 /* lk_reader_next() from a SEGMENT record on, and while any body is held (read-merge.c). */
 int lk_merge_next(struct lk_reader *r, struct lk_record *rec);
+/* lk_merge_next() while merge.run is set: the next record of a body whose records go out in a
+ * run, with none of the checks that the run's start made for all of them (read-merge.c). */
+int lk_merge_run(struct lk_reader *r, struct lk_record *rec);
+/* Up to n records of the run into rec[], as lk_merge_run() would give them, as long as each goes
+ * straight from the body; the number given, 0 if the next one does not (lk_merge_run() then
+ * knows what to do with it). */
+size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n);
 void lk_merge_done(struct lk_merge *m);
 
 /* Nothing held and no main record waiting: the main stream's records go out as they are read. */

@@ -25,7 +25,10 @@
  * of smallest min: the record that the smallest head not waiting on the main stream waits for, or
  * that head itself. So a record costs a few heap operations, and a walk up a tree of at most
  * LK_READ_SEG_WAIT_MAX segments when a FREE starts to wait, however many segments are held and
- * however many heads wait on one segment.
+ * however many heads wait on one segment. Most records cost less: an exact profile's bodies are
+ * runs of ALLOC_FIXED and FREE_FIXED records of one clock tick, which go out one after the other
+ * while nothing else comes first, and a run (lk_merge_run()) hands them out straight from the
+ * body, without a heap operation, where the order above would have them go anyway.
  *
  * Never: print, hold a segment after its last record went out, or return without handing out a
  * record, finding an error, or waiting for more of a followed file.
@@ -345,43 +348,250 @@ static bool stays_first(const struct lk_merge *m, struct lk_seg *s)
 	return !(h->n > 1 && min_before(h->v[1], s)) && !(h->n > 2 && min_before(h->v[2], s));
 }
 
-/* The head of ready root s goes out as *rec. 1, or < 0. Most often s stays ready, its key only
- * larger: it stays first (stays_first), or moves down the heap where it is. */
-static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec)
+/* The head of s goes out as *rec: its fields, and the block it numbers. */
+static inline void emit(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec)
 {
-	struct lk_merge *m = &r->merge;
 	const struct lk_seg_head *h = &s->head;
-	uint64_t block = h->block;
-	bool alloc = h->alloc;
-	struct lk_seg *y;
-	int k = 0;
 
 	m->time_out = lk_merge_time(m, h->time);
-	*rec = (struct lk_record){ .tag = alloc ? LK_REC_ALLOC : LK_REC_FREE, .offset = h->offset,
-				   .time_ns = m->time_out };
-	if (alloc) {
-		rec->alloc.tid = s->tid;
-		rec->alloc.block = block;
-		rec->alloc.size = h->size;
-		rec->alloc.stack = h->stack <= m->stacks_out ? h->stack : 0; /* cut: let_go() */
-		s->next_alloc = block + 1;
+	if (h->alloc) {
+		uint64_t stack = h->stack <= m->stacks_out ? h->stack : 0; /* cut: let_go() */
+		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = h->offset,
+					   .time_ns = m->time_out,
+					   .alloc = { .tid = s->tid, .block = h->block,
+						      .size = h->size, .stack = stack } };
+		s->next_alloc = h->block + 1;
 	} else {
-		rec->free.tid = s->tid;
-		rec->free.block = block;
+		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = h->offset,
+					   .time_ns = m->time_out,
+					   .free = { .tid = s->tid, .block = h->block } };
 	}
+}
+
+/* Ready root s has stayed first with its new head (stays_first()): if that head goes out next,
+ * lk_merge_next() would hand it out at its next call, and the records after it as long as nothing
+ * but s changes. A run (lk_merge_run()) hands them out without asking again while that lasts:
+ * while no let_go() is due and no ALLOC of s lets a waiter go (nothing else is placed during a
+ * run, so its waiters stay what they are), while its head is READY, and while its records have
+ * its first one's time (ALLOC_FIXED and FREE_FIXED have dt 0): s's min then stays what it is,
+ * before the other ready roots and at most the pending main record's time, so s stays the one
+ * whose head goes next. */
+static void start_run(struct lk_reader *r, struct lk_seg *s)
+{
+	struct lk_merge *m = &r->merge;
+
+	/* body_first(): a let_go() would come first (it never does here: it came before this
+	 * hand_out(), whose release() parks nothing), and the pending main record may. */
+	if (m->no_runs || (!m->has_pend && !r->trailer && !m->cut &&
+			   (m->parked_block.n || m->parked_stack.n)))
+		return;
+	if (m->has_pend && m->pend.tag != LK_REC_TRAILER && s->min_time > m->pend.time_ns)
+		return;
+	if (s->head.alloc && s->kids.n && s->head.block >= s->wait_lo)
+		return; /* release() may let a waiter go */
+	m->run = s;
+	m->run_head = true;
+}
+
+/* s's head has gone out, and s has its next one: s goes where that one says. Most often s stays
+ * ready, its key only larger: it stays first (stays_first), and starts a run, or moves down the
+ * heap where it is. 0, or < 0. */
+static int settle(struct lk_reader *r, struct lk_seg *s)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg *y;
+
+	if (where_for(m, s, &y) == READY) {
+		if (stays_first(m, s))
+			start_run(r, s);
+		else
+			heap_sift(&m->ready, BY_MIN, s->hpos);
+		return 0;
+	}
+	heap_remove(&m->ready, BY_MIN, s);
+	return place(r, s);
+}
+
+/* The head of ready root s goes out as *rec. 1, or < 0. */
+static int hand_out(struct lk_reader *r, struct lk_seg *s, struct lk_record *rec)
+{
+	uint64_t block = s->head.block;
+	bool alloc = s->head.alloc;
+	int k = 0;
+
+	emit(&r->merge, s, rec);
 	lk_seg_next(s);
 	if (alloc)
 		k = release(r, s, block);
-	if (k < 0)
-		return k;
-	if (where_for(m, s, &y) == READY) {
-		if (!stays_first(m, s))
-			heap_sift(&m->ready, BY_MIN, s->hpos);
+	if (k == 0)
+		k = settle(r, s);
+	return k < 0 ? k : 1;
+}
+
+/* A run's end, at the record at s->pos, which it does not hand out: that record becomes s's head
+ * and s goes where it says, as hand_out() would have done after the run's last record; then
+ * lk_merge_next() goes on from there. 1, 0 or < 0. */
+static __attribute__((noinline)) int run_end(struct lk_reader *r, struct lk_record *rec)
+{
+	struct lk_seg *s = r->merge.run;
+	int k;
+
+	r->merge.run = NULL;
+	lk_seg_next(s);
+	k = settle(r, s);
+	return k < 0 ? k : lk_merge_next(r, rec);
+}
+
+/* A run's FREE_FIXED of block `block`, at s->pos, goes out as *rec. */
+static inline int run_free(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec,
+			   uint64_t block)
+{
+	uint64_t out = lk_merge_time(m, s->time);
+
+	*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = s->offset + s->pos, .time_ns = out,
+				   .free = { .tid = s->tid, .block = block } };
+	m->time_out = out;
+	s->prev = block;
+	s->pos += LK_FREE_FIXED_SIZE;
+	return 1;
+}
+
+/* A FREE of a block that is not s's own: where_for() == READY for it. */
+static bool others_ready(struct lk_merge *m, uint64_t block)
+{
+	return !allocator_of(m, block) && (block <= m->blocks_out || m->cut);
+}
+
+/* A run's FREE_FIXED of a block that is not s's own: it goes out if it is READY. */
+static __attribute__((noinline)) int run_free_other(struct lk_reader *r, struct lk_record *rec,
+						    uint64_t block)
+{
+	struct lk_merge *m = &r->merge;
+
+	if (!others_ready(m, block))
+		return run_end(r, rec);
+	return run_free(m, m->run, rec, block);
+}
+
+/* Whether a run's ALLOC_FIXED (its record as a word) goes as the run's: READY, and lets no waiter
+ * go. */
+static inline bool run_alloc_goes(const struct lk_merge *m, const struct lk_seg *s, uint64_t word)
+{
+	uint64_t stack = word >> 24 & 0xffff;
+
+	return (stack <= m->stacks_out || m->cut) && !(s->kids.n && s->last + 1 >= s->wait_lo);
+}
+
+/* A run's ALLOC_FIXED, at s->pos, goes out as *rec. */
+static inline void run_alloc(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec,
+			     uint64_t word)
+{
+	uint64_t out = lk_merge_time(m, s->time), block = s->last + 1, stack = word >> 24 & 0xffff;
+
+	stack = stack <= m->stacks_out ? stack : 0; /* cut: let_go() */
+	*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
+				   .time_ns = out,
+				   .alloc = { .tid = s->tid, .block = block, .size = word >> 8 & 0xffff,
+					      .stack = stack } };
+	m->time_out = out;
+	s->last = block;
+	s->next_alloc = block + 1;
+	s->pos += LK_ALLOC_FIXED_SIZE;
+}
+
+/* After the first record, s's head, decoded by start_run()'s caller, a run takes each record
+ * straight from the body, without decoding it into s->head first: s->pos is at the record to go
+ * out, and s->time, last and prev are the body's state before it. Only ALLOC_FIXED and FREE_FIXED,
+ * nearly all of the records of an exact profile's bodies, go this way, at dt 0, so at s->time,
+ * the first one's time; anything else, and a record that the run does not take (start_run()),
+ * ends it (run_end()). s's min stays what it was (set_min() would give it again). Every call here
+ * is a tail call, so that the records cost no frame. */
+int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg *s = m->run;
+	uint64_t word, block;
+
+	if (m->run_head) { /* the first one: release() lets nothing go (start_run()) */
+		m->run_head = false;
+		emit(m, s, rec);
 		return 1;
 	}
-	heap_remove(&m->ready, BY_MIN, s);
-	k = place(r, s);
-	return k < 0 ? k : 1;
+	if (s->pos >= s->end)
+		return run_end(r, rec);
+	memcpy(&word, s->body + s->pos, 8); /* LK_SEG_PAD */
+	word = le64toh(word);
+	switch (word & 0xff) {
+	case LK_REC_ALLOC_FIXED:
+		if (!run_alloc_goes(m, s, word))
+			return run_end(r, rec);
+		run_alloc(m, s, rec, word);
+		return 1;
+	case LK_REC_FREE_FIXED:
+		block = lk_free_block(s->last, s->prev, word >> 8 & 0xffff);
+		if (block - s->first >= s->next_alloc - s->first)
+			return run_free_other(r, rec, block);
+		return run_free(m, s, rec, block);
+	default:
+		return run_end(r, rec);
+	}
+}
+
+/* lk_merge_run()'s records, several at a time: the same tests, with the body's state in locals
+ * (the records written would make a compiler load it again each time), written back at the end,
+ * and before others_ready() reads s->next_alloc. */
+size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n)
+{
+	struct lk_merge *m = &r->merge;
+	struct lk_seg *s = m->run;
+	const uint8_t *body = s->body;
+	uint64_t last = s->last, prev = s->prev, next = s->next_alloc, first = s->first;
+	uint64_t offset = s->offset, tid = s->tid, stacks = m->stacks_out, wait_lo = s->wait_lo;
+	uint64_t out = lk_merge_time(m, s->time); /* every record's: s->time does not change */
+	uint32_t pos = s->pos, end = s->end;
+	bool kids = s->kids.n > 0, cut = m->cut;
+	size_t i = 0;
+
+	if (m->run_head)
+		return 0;
+	for (; i < n && pos < end; i++) {
+		uint64_t word, block, stack;
+		memcpy(&word, body + pos, 8); /* LK_SEG_PAD */
+		word = le64toh(word);
+		if ((word & 0xff) == LK_REC_ALLOC_FIXED) {
+			stack = word >> 24 & 0xffff;
+			if ((stack > stacks && !cut) || (kids && last + 1 >= wait_lo))
+				break; /* run_alloc_goes() */
+			block = ++last;
+			next = block + 1;
+			rec[i] = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset + pos,
+						     .time_ns = out,
+						     .alloc = { .tid = tid, .block = block,
+								.size = word >> 8 & 0xffff,
+								.stack = stack <= stacks ? stack : 0 } };
+			pos += LK_ALLOC_FIXED_SIZE;
+			continue;
+		}
+		if ((word & 0xff) != LK_REC_FREE_FIXED)
+			break;
+		block = lk_free_block(last, prev, word >> 8 & 0xffff);
+		if (block - first >= next - first) {
+			s->next_alloc = next;
+			if (!others_ready(m, block))
+				break;
+		}
+		prev = block;
+		rec[i] = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset + pos,
+					     .time_ns = out, .free = { .tid = tid, .block = block } };
+		pos += LK_FREE_FIXED_SIZE;
+	}
+	s->pos = pos;
+	s->last = last;
+	s->prev = prev;
+	s->next_alloc = next;
+	if (i)
+		m->time_out = out;
+	return i;
 }
 
 /* The main stream has handed out more: what was parked until then is placed again. */
@@ -514,6 +724,8 @@ int lk_merge_next(struct lk_reader *r, struct lk_record *rec)
 
 	if (r->state == ST_FAILED)
 		return r->err;
+	if (m->run)
+		return lk_merge_run(r, rec);
 	if (!m->has_pend && !m->main_done) {
 		k = lk_reader_main(r, &m->pend);
 		if (k < 0 || (k == 0 && r->state != ST_END))

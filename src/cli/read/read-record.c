@@ -722,7 +722,9 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 	return 1;
 }
 
-int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
+/* lk_reader_next() but for a run of a body's records. noinline: the run's records then cost only
+ * a test and a jump before lk_merge_run(), not this function's frame. */
+static __attribute__((noinline)) int next_record(struct lk_reader *r, struct lk_record *rec)
 {
 	int k;
 
@@ -742,6 +744,40 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 	}
 	rec->time_ns = lk_merge_time(&r->merge, rec->time_ns);
 	return 1;
+}
+
+int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
+{
+	if (r->merge.run) /* most records of a profile of threads (read-merge.c) */
+		return lk_merge_run(r, rec);
+	return next_record(r, rec);
+}
+
+int lk_reader_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n)
+{
+	unsigned i = 0;
+
+	while (i < n) {
+		int k;
+		if (r->merge.run) {
+			i += (unsigned)lk_merge_run_many(r, rec + i, n - i);
+			if (i == n)
+				break;
+		}
+		k = lk_reader_next(r, &rec[i]);
+		if (k <= 0)
+			return i ? (int)i : k; /* a failure: the next call's too (ST_FAILED) */
+		switch (rec[i++].tag) {
+		case LK_REC_STACK:
+		case LK_REC_MODULE:
+		case LK_REC_LOSS:
+		case LK_REC_TRAILER:
+			return (int)i; /* its pointers: until the next call */
+		default:
+			break;
+		}
+	}
+	return (int)i;
 }
 
 int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)

@@ -1,5 +1,5 @@
-/* read-segment.c: a SEGMENT record's body (format.h, version 6): read, checked, then decoded one
- * record at a time as read-merge.c hands them out.
+/* read-segment.c: a SEGMENT record's body (format.h, version 6): read and checked, then decoded
+ * one record at a time as read-merge.c hands them out (lk_seg_next(), read-internal.h).
  *
  * A body is read whole when its SEGMENT record is read: the main stream goes on after it, and its
  * records go out among the main stream's later ones. It is checked at once, record by record (its
@@ -104,20 +104,63 @@ static bool body_complete(const uint8_t *p, size_t len)
 	return true;
 }
 
+/* A FREE's block in a body whose last ALLOC numbered `last`, if the body may free it then:
+ * not 0, and none of the segment's own blocks that it has yet to allocate. */
+static inline bool free_ok(uint64_t first, uint64_t blocks, uint64_t last, uint64_t block)
+{
+	return block != 0 && !(block - first < blocks && block > last);
+}
+
+/* ALLOC_FIXED and FREE_FIXED, nearly all of an exact profile's body records, from pos on,
+ * checked in place as scan() checks them: where the first record that is not one, or that fails
+ * a check, starts. *allocs and *prev follow. */
+static uint32_t scan_fixed(const struct lk_seg *s, uint32_t pos, uint64_t blocks, uint64_t *allocs,
+			   uint64_t *prev)
+{
+	const uint8_t *body = s->body;
+	uint64_t first = s->first, n = *allocs, pr = *prev;
+	uint32_t len = s->len;
+
+	while (pos < len) {
+		uint8_t tag = body[pos];
+		if (tag == LK_REC_ALLOC_FIXED && len - pos >= LK_ALLOC_FIXED_SIZE && n < blocks) {
+			n++;
+			pos += LK_ALLOC_FIXED_SIZE;
+			continue;
+		}
+		if (tag != LK_REC_FREE_FIXED || len - pos < LK_FREE_FIXED_SIZE)
+			break;
+		uint64_t block = lk_free_block(first - 1 + n, pr,
+					       body[pos + 1] | (uint64_t)body[pos + 2] << 8);
+		if (!free_ok(first, blocks, first - 1 + n, block))
+			break;
+		pr = block;
+		pos += LK_FREE_FIXED_SIZE;
+	}
+	*allocs = n;
+	*prev = pr;
+	return pos;
+}
+
 /* Checks every record of the body, so that lk_seg_next() can decode them without a check, and
- * finds where they end and how many ALLOCs there are (at most `blocks`). */
+ * finds where they end and how many ALLOCs there are (at most `blocks`). The fixed records go
+ * through scan_fixed(); any other record, and a fixed one that fails a check, through
+ * body_record() and the checks here, which name what is wrong. */
 static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 {
-	uint64_t base = s->first - 1, last = base, prev = base, allocs = 0;
+	uint64_t base = s->first - 1, last, prev = base, allocs = 0;
 	const uint8_t *end = s->body + s->len;
 	uint32_t pos = 0;
 	struct body_rec br;
 
-	for (; pos < s->len; pos += br.len) {
-		uint8_t tag = s->body[pos];
+	for (; (pos = scan_fixed(s, pos, blocks, &allocs, &prev)) < s->len; pos += br.len) {
+		const uint8_t *p = s->body + pos;
+		uint8_t tag = *p;
 		uint64_t at = s->offset + pos, block;
-		int k = body_record(s->body + pos, end, &br);
+		int k;
 
+		last = base + allocs;
+		k = body_record(p, end, &br);
 		if (k == BODY_END)
 			break;
 		if (k == BODY_FOREIGN)
@@ -138,13 +181,12 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 							 lk_rec_tag_name(tag), blocks,
 							 blocks == 1 ? "" : "s",
 							 s->order);
-			last = base + allocs;
 			continue;
 		}
 		/* A block of its own must be allocated before it is freed: its thread's records are in
 		 * its order, so no other record can come between. */
 		block = lk_free_block(last, prev, br.x);
-		if (block == 0 || (block - s->first < blocks && block > last))
+		if (!free_ok(s->first, blocks, last, block))
 			return lk_reader_fail_at(r, at, "%s of block %" PRIu64 " that no record "
 						 "allocated", lk_rec_tag_name(tag), block);
 		prev = block;
@@ -152,60 +194,6 @@ static int scan(struct lk_reader *r, struct lk_seg *s, uint64_t blocks)
 	s->end = pos;
 	s->nalloc = allocs;
 	return 0;
-}
-
-/* A varint that scan() has checked already: it ends within the body, in at most 10 bytes. */
-static const uint8_t *checked_varint(const uint8_t *q, uint64_t *ret)
-{
-	uint64_t v = *q & 0x7f;
-
-	for (unsigned shift = 7; *q++ & 0x80; shift += 7)
-		v |= (uint64_t)(*q & 0x7f) << shift;
-	*ret = v;
-	return q;
-}
-
-/* Every record before s->end passed scan(), so this decodes without a bound or a check: it runs
- * once a record a pass, where scan() runs once a body. */
-void lk_seg_next(struct lk_seg *s)
-{
-	const uint8_t *p = s->body + s->pos, *q = p + 1;
-	struct lk_seg_head *h = &s->head;
-	uint64_t dt = 0, x, y = 0;
-
-	s->has_head = s->pos < s->end;
-	if (!s->has_head)
-		return;
-	switch (p[0]) {
-	case LK_REC_ALLOC_FIXED:
-		x = p[1] | (uint64_t)p[2] << 8;
-		y = p[3] | (uint64_t)p[4] << 8;
-		q = p + LK_ALLOC_FIXED_SIZE;
-		break;
-	case LK_REC_FREE_FIXED:
-		x = p[1] | (uint64_t)p[2] << 8;
-		q = p + LK_FREE_FIXED_SIZE;
-		break;
-	case LK_REC_ALLOC:
-		q = checked_varint(checked_varint(checked_varint(q, &dt), &x), &y);
-		break;
-	default: /* LK_REC_FREE: scan() let no other tag through */
-		q = checked_varint(checked_varint(q, &dt), &x);
-		break;
-	}
-	s->time += dt; /* wraps like the writer's sum, as the main stream's does */
-	h->offset = s->offset + s->pos;
-	h->time = s->time;
-	h->tag = p[0];
-	h->alloc = is_alloc(p[0]);
-	if (h->alloc) {
-		h->block = ++s->last;
-		h->size = x;
-		h->stack = y;
-	} else {
-		h->block = s->prev = lk_free_block(s->last, s->prev, x);
-	}
-	s->pos += (uint32_t)(q - p);
 }
 
 struct lk_seg *lk_seg_free(struct lk_seg *s)
@@ -321,7 +309,7 @@ int lk_seg_read(struct lk_reader *r, const struct lk_record *rec, size_t hdr, ui
 					 "at once", LK_READ_SEG_BYTES_MAX);
 	s = calloc(1, sizeof(*s));
 	if (s)
-		s->body = calloc(length ? length : 1, 1);
+		s->body = calloc(length + LK_SEG_PAD, 1);
 	if (!s || !s->body) {
 		lk_seg_free(s);
 		return lk_reader_fail(r, -ENOMEM, "out of memory");

@@ -108,6 +108,7 @@ int lk_reader_fail(struct lk_reader *r, int err, const char *fmt, ...)
 	va_end(ap);
 	r->state = ST_FAILED;
 	r->err = err;
+	r->merge.run = NULL; /* the same error from every later call */
 	return err;
 }
 

@@ -150,6 +150,13 @@ const struct lk_profile_header *lk_reader_header(const struct lk_reader *r);
  * a thread segment's body comes when the merged order has it (read-merge.c), not in file order. */
 int lk_reader_next(struct lk_reader *r, struct lk_record *rec);
 
+/* lk_reader_next() up to n (>= 1) times, into rec[0], rec[1], ...: the same records, but it stops
+ * after one that points into the reader (STACK, MODULE, LOSS, TRAILER), whose pointers live until
+ * the next call. The number of records given (>= 1); or, if there is none, what lk_reader_next()
+ * returned (0 or < 0). A failure after some records is the next call's. Cheaper a record than
+ * lk_reader_next() for a run of a thread segment's records (read-merge.c). */
+int lk_reader_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n);
+
 /* lk_reader_next() for a caller that needs only the time of each record (a first pass over a
  * profile): the same records, checked as much, with the same results, but only the time of the
  * record is given, in *time_ns. */
