@@ -293,50 +293,42 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 		t->bytes_left -= size;
 		return NULL;
 	}
-	/* The common case first, as the checks below would find it: a thread is active only once
-	 * init is done (thread_init), and its gate holds in_slow too. A sample whose walk is kept
-	 * takes exact mode's path, in either mode (with no lock on a thread with a record of its
-	 * own): take_sample's frame, with a walk's buffers, and its capture cost a sampled 1 MiB
-	 * pair more than exact mode's (bench/exact-threads.sh). The countdown is drawn once the
-	 * sample is taken, inline (the rare path of a draw is a call: rng.h); meanwhile a signal
-	 * handler's malloc finds in_slow. */
-	if (lk_likely(t->gate == LK_T_GO && enabled)) {
-		void *p = lk_likely(lk_single_threaded()) /* a call of its own, with no record */
-				  ? exact_take_single(t, size, align, zero, old, frame)
-				  : take_threads(t, size, align, zero, old, frame);
-		if (lk_unlikely(!p))
-			return take_sample(t, size, align, zero, old, frame);
-		if (lk_cfg.period > 1)
-			t->bytes_left = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
-		return p;
-	}
-	if (!lk_init_done()) {
-		lk_init();
-		if (lk_booting) /* dlsym's calloc, before lk_real exists */
-			return lk_arena_boot_alloc(size);
-	}
-	if (t->in_slow)
-		return NULL;
-	if (t->state == LK_T_NEW) {
-		thread_init(t);
-		if (size < t->bytes_left) {
-			t->bytes_left -= size;
+	/* A thread is active only once init is done (thread_init), and its gate holds in_slow too:
+	 * one compare lets the common case past every check below. */
+	if (lk_unlikely(t->gate != LK_T_GO || !enabled)) {
+		if (!lk_init_done()) {
+			lk_init();
+			if (lk_booting) /* dlsym's calloc, before lk_real exists */
+				return lk_arena_boot_alloc(size);
+		}
+		if (t->in_slow)
+			return NULL;
+		if (t->state == LK_T_NEW) {
+			thread_init(t);
+			if (size < t->bytes_left) {
+				t->bytes_left -= size;
+				return NULL;
+			}
+		}
+		if (t->state != LK_T_ACTIVE || !enabled) {
+			t->state = LK_T_OFF;
+			t->bytes_left = UINT64_MAX;
 			return NULL;
 		}
 	}
-	if (t->state != LK_T_ACTIVE || !enabled) {
-		t->state = LK_T_OFF;
-		t->bytes_left = UINT64_MAX;
-		return NULL;
-	}
-	/* A thread's first sample (thread_init above), as the common case's. */
-	void *p = take_threads(t, size, align, zero, old, frame);
-	if (p) {
-		if (lk_cfg.period > 1)
-			t->bytes_left = next_interval(t);
-		return p;
-	}
-	return take_sample(t, size, align, zero, old, frame);
+	/* A sample whose walk is kept takes exact mode's path, in either mode (with no lock on a
+	 * thread with a record of its own): take_sample's frame, with a walk's buffers, and its
+	 * capture cost a sampled 1 MiB pair more than exact mode's (bench/exact-threads.sh). The
+	 * countdown is drawn once the sample is taken, inline (the rare path of a draw is a call:
+	 * rng.h); meanwhile a signal handler's malloc finds in_slow. */
+	void *p = lk_likely(lk_single_threaded()) /* a call of its own, with no record */
+			  ? exact_take_single(t, size, align, zero, old, frame)
+			  : take_threads(t, size, align, zero, old, frame);
+	if (lk_unlikely(!p))
+		return take_sample(t, size, align, zero, old, frame);
+	if (lk_cfg.period > 1)
+		t->bytes_left = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.period);
+	return p;
 }
 
 LK_HOT LK_INLINE void *lk_sample(struct lk_thread *t, size_t size, size_t align, bool zero,
