@@ -172,6 +172,7 @@ struct lk_recent {
 struct __attribute__((aligned(64))) lk_trec {
 	uint8_t *seg;            /* the body's mapping (writer-segment.c); NULL: none */
 	uint32_t seg_off;        /* where the next record goes */
+	uint32_t seg_claim;      /* seg_off, or where the record being stored ends (lk_seg_seal) */
 	uint32_t seg_room;       /* a record of n bytes fits while seg_off + max(n, 8) <= seg_room; 0:
 				  * the next record begins a segment */
 	uint32_t seg_len, next_len;
@@ -182,8 +183,11 @@ struct __attribute__((aligned(64))) lk_trec {
 	int64_t live;            /* blocks this thread took from (+) or gave to (-) its own slots */
 	struct lk_recent recent[LK_ARENA_CLASSES]; /* its freed slots, by class (arena.c) */
 	struct lk_block *run;    /* a freed block of a run of its own, kept for its next (arena.c) */
+	uint64_t seg_at;         /* the body's offset in the file */
 	uint32_t tid;
 	uint8_t used;
+	uint8_t seal_wait;       /* lk_seg_seal took its room: it ends the body once no record is
+				  * being stored (under lk_lock) */
 };
 #define LK_TRECS 1024 /* threads with a record at once; a thread past them takes lk_lock */
 /* The largest run a thread keeps, freed, for its next block of the same pages (4 MiB): as glibc's
@@ -198,6 +202,7 @@ struct lk_trec *lk_trec_get(struct lk_thread *t);
 void lk_counters_sum(uint64_t out[LK_CNT_MAX + 1]);
 void lk_trecs_new_file(void); /* the file begins again: its counts from zero; lk_lock */
 void lk_trecs_atfork_child(void); /* the child's one thread keeps its record; the rest go */
+uint32_t lk_trecs_seen(void); /* records ever taken: lk_trecs[0, n) is all a walk looks at */
 
 /* ---- writer-segment.c: a thread's own stretch of the profile ---- */
 /* ALLOC of b (numbered in b->id) and FREE of b in r's body, with no lock: false if the record
@@ -211,6 +216,10 @@ bool lk_seg_begin(struct lk_trec *r, uint64_t now_ns); /* r's next body; lk_lock
 void lk_seg_end(struct lk_trec *r);  /* r's body ended (SEG_END) and unmapped; lk_lock */
 void lk_seg_drop(struct lk_trec *r); /* unmapped, unwritten: a fork's child */
 void lk_seg_abandon_all(void);       /* before the file begins again; lk_lock */
+/* The bodies of other threads that the file has left far behind, ended with SEG_END by this
+ * thread, so that a reader following the file goes on past them; lk_lock. */
+void lk_seg_seal(void);
+void lk_seg_atfork_child(void);
 bool lk_seg_fault(const void *addr); /* SIGBUS in a body: repaired (async-signal-safe) */
 /* Block numbers carry their file's generation from this bit up (writer-segment.c). */
 #define LK_ID_GEN_SHIFT 48

@@ -102,6 +102,11 @@ struct lk_trec *lk_trec_get(struct lk_thread *t)
 	return r;
 }
 
+uint32_t lk_trecs_seen(void)
+{
+	return __atomic_load_n(&trecs_seen, __ATOMIC_ACQUIRE);
+}
+
 void lk_trecs_new_file(void)
 {
 	uint32_t n = __atomic_load_n(&trecs_seen, __ATOMIC_ACQUIRE);
@@ -150,4 +155,5 @@ void lk_trecs_atfork_child(void)
 	}
 	lk_tls.rec = NULL;
 	lk_tls.rec_state = LK_REC_NONE;
+	lk_seg_atfork_child();
 }

@@ -20,12 +20,19 @@
  * a block numbered in a file that has since begun again is never named in the new one: its code
  * against this body's blocks is then too large for a fixed record, and the slow path drops it.
  *
- * Never: store into a body from any thread but its own (a fork's child drops its bodies
- * unwritten: they are the parent's file's); let a record cross its body's end; number more blocks
- * than its SEGMENT reserved; take lk_lock in lk_seg_alloc or lk_seg_free (their callers do when
- * they return false).
+ * A thread that stops allocating would leave its body open, and a reader that follows the file
+ * waiting before it, for as long as it sleeps: lk_seg_seal, run by whichever thread grows the file,
+ * ends such a body for it once the file has left it SEAL_BEHIND bytes behind.
+ *
+ * Never: store into a body from any thread but its own, except lk_seg_seal's SEG_END once the
+ * thread can store nothing more there (a fork's child drops its bodies unwritten: they are the
+ * parent's file's); let a record cross its body's end; number more blocks than its SEGMENT
+ * reserved; take lk_lock in lk_seg_alloc or lk_seg_free (their callers do when they return false).
  */
+#include <errno.h>
+#include <linux/membarrier.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -35,28 +42,49 @@
 #define SEG_FIRST (16u << 10)
 #define SEG_LAST (1024u << 10)
 #define PAGE 4096u
+#define SEAL_BEHIND (4u << 20) /* the file past a body's end at which lk_seg_seal ends it */
 /* The fewest zeros before a body: so skip is always a two-byte varint, whose length does not
  * depend on its own value. */
 #define SKIP_MIN 128u
 _Static_assert(SEG_LAST <= LK_SEG_MAX && PAGE + SKIP_MIN < LK_SEG_SKIP_MAX, "segment bounds");
 
+/* Claims the bytes [off, end) of the body for a record, then looks at the room: lk_seg_seal
+ * takes the room away and then waits until no claim is open, so a record is either stored whole
+ * before the body ends or not stored in it at all. The claim is a plain store to the thread's own
+ * line; lk_seg_seal's membarrier stands for the CPU's fence between it and the load of the room. */
+static inline bool seg_claim(struct lk_trec *r, uint32_t off, uint32_t end, uint32_t need)
+{
+	__atomic_store_n(&r->seg_claim, end, __ATOMIC_RELAXED);
+	/* The claim stored before the room is loaded, and nothing else held back: a compiler
+	 * barrier on these two words alone. */
+	__asm__ volatile("" : "+m"(r->seg_claim), "+m"(r->seg_room));
+	if (lk_likely(off + need <= __atomic_load_n(&r->seg_room, __ATOMIC_RELAXED)))
+		return true;
+	__atomic_store_n(&r->seg_claim, off, __ATOMIC_RELAXED);
+	return false;
+}
+
 /* The record (in a word, as writer.c's store_small takes it; or n bytes at rec) at the body's
  * end, committed as the main stream's are (writer.h); false if it does not fit. */
 static inline bool seg_store_small(struct lk_trec *r, uint64_t word, unsigned n)
 {
-	if (lk_unlikely(r->seg_off + 8 > r->seg_room))
+	uint32_t off = r->seg_off;
+
+	if (lk_unlikely(!seg_claim(r, off, off + n, 8)))
 		return false;
-	lk_commit_word(r->seg + r->seg_off, word);
-	r->seg_off += n;
+	lk_commit_word(r->seg + off, word);
+	__atomic_store_n(&r->seg_off, off + n, __ATOMIC_RELEASE);
 	return true;
 }
 
 static bool seg_store(struct lk_trec *r, const uint8_t *rec, size_t n)
 {
-	if (r->seg_off + (n < 8 ? 8 : n) > r->seg_room)
+	uint32_t off = r->seg_off;
+
+	if (!seg_claim(r, off, off + (uint32_t)n, n < 8 ? 8 : (uint32_t)n))
 		return false;
-	lk_commit(r->seg + r->seg_off, rec, n);
-	r->seg_off += (uint32_t)n;
+	lk_commit(r->seg + off, rec, n);
+	__atomic_store_n(&r->seg_off, off + (uint32_t)n, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -120,6 +148,7 @@ LK_HOT LK_INLINE bool lk_seg_free(struct lk_trec *r, uint64_t now, struct lk_blo
 
 void lk_seg_end(struct lk_trec *r)
 {
+	r->seal_wait = 0;
 	if (!r->seg)
 		return;
 	if (r->seg_off < r->seg_len)
@@ -135,6 +164,7 @@ void lk_seg_drop(struct lk_trec *r)
 		munmap(r->seg, r->seg_len);
 	r->seg = NULL;
 	r->seg_room = 0;
+	r->seal_wait = 0;
 }
 
 bool lk_seg_begin(struct lk_trec *r, uint64_t now)
@@ -173,9 +203,86 @@ bool lk_seg_begin(struct lk_trec *r, uint64_t now)
 		return false;
 	r->seg = p;
 	r->seg_len = len;
-	r->seg_off = 0;
+	r->seg_off = r->seg_claim = 0;
+	r->seg_at = body;
 	r->seg_room = len - 1; /* the last byte for SEG_END */
+	lk_seg_seal();
 	return true;
+}
+
+/* 0: not registered yet (nor in a fork's child, whose process is new to membarrier); 1: registered;
+ * -1: membarrier is missing or forbidden (a seccomp filter), and no body is ever sealed. */
+static int membar;
+
+static bool membar_ready(void)
+{
+	if (membar == 0)
+		membar = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0
+				 ? 1
+				 : -1;
+	return membar > 0;
+}
+
+void lk_seg_atfork_child(void)
+{
+	membar = 0;
+}
+
+/* Ends r's body at the end of its last record, for good: its thread stores nothing there any
+ * more (its room is gone, and no claim is open), and begins a new body, small again, at its next
+ * record. */
+static void seal_one(struct lk_trec *r, uint32_t off)
+{
+	if (off < r->seg_len)
+		__atomic_store_n(r->seg + off, (uint8_t)LK_REC_SEG_END, __ATOMIC_RELEASE);
+	munmap(r->seg, r->seg_len);
+	__atomic_store_n(&r->seg, NULL, __ATOMIC_RELAXED);
+	r->next_len = SEG_FIRST;
+	r->seal_wait = 0;
+}
+
+/* A reader that follows the file stops before a body until the body is whole (docs/format.md,
+ * "Reading a profile being written"), and a thread that stopped allocating (a pool's idle
+ * worker, a server's I/O thread between bursts) leaves its body open for as long as it sleeps:
+ * `leek run` then reads and compresses everything after it only once the program has exited. So
+ * a body that the file has left SEAL_BEHIND bytes behind is ended here, by whichever thread holds
+ * lk_lock as the file grows. Its thread may be storing a record in that instant, with no lock:
+ * the room goes first, then a membarrier makes sure that any claim made before its thread saw the
+ * room go is seen here (seg_claim), and a body whose claim is open waits for the next call. */
+void lk_seg_seal(void)
+{
+	uint32_t n = lk_trecs_seen();
+	struct lk_trec *mine = lk_tls.rec;
+	bool fresh = false;
+	int saved = errno;
+
+	if (writer.closing || membar < 0)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		struct lk_trec *r = &lk_trecs[i];
+		if (r == mine || !r->used || !r->seg || r->seal_wait || !r->seg_room ||
+		    writer.off < r->seg_at + r->seg_len + SEAL_BEHIND)
+			continue;
+		if (!fresh && !membar_ready())
+			goto out;
+		__atomic_store_n(&r->seg_room, 0, __ATOMIC_RELAXED);
+		r->seal_wait = 1;
+		fresh = true;
+	}
+	if (fresh && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) < 0) {
+		membar = -1; /* the threads whose room went end their bodies at their next record */
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		struct lk_trec *r = &lk_trecs[i];
+		if (!r->seal_wait || !r->seg)
+			continue;
+		uint32_t off = __atomic_load_n(&r->seg_off, __ATOMIC_ACQUIRE);
+		if (__atomic_load_n(&r->seg_claim, __ATOMIC_ACQUIRE) == off)
+			seal_one(r, off);
+	}
+out:
+	errno = saved;
 }
 
 /* Every body in anonymous memory from now on (under lk_lock), before the file they were in begins

@@ -66,6 +66,7 @@ static void stop_full(void)
 static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 {
 	int saved = errno, r = 0;
+	bool grew = false;
 
 	/* Not begun again here after a cut: the record may be one of several that belong together
 	 * (a STACK and the ALLOC that names it), and the next sample begins the file at a record
@@ -75,8 +76,10 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 		errno = saved;
 		return false;
 	}
-	if (writer.off + len > writer.len)
+	if (writer.off + len > writer.len) {
 		r = lk_window_grow(writer.off + len);
+		grew = r == 0;
+	}
 	if (r == 0 && writer.use_pwrite) {
 		if (pwrite(writer.fd, rec, len, (off_t)writer.off) != (ssize_t)len &&
 		    (lk_window_fd() < 0 ||
@@ -100,6 +103,8 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 	if (!writer.use_pwrite)
 		lk_commit(writer.win + (writer.off - writer.win_off), rec, len);
 	writer.off += len;
+	if (grew)
+		lk_seg_seal(); /* other threads' bodies the file has left behind */
 	errno = saved;
 	return true;
 }

@@ -19,6 +19,7 @@
 
 #include "files.h"
 #include "harness.h"
+#include "read.h"
 #include "runner.h"
 
 #define SEED "LEEK_SEED=12345"
@@ -132,6 +133,58 @@ TEST(threads_exact_rss)
 	ASSERT_TRUE(p->ntag[LK_REC_SEGMENT] >= 4);
 	ASSERT_TRUE(p->ntag[LK_REC_ALLOC] >= printed(&r, "allocs "));
 	ASSERT_TRUE(p->ntag[LK_REC_RSS] >= 3); /* the first sample's and exit's, and the threads' */
+	run_cleanup(&r);
+}
+
+/* The body of the thread segment that holds the ALLOC of a block of `size` by thread tid, for
+ * each such block in file order: its SEGMENT's offset, into at[] (at most n). */
+static size_t bodies_of(const char *path, uint64_t tid, uint64_t size, uint64_t *at, size_t n)
+{
+	struct lk_reader *rd = lk_reader_new();
+	struct { uint64_t seg, body, len; } segs[4096];
+	size_t nsegs = 0, found = 0;
+	struct lk_record rec;
+	int k;
+
+	ASSERT_TRUE(rd != NULL);
+	ASSERT_OK(lk_reader_open(rd, path));
+	while ((k = lk_reader_next(rd, &rec)) > 0) {
+		if (rec.tag == LK_REC_SEGMENT && rec.segment.tid == tid && nsegs < 4096)
+			segs[nsegs++] = (typeof(segs[0])){ rec.offset, rec.segment.body_offset,
+							    rec.segment.length };
+		if (rec.tag != LK_REC_ALLOC || rec.alloc.tid != tid || rec.alloc.size != size ||
+		    found == n)
+			continue;
+		at[found] = 0;
+		for (size_t i = 0; i < nsegs; i++)
+			if (rec.offset - segs[i].body < segs[i].len)
+				at[found] = segs[i].seg;
+		found++;
+	}
+	ASSERT_EQ(k, 0);
+	lk_reader_free(rd);
+	return found;
+}
+
+/* Threads that sleep between bursts of allocations, beside a busy one: their bodies are ended
+ * from the busy thread while they sleep, at times while they store a record, and nothing is lost.
+ * A thread that allocates once, sleeps while the file grows by megabytes, and allocates again,
+ * finds its body ended and begins a new one. */
+TEST(threads_sleeping_bodies_ended)
+{
+	struct run r;
+	const char *argv[] = { "sleepers", "400", NULL };
+	uint64_t at[2];
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, SEED }, .timeout = 60 }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_EQ(check_tallies(&r), 6); /* 4 sleepers, the busy thread, the one that slept */
+	const struct profile *p = main_profile(&r);
+	ASSERT_EQ(bodies_of(p->path, printed(&r, "once "), 6007, at, 2), 2);
+	ASSERT_TRUE(at[0] != 0 && at[1] != 0); /* both in a body */
+	if (at[0] == at[1])
+		FAIL("both blocks of the thread that slept are in the body at %llu: it was never "
+		     "ended", (unsigned long long)at[0]);
 	run_cleanup(&r);
 }
 

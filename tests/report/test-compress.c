@@ -12,12 +12,15 @@
  * program's status when compressing fails, and leave a profile that a surviving process still
  * writes alone. The rest runs under ASan too.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -807,6 +810,46 @@ TEST(run_follows_the_profile)
 	free(plain);
 	LEEK(dir, "help", "run");
 	ASSERT_CONTAINS(res.out, "--no-follow");
+	tmp_dir_remove(dir);
+}
+
+/* A thread that allocated once and then sleeps through the run keeps its thread segment's body
+ * open, and a follower stops before an open body: the compression would then begin only after
+ * the exit, and fx-follow would exit 3. libleek ends such a body from another thread once the file
+ * has left it behind (writer-segment.c, lk_seg_seal), with a membarrier, which a seccomp filter
+ * may forbid. The summary is still the one a run without the follower prints. */
+TEST(run_follows_past_an_idle_thread)
+{
+	char dir[256], out[300];
+	char *path, *followed, *plain;
+
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) != 0)
+		SKIP("no membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) here: %s",
+		     strerror(errno));
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	LEEK(dir, "run", "--period", "1", "-o", out, "--", FX("fx-follow"), "3000", "wait", "idle");
+	if (res.status != 0)
+		FAIL("leek run fx-follow 3000 wait idle: exit %d (3: no compression under way while "
+		     "it ran): %s", res.status, res.err);
+	path = find_one(dir, "x.", "");
+	ASSERT_TRUE(ends_with(path, ".lk.zst"));
+	ASSERT_CONTAINS(res.err, "3000002 samples"); /* and the thread's own block (allocate_dtv) */
+	followed = summary_body(res.err);
+	LEEK(dir, "dump", "--summary", path);
+	ASSERT_EQ(res.status, 0);
+	ASSERT_CONTAINS(res.out, "trailer:     yes");
+	ASSERT_CONTAINS(res.out, "alloc=3000002 free=2997001");
+	unlink(path);
+	free(path);
+
+	LEEK(dir, "run", "--no-follow", "--period", "1", "-o", out, "--", FX("fx-follow"), "3000",
+	     "-", "idle");
+	ASSERT_EQ(res.status, 0);
+	plain = summary_body(res.err);
+	ASSERT_STREQ(followed, plain);
+	free(followed);
+	free(plain);
 	tmp_dir_remove(dir);
 }
 
