@@ -261,7 +261,8 @@ struct lk_profile {
 
 	struct lk_stack_stats *stacks;    /* by id: [0] is "no stack" */
 	struct stack_run *runs;
-	size_t nstacks, stacks_cap, runs_cap; /* ids 0..nstacks-1 */
+	struct lk_window *windows;        /* by id, with opts.window; else NULL */
+	size_t nstacks, stacks_cap, runs_cap, windows_cap; /* ids 0..nstacks-1 */
 	bool stack0_used;
 
 	struct lk_module_info_rec *modules; /* in id order */
@@ -296,16 +297,8 @@ int profile_fail_budget(char **msg, int r, uint64_t offset, const struct lk_prof
 static inline void profile_add_block(struct lk_estimate *bytes, struct lk_estimate *objects,
 				     uint64_t size, const struct live_weight *wt)
 {
-	double s = (double)size;
-
-	bytes->value += s * wt->w;
-	bytes->var += s * s * wt->v1;
-	bytes->observed += s;
-	bytes->samples++;
-	objects->value += wt->w;
-	objects->var += wt->v1;
-	objects->observed += 1;
-	objects->samples++;
+	lk_estimate_add_sample(bytes, (double)size, wt->w, wt->v1);
+	lk_estimate_add_sample(objects, 1.0, wt->w, wt->v1);
 }
 
 /* profile_add_block() with exact mode's weights, w = 1 and v1 = 0, without floating-point
@@ -325,13 +318,20 @@ static inline void profile_add_exact(struct lk_estimate *bytes, struct lk_estima
 }
 
 /* profile-result.c: snapshots of the live set into per-stack estimates, and the end. */
-/* live_*: the set now (opts.at_ns has just passed). */
+/* live_*: the set now (opts.at_ns has just passed); with opts.window, the window's came_* too. */
 void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls);
+/* The window's from_* (opts.from_ns has just passed, or the end came first). */
+void profile_snapshot_from(struct lk_profile *p, const struct live_set *ls);
+/* Whether a block allocated at t_ns (since start) came after the window's first moment. */
+static inline bool profile_after_from(const struct lk_profile *p, int64_t t_ns)
+{
+	return (__int128)t_ns > (__int128)p->opts.from_ns;
+}
 /* At the end, in one pass over the set: peak_* (the blocks live at the set's mark, taken right
  * after the record where H(t) peaked: the set at the mark is known only then), live_* too if
  * live (opts.at_ns not passed), old_* (at least opts.age_ns old at duration_ns), the blocks live
- * at the end (their totals, and their list unless opts.no_live_list, in no order yet); then the
- * intervals and the growth verdicts. 0, -ENOMEM or -E2BIG (the list, beyond the budget). */
+ * at the end (their totals, and their list unless opts.no_live_list, in no order yet), the
+ * window's came_* with live_*; then the intervals and the growth verdicts. 0, -ENOMEM or -E2BIG (the list, beyond the budget). */
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns,
 		   bool live);
 /* The list of the blocks live at the end, oldest first: once the live set is freed, so that the

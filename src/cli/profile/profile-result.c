@@ -1,6 +1,6 @@
 /* profile-result.c: turns the live set and the running sums of profile.c's passes into the
  * numbers profile.h hands out: per-stack snapshots of the live set (at the selected time, at the
- * peak, the old blocks at the end), the totals, every interval, the growth verdicts, the live
+ * peak, the old blocks at the end, the window's first moment), the totals, every interval, the growth verdicts, the live
  * blocks at the end; and the accessors.
  *
  * Estimates follow docs/sampling.md section 4: a sampled block of s bytes and weight w adds s w
@@ -28,13 +28,24 @@ struct at_end {
 	size_t n;
 };
 
+/* Block b into live_*, and into the window's came_* if it came after from_ns. */
+static void add_live(struct lk_profile *p, const struct live_block *b,
+		     const struct live_weight *wt)
+{
+	struct lk_stack_stats *s = &p->stacks[b->stack];
+
+	profile_add_block(&s->live_bytes, &s->live_objects, b->size, wt);
+	if (p->opts.window && profile_after_from(p, b->t_ns))
+		profile_add_block(&p->windows[b->stack].came_bytes,
+				  &p->windows[b->stack].came_objects, b->size, wt);
+}
+
 static void live_block(void *ctx, const struct live_block *b)
 {
 	struct at_end *c = ctx;
-	struct lk_stack_stats *s = &c->p->stacks[b->stack];
 	struct live_weight wt = live_weigh(c->ls, b->size);
 
-	profile_add_block(&s->live_bytes, &s->live_objects, b->size, &wt);
+	add_live(c->p, b, &wt);
 }
 
 void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls)
@@ -42,6 +53,20 @@ void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls)
 	for (size_t i = 0; i < p->nstacks; i++)
 		p->stacks[i].live_bytes = p->stacks[i].live_objects = (struct lk_estimate){ 0 };
 	live_set_foreach(ls, live_block, &(struct at_end){ .p = p, .ls = ls });
+}
+
+static void from_block(void *ctx, const struct live_block *b)
+{
+	struct at_end *c = ctx;
+	struct live_weight wt = live_weigh(c->ls, b->size);
+	struct lk_window *w = &c->p->windows[b->stack];
+
+	profile_add_block(&w->from_bytes, &w->from_objects, b->size, &wt);
+}
+
+void profile_snapshot_from(struct lk_profile *p, const struct live_set *ls)
+{
+	live_set_foreach(ls, from_block, &(struct at_end){ .p = p, .ls = ls });
 }
 
 static int cmp_live(const void *x, const void *y)
@@ -112,7 +137,7 @@ static void end_block(void *ctx, const struct live_block *b)
 	if (live_at_mark(c->ls, b))
 		profile_add_block(&s->peak_bytes, &s->peak_objects, b->size, &wt);
 	if (c->live)
-		profile_add_block(&s->live_bytes, &s->live_objects, b->size, &wt);
+		add_live(c->p, b, &wt);
 	/* Old: at least age_ns before the end (an INHERITed block may be from before the start). */
 	if ((__int128)c->end_ns - b->t_ns >= (__int128)c->p->opts.age_ns)
 		profile_add_block(&s->old_bytes, &s->old_objects, b->size, &wt);
@@ -176,6 +201,16 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 		lk_estimate_add(&t->peak_bytes, &s->peak_bytes);
 		lk_growth_classify(s->series, p->nbuckets, bucket_s,
 				   s->alloc_bytes.samples + p->runs[i].inherited, &s->growth);
+		if (p->opts.window) {
+			struct lk_window *w = &p->windows[i];
+			struct lk_estimate *we[] = { &w->from_bytes, &w->from_objects,
+						     &w->came_bytes, &w->came_objects,
+						     &w->left_bytes, &w->left_objects,
+						     &w->alloc_bytes, &w->alloc_objects };
+			for (size_t k = 0; k < sizeof(we) / sizeof(we[0]); k++)
+				lk_estimate_finish(we[k]);
+			s->window = w; /* the array moves no more */
+		}
 	}
 	/* Sums of nothing are finished too (a profile without samples). */
 	lk_estimate_finish(&t->alloc_bytes);

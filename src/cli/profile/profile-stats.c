@@ -1,6 +1,6 @@
 /* profile-stats.c: the pure arithmetic of docs/sampling.md, shared by profile.c and the report:
  * the weight of a sample (section 3), and the 95% interval and "too few samples" rule of one
- * estimate (section 5, with Garwood's table).
+ * estimate (section 5, with Garwood's table), and sums of estimates.
  *
  * Pure functions of their arguments: no I/O, no allocation, no state. Never change a number here
  * without changing docs/sampling.md first; tests/unit/test-profile-stats.c checks the table's
@@ -86,5 +86,20 @@ void lk_estimate_add(struct lk_estimate *sum, const struct lk_estimate *e)
 	sum->var += e->var;
 	sum->observed += e->observed;
 	sum->samples += e->samples;
+	sum->step = fmax(sum->step, e->step);
+	sum->heavy_step = fmax(sum->heavy_step, e->heavy_step);
+	sum->heavy_miss += e->heavy_miss;
 	lk_estimate_finish(sum);
+}
+
+void lk_window_add(struct lk_window *sum, const struct lk_window *w)
+{
+	lk_estimate_add(&sum->from_bytes, &w->from_bytes);
+	lk_estimate_add(&sum->from_objects, &w->from_objects);
+	lk_estimate_add(&sum->came_bytes, &w->came_bytes);
+	lk_estimate_add(&sum->came_objects, &w->came_objects);
+	lk_estimate_add(&sum->left_bytes, &w->left_bytes);
+	lk_estimate_add(&sum->left_objects, &w->left_objects);
+	lk_estimate_add(&sum->alloc_bytes, &w->alloc_bytes);
+	lk_estimate_add(&sum->alloc_objects, &w->alloc_objects);
 }

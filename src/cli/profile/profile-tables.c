@@ -85,6 +85,8 @@ int profile_add_stack(struct lk_profile *p, const struct lk_record *rec, const c
 	r = reserve((void **)&p->stacks, &p->stacks_cap, id + 1, sizeof(*p->stacks));
 	if (r >= 0)
 		r = reserve((void **)&p->runs, &p->runs_cap, id + 1, sizeof(*p->runs));
+	if (r >= 0 && p->opts.window)
+		r = reserve((void **)&p->windows, &p->windows_cap, id + 1, sizeof(*p->windows));
 	if (r < 0)
 		return r;
 	f = n ? lk_budget_malloc(2 * n * sizeof(*f)) : NULL;
@@ -187,6 +189,7 @@ void profile_tables_free(struct lk_profile *p)
 					    p->modules[i].path_len));
 	lk_budget_free(p->stacks, p->stacks_cap * sizeof(*p->stacks));
 	lk_budget_free(p->runs, p->runs_cap * sizeof(*p->runs));
+	lk_budget_free(p->windows, p->windows_cap * sizeof(*p->windows));
 	lk_budget_free(p->modules, p->modules_cap * sizeof(*p->modules));
 	lk_budget_free(p->ranges, p->ranges_cap * sizeof(*p->ranges));
 }

@@ -7,6 +7,8 @@
  * cut into equal parts, bucket b ending at duration * (b + 1) / buckets and holding the records at
  * or before its end). Pass 2 replays everything, and snapshots the live set per stack when the
  * selected time (opts.at_ns) passes, at each bucket's end (series) and at the end (live, old).
+ * With opts.window it also snapshots the set when opts.from_ns passes, and until opts.at_ns counts
+ * the ALLOCs and the FREEs of blocks live at from_ns, per stack (struct lk_window).
  * Each time the estimated heap H(t) rises above its highest level so far, pass 2 marks the live
  * set, which then keeps aside the blocks that leave it (profile-live.c): at the end, the set at
  * the last mark is the set right after the record at which H(t) first reached its maximum (peak).
@@ -45,6 +47,8 @@ struct second_pass {
 	lk_q128 bucket_max;                 /* the highest H(t) in it so far */
 	uint64_t rss;                       /* the last RSS record */
 	bool at_done;                       /* live_* taken */
+	bool from_done;                     /* the window's from_* taken (opts.window) */
+	bool window_open;                   /* between the two: ALLOCs and FREEs count in it */
 	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
 	uint64_t peak_ns;                   /* the time of the record that first reached it */
 	uint64_t last_ns;                   /* the time of the last record applied */
@@ -201,11 +205,17 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 	if (alloc && sp->ls.period <= 1) {
 		profile_add_exact(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
 				  size);
+		if (sp->window_open)
+			profile_add_exact(&p->windows[stack].alloc_bytes,
+					  &p->windows[stack].alloc_objects, size);
 		p->totals.samples++;
 	} else if (alloc) {
 		wt = live_weigh(&sp->ls, size);
 		profile_add_block(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
 				  size, &wt);
+		if (sp->window_open)
+			profile_add_block(&p->windows[stack].alloc_bytes,
+					  &p->windows[stack].alloc_objects, size, &wt);
 		p->totals.samples++;
 	} else {
 		run->inherited++;
@@ -240,10 +250,16 @@ static void apply_free(struct lk_profile *p, struct second_pass *sp, const struc
 	struct live_block b;
 
 	p->totals.frees++;
-	if (live_set_remove(&sp->ls, rec->free.block, &b))
-		unlive(p, sp, &b);
-	else
+	if (!live_set_remove(&sp->ls, rec->free.block, &b)) {
 		p->totals.frees_unknown++;
+		return;
+	}
+	unlive(p, sp, &b);
+	if (sp->window_open && !profile_after_from(p, b.t_ns)) { /* live at from_ns: it left */
+		struct live_weight wt = live_weigh(&sp->ls, b.size);
+		struct lk_window *w = &p->windows[b.stack];
+		profile_add_block(&w->left_bytes, &w->left_objects, b.size, &wt);
+	}
 }
 
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
@@ -277,12 +293,15 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	}
 }
 
-/* The time after which a record first has more to do than be applied: opts.at_ns, if the live
- * snapshot is not taken yet, or the current bucket's end, if another one follows. */
+/* The time after which a record first has more to do than be applied: opts.from_ns and
+ * opts.at_ns, if their snapshots are not taken yet, or the current bucket's end, if another one
+ * follows. */
 static uint64_t next_check(const struct lk_profile *p, const struct second_pass *sp)
 {
 	uint64_t t = sp->at_done ? UINT64_MAX : p->opts.at_ns;
 
+	if (p->opts.window && !sp->from_done && p->opts.from_ns < t)
+		t = p->opts.from_ns;
 	if (sp->bucket + 1 < p->nbuckets && sp->ends[sp->bucket] < t)
 		t = sp->ends[sp->bucket];
 	return t;
@@ -302,9 +321,15 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 			int r;
 
 			if (rec->time_ns > check_ns) { /* rarely: once a bucket, and at at_ns */
+				if (p->opts.window && !sp->from_done &&
+				    rec->time_ns > p->opts.from_ns) {
+					profile_snapshot_from(p, &sp->ls);
+					sp->from_done = sp->window_open = true;
+				}
 				if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
 					profile_snapshot_live(p, &sp->ls);
 					sp->at_done = true;
+					sp->window_open = false;
 				}
 				while (sp->bucket + 1 < p->nbuckets &&
 				       rec->time_ns > sp->ends[sp->bucket])
@@ -351,6 +376,8 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t duration_ns)
 {
 	p->totals.peak_ns = sp->peak_ns;
+	if (p->opts.window && !sp->from_done) /* from_ns at or after the last record */
+		profile_snapshot_from(p, &sp->ls);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */
 		close_bucket(p, sp);
 	close_bucket(p, sp);
@@ -399,7 +426,11 @@ static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char *
 	p->stacks = lk_budget_calloc(1, sizeof(*p->stacks));
 	p->runs = lk_budget_calloc(1, sizeof(*p->runs));
 	p->stacks_cap = p->runs_cap = 1; /* NULL gives nothing back (lk_budget_free) */
-	if (!p->stacks || !p->runs) {
+	if (p->opts.window) {
+		p->windows = lk_budget_calloc(1, sizeof(*p->windows));
+		p->windows_cap = 1;
+	}
+	if (!p->stacks || !p->runs || (p->opts.window && !p->windows)) {
 		profile_fail(msg, -ENOMEM, "out of memory");
 		return lk_profile_free(p);
 	}

@@ -45,7 +45,32 @@ struct lk_estimate {
 	uint64_t samples;  /* K: sampled allocations behind it */
 	double k_eff;      /* est^2 / var (infinite when var == 0) */
 	bool too_few;      /* k_eff < 5: "too few samples", not to be ranked as precise */
+	/* How coarse the estimate is, for the test of a change (docs/sampling.md section 12): */
+	double step;       /* the largest weighted value x/p of a sample with p < 1/2 */
+	double heavy_step; /* ... of a sample with 1/2 <= p < 1 (sampled more often than not) */
+	double heavy_miss; /* sum of (1-p)/p over those: the allocations like them not sampled */
 };
+
+/* One sample into an estimate's sums (docs/sampling.md section 4): x is its size (or 1 for an
+ * object count), w = 1/p its weight and v1 = (1-p)/p^2 its variance term. Inline: profile.c adds
+ * one per ALLOC. */
+static inline void lk_estimate_add_sample(struct lk_estimate *e, double x, double w, double v1)
+{
+	double c = x * w;
+
+	e->value += c;
+	e->var += x * x * v1;
+	e->observed += x;
+	e->samples++;
+	if (w > 2.0) { /* p < 1/2 */
+		if (c > e->step)
+			e->step = c;
+	} else if (w > 1.0) { /* 1/2 <= p < 1 */
+		if (c > e->heavy_step)
+			e->heavy_step = c;
+		e->heavy_miss += v1 / w; /* (1-p)/p, without the cancellation of w - 1 */
+	}
+}
 
 enum lk_trend {
 	LK_TREND_UNKNOWN = 0, /* too few samples to say */
@@ -62,6 +87,17 @@ struct lk_growth {
 	double slope_bytes_s; /* Sen's slope of live bytes over the last part of the run */
 };
 
+/* What changed at one stack between two moments, from_ns and at_ns (lk_profile_opts.window):
+ * "live at t" as for live_* (after every record at or before t). The blocks live at at_ns are
+ * those live at from_ns, less those that left, plus those that came; so live - from = came -
+ * left, and came and left are sums over different samples (docs/sampling.md section 12). */
+struct lk_window {
+	struct lk_estimate from_bytes, from_objects;   /* live at from_ns */
+	struct lk_estimate came_bytes, came_objects;   /* allocated after from_ns, live at at_ns */
+	struct lk_estimate left_bytes, left_objects;   /* live at from_ns, freed by at_ns */
+	struct lk_estimate alloc_bytes, alloc_objects; /* allocated in (from_ns, at_ns] */
+};
+
 /* Per stack (one allocation call chain). Estimates are in bytes requested and in objects. */
 struct lk_stack_stats {
 	uint64_t id;              /* the stack id in its profile (1..) ; 0 = "no stack" */
@@ -76,7 +112,10 @@ struct lk_stack_stats {
 							  * old */
 	double series[LK_TIMELINE_BUCKETS];              /* live-bytes estimate at each bucket's end */
 	struct lk_growth growth;
+	const struct lk_window *window;                  /* opts.window: what changed between
+							  * opts.from_ns and opts.at_ns; else NULL */
 };
+
 
 struct lk_timeline_point {
 	uint64_t t_ns;       /* bucket end, since the profile's start */
@@ -89,6 +128,8 @@ struct lk_profile_opts {
 	uint64_t at_ns;      /* "live" means live at this time since start; UINT64_MAX = the end */
 	uint64_t age_ns;     /* old_*: live at the end and allocated at least age_ns before it
 			      * (end - t >= age_ns, so 0 takes every live block) */
+	uint64_t from_ns;    /* window: the first moment, at or before at_ns */
+	bool window;         /* each stack's window (struct lk_window) between from_ns and at_ns */
 	unsigned buckets;    /* timeline points, <= LK_TIMELINE_BUCKETS; 0 = the maximum */
 	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
 			      * run`'s summary, which shows no block, spares the list's memory and
@@ -193,7 +234,24 @@ void lk_estimate_finish(struct lk_estimate *e);                    /* fills lo, 
 void lk_estimate_add(struct lk_estimate *sum, const struct lk_estimate *e); /* sums of
 								    * independent estimates (merge);
 								    * adds value, var, observed,
-								    * samples, then finishes sum */
+								    * samples and the steps, then
+								    * finishes sum */
+void lk_window_add(struct lk_window *sum, const struct lk_window *w); /* each estimate's */
+
+/* profile-change.c: the test of a change between two independent estimates (docs/sampling.md
+ * section 12). base and new are sums over different samples; base_period and new_period are the
+ * largest periods behind them (1: exact), used only for a side without a sample. */
+struct lk_change {
+	double value;      /* new - base */
+	double lo, hi;     /* its 95% interval */
+	double p;          /* two-sided p-value of "no change" */
+};
+void lk_change_test(const struct lk_estimate *base, uint64_t base_period,
+		    const struct lk_estimate *new, uint64_t new_period, struct lk_change *ret);
+/* Benjamini-Hochberg: p[0..n) sorted ascending become their adjusted values (q-values, at most
+ * 1), in place; a change is significant at false discovery rate r when its q <= r. */
+void lk_change_adjust(double *p, size_t n);
+#define LK_CHANGE_FDR 0.05 /* the false discovery rate leek diff controls (docs/sampling.md 12) */
 
 /* The growth verdict of one live-bytes series of n points, bucket_s seconds apart, behind which
  * stand `samples` sampled blocks (allocated or inherited); profile-growth.c has the method. */
