@@ -12,6 +12,7 @@
 
 #include "harness.h"
 #include "json.h"
+#include "json-write.h"
 #include "report.h"
 
 /* The escaper's output for len bytes of s, in a static buffer. */

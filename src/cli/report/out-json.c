@@ -4,9 +4,9 @@
  * be added, and the order of sites is the report's ranking (report-view.c), so two runs over the
  * same profile print the same bytes. Numbers are raw (bytes, objects, seconds), never human units.
  *
- * Never: print a string without escaping it (every string from a profile or a debug file is
- * untrusted bytes, and JSON must be valid UTF-8), or print NaN or infinity (they are not JSON:
- * null instead).
+ * PROCESS, TOTALS and FRAME are written here for `leek diff`'s document too (diff-json.c).
+ * Never: write JSON but through json-write.h, which escapes every string and writes null for
+ * what is not a finite number.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,247 +14,79 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-write.h"
 #include "report.h"
 
-#define MAX_DEPTH 16
-
 struct lk_json_doc {
-	FILE *f;
+	struct lk_json j;
 	struct lk_report_opts opts;
 	bool per_process;
-	unsigned depth, inline_depth; /* inside a container opened at inline_depth: one line */
-	bool first[MAX_DEPTH + 1];    /* nothing written yet at this depth */
-	bool after_key;
 };
 
-/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not one. */
-static size_t utf8_length(const unsigned char *s, size_t n)
+void lk_json_frame_key(struct lk_json *j, const struct lk_sym_frame *f)
 {
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong forms */
-		hi = c == 0xed ? 0x9f : 0xbf; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		lo = c == 0xf0 ? 0x90 : 0x80;
-		hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
-	} else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
+	lk_json_str(j, "function", f->function);
+	lk_json_str(j, "file", f->file);
+	lk_json_num(j, "line", f->line ? (double)f->line : NAN, 0);
+	lk_json_str(j, "module", f->module);
 }
 
-void lk_json_write_string(FILE *f, const char *str, size_t len)
+static void frame(struct lk_json *j, const struct lk_sym_frame *f, bool site)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
-	fputc('"', f);
-	for (size_t i = 0; i < len;) {
-		unsigned char c = s[i];
-		size_t n = utf8_length(s + i, len - i);
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c == '\t')
-			fputs("\\t", f);
-		else if (c == '\r')
-			fputs("\\r", f);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else if (n == 0)
-			fputs("\\ufffd", f); /* not UTF-8: one replacement character a byte */
-		else
-			fwrite(s + i, 1, n, f);
-		i += n ? n : 1;
-	}
-	fputc('"', f);
-}
-
-/* Before any value or key: the comma, and the line break outside one-line containers. */
-static void sep(struct lk_json_doc *d)
-{
-	if (d->after_key) {
-		d->after_key = false;
-		return;
-	}
-	if (!d->first[d->depth])
-		fputc(',', d->f);
-	if (d->depth && (!d->inline_depth || d->depth < d->inline_depth))
-		fprintf(d->f, "\n%*s", 2 * (int)d->depth, "");
-	else if (!d->first[d->depth])
-		fputc(' ', d->f);
-	d->first[d->depth] = false;
-}
-
-static void open_c(struct lk_json_doc *d, char c, bool one_line)
-{
-	sep(d); /* after a key: only consumes it */
-	fputc(c, d->f);
-	if (d->depth < MAX_DEPTH)
-		d->depth++;
-	d->first[d->depth] = true;
-	if (one_line && !d->inline_depth)
-		d->inline_depth = d->depth;
-}
-
-static void close_c(struct lk_json_doc *d, char c)
-{
-	bool broken = !d->inline_depth || d->depth < d->inline_depth;
-
-	if (broken && !d->first[d->depth])
-		fprintf(d->f, "\n%*s", 2 * (int)(d->depth - 1), "");
-	if (d->inline_depth == d->depth)
-		d->inline_depth = 0;
-	d->depth--;
-	fputc(c, d->f);
-}
-
-static void key(struct lk_json_doc *d, const char *k)
-{
-	sep(d);
-	lk_json_write_string(d->f, k, strlen(k));
-	fputs(": ", d->f);
-	d->after_key = true;
-}
-
-/* Where a value starts: after its key (k) in an object, or after a comma (k NULL) in an array. */
-static void value(struct lk_json_doc *d, const char *k)
-{
-	if (k)
-		key(d, k);
-	sep(d);
-}
-
-static void str(struct lk_json_doc *d, const char *k, const char *s)
-{
-	value(d, k);
-	if (s)
-		lk_json_write_string(d->f, s, strlen(s));
-	else
-		fputs("null", d->f);
-}
-
-static void u64(struct lk_json_doc *d, const char *k, uint64_t v)
-{
-	value(d, k);
-	fprintf(d->f, "%" PRIu64, v);
-}
-
-static void boolean(struct lk_json_doc *d, const char *k, bool v)
-{
-	value(d, k);
-	fputs(v ? "true" : "false", d->f);
-}
-
-/* A number with that many decimals (0: rounded to an integer), or null. k may be NULL inside
- * an array. */
-static void num(struct lk_json_doc *d, const char *k, double v, int decimals)
-{
-	value(d, k);
-	if (!isfinite(v))
-		fputs("null", d->f);
-	else if (decimals == 0)
-		fprintf(d->f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
-	else
-		fprintf(d->f, "%.*f", decimals, v);
-}
-
-static void seconds(struct lk_json_doc *d, const char *k, uint64_t ns)
-{
-	num(d, k, ns == UINT64_MAX ? NAN : (double)ns / 1e9, 6);
-}
-
-/* "name": value, "name_ci95": [lo, hi] */
-static void estimate(struct lk_json_doc *d, const char *name, const struct lk_estimate *e)
-{
-	char k[64];
-
-	num(d, name, e->value, 0);
-	snprintf(k, sizeof(k), "%s_ci95", name);
-	key(d, k);
-	open_c(d, '[', true);
-	num(d, NULL, e->lo, 0);
-	num(d, NULL, e->hi, 0);
-	close_c(d, ']');
-}
-
-static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, bool site)
-{
-	open_c(d, '{', true);
-	str(d, "function", f->function);
-	str(d, "file", f->file);
-	value(d, "line");
-	if (f->line)
-		fprintf(d->f, "%" PRIu32, f->line);
-	else
-		fputs("null", d->f);
-	str(d, "module", f->module);
-	boolean(d, "inlined", f->inlined);
+	lk_json_open(j, '{', true);
+	lk_json_frame_key(j, f);
+	lk_json_bool(j, "inlined", f->inlined);
 	if (site)
-		boolean(d, "site", true);
-	close_c(d, '}');
+		lk_json_bool(j, "site", true);
+	lk_json_close(j, '}');
 }
 
 static void site(struct lk_json_doc *d, const struct lk_report_site *s, size_t rank)
 {
 	const struct lk_estimate *fig = lk_report_figure(s, d->opts.view);
 
-	open_c(d, '{', false);
-	u64(d, "rank", rank);
-	str(d, "function", s->stack[s->site_frame]->function);
-	str(d, "file", s->stack[s->site_frame]->file);
-	value(d, "line");
-	if (s->stack[s->site_frame]->line)
-		fprintf(d->f, "%" PRIu32, s->stack[s->site_frame]->line);
-	else
-		fputs("null", d->f);
-	str(d, "module", s->stack[s->site_frame]->module);
-	u64(d, "samples", fig->samples);
-	boolean(d, "too_few_samples", fig->too_few);
-	num(d, "share", s->share, 6);
-	estimate(d, "live_bytes", &s->live_bytes);
-	num(d, "live_objects", s->live_objects.value, 0);
-	u64(d, "live_samples", s->live_bytes.samples);
-	estimate(d, "alloc_bytes", &s->alloc_bytes);
-	num(d, "alloc_objects", s->alloc_objects.value, 0);
-	u64(d, "alloc_samples", s->alloc_bytes.samples);
-	estimate(d, "peak_bytes", &s->peak_bytes);
-	num(d, "peak_objects", s->peak_objects.value, 0);
+	lk_json_open(&d->j, '{', false);
+	lk_json_u64(&d->j, "rank", rank);
+	lk_json_frame_key(&d->j, s->stack[s->site_frame]);
+	lk_json_u64(&d->j, "samples", fig->samples);
+	lk_json_bool(&d->j, "too_few_samples", fig->too_few);
+	lk_json_num(&d->j, "share", s->share, 6);
+	lk_json_estimate(&d->j, "live_bytes", &s->live_bytes);
+	lk_json_num(&d->j, "live_objects", s->live_objects.value, 0);
+	lk_json_u64(&d->j, "live_samples", s->live_bytes.samples);
+	lk_json_estimate(&d->j, "alloc_bytes", &s->alloc_bytes);
+	lk_json_num(&d->j, "alloc_objects", s->alloc_objects.value, 0);
+	lk_json_u64(&d->j, "alloc_samples", s->alloc_bytes.samples);
+	lk_json_estimate(&d->j, "peak_bytes", &s->peak_bytes);
+	lk_json_num(&d->j, "peak_objects", s->peak_objects.value, 0);
 	if (d->opts.view == LK_VIEW_OLD) {
-		estimate(d, "old_bytes", &s->old_bytes);
-		num(d, "old_objects", s->old_objects.value, 0);
-		num(d, "oldest_age_s", s->oldest_age_ns < 0 ? NAN : (double)s->oldest_age_ns / 1e9,
-		    6);
+		lk_json_estimate(&d->j, "old_bytes", &s->old_bytes);
+		lk_json_num(&d->j, "old_objects", s->old_objects.value, 0);
+		lk_json_num(&d->j, "oldest_age_s",
+			    s->oldest_age_ns < 0 ? NAN : (double)s->oldest_age_ns / 1e9, 6);
 	}
-	str(d, "trend", lk_trend_name(s->growth.trend));
-	num(d, "trend_confidence", s->growth.confidence, 4);
-	num(d, "slope_bytes_per_s", s->growth.slope_bytes_s, 0);
-	u64(d, "stacks", s->nstacks);
-	key(d, "stack");
-	open_c(d, '[', false);
-	for (size_t i = 0; i < s->nframes; i++)
-		frame(d, s->stack[i], i == s->site_frame);
-	close_c(d, ']');
-	close_c(d, '}');
+	lk_json_str(&d->j, "trend", lk_trend_name(s->growth.trend));
+	lk_json_num(&d->j, "trend_confidence", s->growth.confidence, 4);
+	lk_json_num(&d->j, "slope_bytes_per_s", s->growth.slope_bytes_s, 0);
+	lk_json_u64(&d->j, "stacks", s->nstacks);
+	lk_json_stack(&d->j, s->stack, s->nframes, s->site_frame);
+	lk_json_close(&d->j, '}');
 }
 
-static void losses(struct lk_json_doc *d, const struct lk_profile_totals *t)
+void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack, size_t n,
+		   size_t site_frame)
 {
-	key(d, "losses");
-	open_c(d, '{', true);
+	lk_json_key(j, "stack");
+	lk_json_open(j, '[', false);
+	for (size_t i = 0; i < n; i++)
+		frame(j, stack[i], i == site_frame);
+	lk_json_close(j, ']');
+}
+
+static void losses(struct lk_json *j, const struct lk_profile_totals *t)
+{
+	lk_json_key(j, "losses");
+	lk_json_open(j, '{', true);
 	for (unsigned i = 1; i <= LK_CNT_MAX; i++) {
 		char k[32];
 		const char *name = lk_counter_name(i);
@@ -265,88 +97,87 @@ static void losses(struct lk_json_doc *d, const struct lk_profile_totals *t)
 			snprintf(k, sizeof(k), "counter_%u", i);
 			name = k;
 		}
-		u64(d, name, t->losses[i]);
+		lk_json_u64(j, name, t->losses[i]);
 	}
-	close_c(d, '}');
+	lk_json_close(j, '}');
 }
 
-/* period_known: false for merged profiles of several periods. */
-static void totals(struct lk_json_doc *d, const struct lk_profile_totals *t, bool period_known)
+void lk_json_totals(struct lk_json *j, const struct lk_profile_totals *t, bool period_known)
 {
-	key(d, "totals");
-	open_c(d, '{', false);
-	estimate(d, "alloc_bytes", &t->alloc_bytes);
-	num(d, "alloc_objects", t->alloc_objects.value, 0);
-	estimate(d, "peak_bytes", &t->peak_bytes);
-	seconds(d, "peak_time_s", t->peak_ns);
-	estimate(d, "live_bytes_end", &t->live_bytes_end);
-	num(d, "live_objects_end", t->live_objects_end.value, 0);
-	seconds(d, "duration_s", t->duration_ns);
-	num(d, "period", period_known ? (double)t->period : NAN, 0);
-	u64(d, "samples", t->samples);
-	u64(d, "frees", t->frees);
-	u64(d, "frees_unknown", t->frees_unknown);
-	u64(d, "max_rss_bytes", t->max_rss);
-	boolean(d, "trailer", t->trailer);
-	losses(d, t);
-	close_c(d, '}');
+	lk_json_key(j, "totals");
+	lk_json_open(j, '{', false);
+	lk_json_estimate(j, "alloc_bytes", &t->alloc_bytes);
+	lk_json_num(j, "alloc_objects", t->alloc_objects.value, 0);
+	lk_json_estimate(j, "peak_bytes", &t->peak_bytes);
+	lk_json_seconds(j, "peak_time_s", t->peak_ns);
+	lk_json_estimate(j, "live_bytes_end", &t->live_bytes_end);
+	lk_json_num(j, "live_objects_end", t->live_objects_end.value, 0);
+	lk_json_seconds(j, "duration_s", t->duration_ns);
+	lk_json_num(j, "period", period_known ? (double)t->period : NAN, 0);
+	lk_json_u64(j, "samples", t->samples);
+	lk_json_u64(j, "frees", t->frees);
+	lk_json_u64(j, "frees_unknown", t->frees_unknown);
+	lk_json_u64(j, "max_rss_bytes", t->max_rss);
+	lk_json_bool(j, "trailer", t->trailer);
+	losses(j, t);
+	lk_json_close(j, '}');
 }
 
-static void process(struct lk_json_doc *d, const struct lk_report_process *q)
+void lk_json_process(struct lk_json *j, const struct lk_report_process *q)
 {
 	size_t i = 0;
 
-	str(d, "file", q->path);
-	u64(d, "pid", q->pid);
-	u64(d, "ppid", q->ppid);
-	value(d, "exe");
-	lk_json_write_string(d->f, q->exe, q->exe_len);
-	key(d, "cmdline");
-	open_c(d, '[', true);
+	lk_json_str(j, "file", q->path);
+	lk_json_u64(j, "pid", q->pid);
+	lk_json_u64(j, "ppid", q->ppid);
+	lk_json_value(j, "exe");
+	lk_json_write_string(j->f, q->exe, q->exe_len);
+	lk_json_key(j, "cmdline");
+	lk_json_open(j, '[', true);
 	while (i < q->cmdline_len) {
 		size_t n = strnlen(q->cmdline + i, q->cmdline_len - i);
-		value(d, NULL);
-		lk_json_write_string(d->f, q->cmdline + i, n);
+		lk_json_value(j, NULL);
+		lk_json_write_string(j->f, q->cmdline + i, n);
 		i += n + 1;
 	}
-	close_c(d, ']');
-	boolean(d, "forked", q->flags & LK_HDR_FORKED);
-	boolean(d, "continued", q->flags & LK_HDR_CONTINUED);
-	boolean(d, "exact", q->flags & LK_HDR_EXACT || q->period == 1);
-	u64(d, "period", q->period);
-	num(d, "start_realtime_s", (double)q->start_realtime_ns / 1e9, 6);
-	boolean(d, "trailer", q->totals.trailer);
-	totals(d, &q->totals, true);
+	lk_json_close(j, ']');
+	lk_json_bool(j, "forked", q->flags & LK_HDR_FORKED);
+	lk_json_bool(j, "continued", q->flags & LK_HDR_CONTINUED);
+	lk_json_bool(j, "exact", q->flags & LK_HDR_EXACT || q->period == 1);
+	lk_json_u64(j, "period", q->period);
+	lk_json_num(j, "start_realtime_s", (double)q->start_realtime_ns / 1e9, 6);
+	lk_json_bool(j, "trailer", q->totals.trailer);
+	lk_json_totals(j, &q->totals, true);
 }
 
 /* view_total, sites, timeline: what a section holds besides its processes. */
 static void body(struct lk_json_doc *d, const struct lk_report *r)
 {
-	key(d, "view_total");
-	open_c(d, '{', true);
-	estimate(d, "bytes", &r->view_bytes);
-	num(d, "objects", r->view_objects.value, 0);
-	u64(d, "samples", r->view_bytes.samples);
-	close_c(d, '}');
-	u64(d, "sites_total", r->sites_total);
-	u64(d, "stacks_filtered", r->stacks_filtered);
-	key(d, "sites");
-	open_c(d, '[', false);
+	lk_json_key(&d->j, "view_total");
+	lk_json_open(&d->j, '{', true);
+	lk_json_estimate(&d->j, "bytes", &r->view_bytes);
+	lk_json_num(&d->j, "objects", r->view_objects.value, 0);
+	lk_json_u64(&d->j, "samples", r->view_bytes.samples);
+	lk_json_close(&d->j, '}');
+	lk_json_u64(&d->j, "sites_total", r->sites_total);
+	lk_json_u64(&d->j, "stacks_filtered", r->stacks_filtered);
+	lk_json_key(&d->j, "sites");
+	lk_json_open(&d->j, '[', false);
 	for (size_t i = 0; i < r->nsites; i++)
 		site(d, &r->sites[i], i + 1);
-	close_c(d, ']');
-	key(d, "timeline");
-	open_c(d, '[', false);
+	lk_json_close(&d->j, ']');
+	lk_json_key(&d->j, "timeline");
+	lk_json_open(&d->j, '[', false);
 	for (size_t i = 0; i < r->ntimeline; i++) {
 		const struct lk_timeline_point *p = &r->timeline[i];
-		open_c(d, '{', true);
-		seconds(d, "t_s", p->t_ns);
-		num(d, "heap_bytes", p->heap_bytes, 0);
-		num(d, "heap_max_bytes", p->heap_max, 0);
-		u64(d, "rss_bytes", p->rss_bytes);
-		close_c(d, '}');
+		lk_json_open(&d->j, '{', true);
+		lk_json_seconds(&d->j, "t_s", p->t_ns);
+		lk_json_num(&d->j, "heap_bytes", p->heap_bytes, 0);
+		lk_json_num(&d->j, "heap_max_bytes", p->heap_max, 0);
+		lk_json_u64(&d->j, "rss_bytes", p->rss_bytes);
+		lk_json_close(&d->j, '}');
 	}
-	close_c(d, ']');
+	lk_json_close(&d->j, ']');
 }
 
 int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
@@ -356,23 +187,23 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 
 	if (!d)
 		return -ENOMEM;
-	*d = (struct lk_json_doc){ .f = f, .opts = *o, .per_process = per_process };
-	d->first[0] = true;
-	open_c(d, '{', false);
-	str(d, "format", "leek-report");
-	u64(d, "version", 1);
-	str(d, "view", lk_view_name(o->view));
-	key(d, "options");
-	open_c(d, '{', true);
-	seconds(d, "at_s", o->view == LK_VIEW_INUSE ? o->at_ns : UINT64_MAX);
-	seconds(d, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
-	u64(d, "top", o->top);
-	num(d, "min_share", o->min_share, 6);
-	close_c(d, '}');
-	boolean(d, "merged", o->merge);
+	*d = (struct lk_json_doc){ .opts = *o, .per_process = per_process };
+	lk_json_init(&d->j, f);
+	lk_json_open(&d->j, '{', false);
+	lk_json_str(&d->j, "format", "leek-report");
+	lk_json_u64(&d->j, "version", 1);
+	lk_json_str(&d->j, "view", lk_view_name(o->view));
+	lk_json_key(&d->j, "options");
+	lk_json_open(&d->j, '{', true);
+	lk_json_seconds(&d->j, "at_s", o->view == LK_VIEW_INUSE ? o->at_ns : UINT64_MAX);
+	lk_json_seconds(&d->j, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
+	lk_json_u64(&d->j, "top", o->top);
+	lk_json_num(&d->j, "min_share", o->min_share, 6);
+	lk_json_close(&d->j, '}');
+	lk_json_bool(&d->j, "merged", o->merge);
 	if (per_process) {
-		key(d, "processes");
-		open_c(d, '[', false);
+		lk_json_key(&d->j, "processes");
+		lk_json_open(&d->j, '[', false);
 	}
 	*ret = d;
 	return 0;
@@ -381,21 +212,21 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 void lk_json_report(struct lk_json_doc *d, const struct lk_report *r)
 {
 	if (d->per_process) {
-		open_c(d, '{', false); /* one process, with its sites */
-		process(d, &r->procs[0]);
+		lk_json_open(&d->j, '{', false); /* one process, with its sites */
+		lk_json_process(&d->j, &r->procs[0]);
 		body(d, r);
-		close_c(d, '}');
+		lk_json_close(&d->j, '}');
 		return;
 	}
-	key(d, "processes");
-	open_c(d, '[', false);
+	lk_json_key(&d->j, "processes");
+	lk_json_open(&d->j, '[', false);
 	for (size_t i = 0; i < r->nprocs; i++) {
-		open_c(d, '{', false);
-		process(d, &r->procs[i]);
-		close_c(d, '}');
+		lk_json_open(&d->j, '{', false);
+		lk_json_process(&d->j, &r->procs[i]);
+		lk_json_close(&d->j, '}');
 	}
-	close_c(d, ']');
-	totals(d, &r->totals, !r->periods_differ);
+	lk_json_close(&d->j, ']');
+	lk_json_totals(&d->j, &r->totals, !r->periods_differ);
 	body(d, r);
 }
 
@@ -404,8 +235,8 @@ void lk_json_end(struct lk_json_doc *d)
 	if (!d)
 		return;
 	if (d->per_process)
-		close_c(d, ']');
-	close_c(d, '}');
-	fputc('\n', d->f);
+		lk_json_close(&d->j, ']');
+	lk_json_close(&d->j, '}');
+	fputc('\n', d->j.f);
 	free(d);
 }

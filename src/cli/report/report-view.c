@@ -214,10 +214,11 @@ int lk_report_rank(struct lk_report *r)
 	if (r->nsites) /* sites is NULL then */
 		qsort(r->sites, r->nsites, sizeof(*r->sites), cmp_sites);
 
-	/* Sites with nothing to show in this view go; growth shows every site. */
+	/* Sites with nothing to show in this view go; growth shows every site, and so does a
+	 * report made for a diff (all_sites). */
 	for (size_t i = 0; i < r->nsites; i++) {
 		struct lk_report_site *s = &r->sites[i];
-		bool empty = r->opts.view != LK_VIEW_GROWTH &&
+		bool empty = r->opts.view != LK_VIEW_GROWTH && !r->opts.all_sites &&
 			     !(lk_report_figure(s, r->opts.view)->value > 0);
 		if (!empty)
 			r->sites_total++;

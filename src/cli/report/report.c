@@ -239,6 +239,8 @@ static int add_to_site(struct lk_report *r, struct lk_report_site *s,
 	lk_estimate_add(&s->peak_objects, &st->peak_objects);
 	lk_estimate_add(&s->old_bytes, &st->old_bytes);
 	lk_estimate_add(&s->old_objects, &st->old_objects);
+	if (st->window)
+		lk_window_add(&s->window, st->window);
 	s->nstacks++;
 	if (!(figure > s->figure))
 		return 0;

@@ -1,5 +1,5 @@
 /* report.h: what `leek report` shows, built from loaded profiles (report.c) and printed by
- * out-text.c, out-json.c and chart.c. report.c builds, report-view.c ranks.
+ * out-text.c, out-json.c (through json-write.h) and chart.c. report.c builds, report-view.c ranks.
  *
  * A section is one process, or several merged (--merge). Building one: lk_report_new(), then
  * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
@@ -49,6 +49,8 @@ struct lk_report_opts {
 	bool shown_only;  /* only stacks with something in the view: a site's other figures then
 			   * leave out its stacks without any (`leek run`'s summary, which prints
 			   * the view's figure alone, and need not symbolize every stack) */
+	bool all_sites;   /* keep the sites with nothing in the view too (`leek diff`: a site may
+			   * have changed in another figure, or on the other side) */
 	const struct lk_site_filter *filter;
 };
 
@@ -59,6 +61,8 @@ struct lk_report_site {
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
 	struct lk_growth growth;                 /* of the heaviest stack */
+	struct lk_window window;                 /* the sum of its stacks' (lk_profile_opts.window);
+						  * zeros without one */
 	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
 						  * end of its profile; -1 if none */
 	double figure;                           /* heaviest stack's figure (internal) */
@@ -143,8 +147,15 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 		  struct lk_json_doc **ret);
 void lk_json_report(struct lk_json_doc *d, const struct lk_report *r);
 void lk_json_end(struct lk_json_doc *d); /* closes and frees */
-/* A JSON string: quotes, escapes, and U+FFFD for each byte that is not part of valid UTF-8. */
-void lk_json_write_string(FILE *f, const char *s, size_t len);
+/* The parts of the document that `leek diff`'s shares (docs/json.md): a frame's function, file,
+ * line and module members; a "stack" key and its FRAME array; a PROCESS's members; a "totals" key
+ * and its TOTALS (period_known: false for merged profiles of several periods). */
+struct lk_json;
+void lk_json_frame_key(struct lk_json *j, const struct lk_sym_frame *f);
+void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack, size_t n,
+		   size_t site_frame);
+void lk_json_process(struct lk_json *j, const struct lk_report_process *q);
+void lk_json_totals(struct lk_json *j, const struct lk_profile_totals *t, bool period_known);
 
 /* chart.c: the timeline as a chart, 80 columns wide. */
 void lk_chart_timeline(FILE *f, const struct lk_timeline_point *p, size_t n, bool ascii);
