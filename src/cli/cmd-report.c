@@ -18,25 +18,15 @@
 
 #include "commands.h"
 #include "report.h"
+#include "site-args.h"
 #include "util.h"
 
-#define DEFAULT_TOP 20
-
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
+static bool arg_view_set, arg_merge, arg_ascii;
 static const char *arg_at, *arg_age;
-static size_t arg_top = DEFAULT_TOP;
-static double arg_min_share;
-static struct lk_site_filter arg_filter;
-static char **arg_debug_dirs;
-static size_t arg_n_debug_dirs;
+static struct lk_site_args arg_sites;
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
-
-static void filter_donep(struct lk_site_filter **f)
-{
-	lk_site_filter_done(*f);
-}
 
 /* Out of memory, or a write that failed: one line, and the file status. */
 static int fail(int r, const char *what)
@@ -63,90 +53,27 @@ static int set_view(const char *name)
 	return 0;
 }
 
-static int parse_share(const char *s, double *ret)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end != s && *end == '%')
-		end++;
-	if (errno || end == s || *end || !(v >= 0 && v <= 100))
-		return -EINVAL;
-	*ret = v / 100;
-	return 0;
-}
-
-static int add_pattern(enum lk_site_pattern which, const char *option, const char *pattern)
-{
-	char err[256] = "";
-	int r = lk_site_filter_add(&arg_filter, which, pattern, err, sizeof(err));
-
-	if (r == -EINVAL)
-		lk_msg("report: %s '%s': %s", option, pattern, err);
-	else if (r < 0)
-		lk_error(r, "report: %s", option);
-	return r;
-}
-
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_FOCUS, ARG_IGNORE,
-	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY };
+	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MERGE, ARG_ASCII };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
-		{ "top", required_argument, NULL, 'n' },
-		{ "min-share", required_argument, NULL, ARG_MIN_SHARE },
-		{ "focus", required_argument, NULL, ARG_FOCUS },
-		{ "ignore", required_argument, NULL, ARG_IGNORE },
-		{ "alloc-fn", required_argument, NULL, ARG_ALLOC_FN },
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "age", required_argument, NULL, ARG_AGE },
 		{ "merge", no_argument, NULL, ARG_MERGE },
-		{ "stacks", no_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "debug-dir", required_argument, NULL, ARG_DEBUG_DIR },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
-		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
-		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
+		LK_SITE_OPTIONS,
 		{},
 	};
-	uint64_t v;
-	char **dirs;
-	int c;
+	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "n:svf:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, SITE_SHORT_OPTIONS "h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_VIEW:
 			if (set_view(optarg) < 0)
-				return LK_EXIT_USAGE;
-			break;
-		case 'n':
-			if (lk_parse_u64(optarg, &v) < 0) {
-				lk_msg("report: --top: '%s' is not a number", optarg);
-				return LK_EXIT_USAGE;
-			}
-			arg_top = (size_t)v;
-			arg_top_set = true;
-			break;
-		case ARG_MIN_SHARE:
-			if (parse_share(optarg, &arg_min_share) < 0) {
-				lk_msg("report: --min-share: '%s' is not a percentage", optarg);
-				return LK_EXIT_USAGE;
-			}
-			break;
-		case ARG_FOCUS:
-		case ARG_IGNORE:
-		case ARG_ALLOC_FN:
-			if (add_pattern(c == ARG_FOCUS    ? LK_SITE_FOCUS
-					: c == ARG_IGNORE ? LK_SITE_IGNORE
-							  : LK_SITE_ALLOC_FN,
-					options[c == ARG_FOCUS ? 3 : c == ARG_IGNORE ? 4 : 5].name,
-					optarg) < 0)
 				return LK_EXIT_USAGE;
 			break;
 		case ARG_AT:
@@ -158,44 +85,19 @@ static int parse_args(int argc, char *argv[])
 		case ARG_MERGE:
 			arg_merge = true;
 			break;
-		case 's':
-		case 'v':
-			arg_stacks = true;
-			break;
-		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				lk_msg("report: --format: '%s' is neither text nor json", optarg);
-				return LK_EXIT_USAGE;
-			}
-			arg_json = strcmp(optarg, "json") == 0;
-			break;
-		case ARG_DEBUG_DIR:
-			dirs = reallocarray(arg_debug_dirs, arg_n_debug_dirs + 1, sizeof(*dirs));
-			if (!dirs)
-				return LK_EXIT_USAGE;
-			arg_debug_dirs = dirs;
-			arg_debug_dirs[arg_n_debug_dirs++] = optarg;
-			break;
 		case ARG_ASCII:
 			arg_ascii = true;
-			break;
-		case ARG_DEBUGINFOD:
-			arg_debuginfod = true;
-			break;
-		case ARG_MAX_MEMORY:
-			if (lk_cmd_max_memory("report", optarg))
-				return LK_EXIT_USAGE;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
 		default:
-			return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
+			k = lk_site_args_option(&arg_sites, "report", c, optarg);
+			if (k == LK_SITE_ARGS_UNKNOWN)
+				return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
+			if (k)
+				return k;
 		}
 	}
-	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it for login
-	 * shells): a report must not wait on the network unless asked to. */
-	if (!arg_debuginfod)
-		unsetenv("DEBUGINFOD_URLS");
 	/* `leek report --merge timeline FILE...`: a view after the options, unless a file has
 	 * that name. */
 	if (!arg_view_set && optind < argc && lk_view_from_name(argv[optind]) >= 0 &&
@@ -223,16 +125,6 @@ static int check_times(uint64_t *at_ns, uint64_t *age_ns)
 	return 0;
 }
 
-/* Prints the symbolizer's warnings not printed yet. */
-static void print_warnings(const struct lk_symbolizer *sym, size_t *printed)
-{
-	const char *const *w;
-	size_t n = lk_symbolizer_warnings(sym, &w);
-
-	for (; *printed < n; (*printed)++)
-		lk_msg("warning: %s", w[*printed]);
-}
-
 /* Loads one file and adds it to r; 0, or LK_EXIT_FILE after printing why. */
 static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t index,
 		    const char *path, const struct lk_profile_opts *po)
@@ -245,8 +137,7 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 		return LK_EXIT_FILE;
 	}
 	if (!r->procs[r->nprocs - 1].totals.trailer)
-		lk_msg("%s: warning: no trailer: reported up to its last complete record (the "
-		       "process crashed, was killed or exec'd)", path);
+		lk_site_args_no_trailer(path);
 	return 0;
 }
 
@@ -258,7 +149,7 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 	bool was_first = *first;
 
 	*first = false;
-	if (!arg_json) {
+	if (!arg_sites.json) {
 		if (!was_first)
 			putchar('\n');
 		lk_text_report(stdout, r);
@@ -272,7 +163,7 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 
 int lk_cmd_report(int argc, char *argv[])
 {
-	_cleanup_(filter_donep) struct lk_site_filter *filter = &arg_filter;
+	_cleanup_(lk_site_args_donep) struct lk_site_args *sites = &arg_sites;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
@@ -299,7 +190,6 @@ int lk_cmd_report(int argc, char *argv[])
 	/* Only old looks at the blocks live at the end one by one (their ages): the other views
 	 * spare the list, 40 bytes a live block, and its sort. */
 	po.no_live_list = arg_view != LK_VIEW_OLD;
-	_cleanup_(freep) char **debug_dirs = arg_debug_dirs; /* parse_args' array */
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
@@ -310,24 +200,17 @@ int lk_cmd_report(int argc, char *argv[])
 		.view = arg_view,
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
-		.top = arg_json && !arg_top_set ? 0 : arg_top,
-		.min_share = arg_min_share,
+		.top = lk_site_args_top(sites),
+		.min_share = sites->min_share,
 		.merge = arg_merge,
-		.stacks = arg_stacks,
+		.stacks = sites->stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
-		.filter = filter,
+		.filter = &sites->filter,
 	};
 
-	k = lk_symbolizer_new(&sym);
-	if (k < 0)
-		return fail(k, "cannot start the symbolizer");
-	for (size_t i = 0; i < arg_n_debug_dirs; i++) {
-		k = lk_symbolizer_add_debug_dir(sym, debug_dirs[i]);
-		if (k < 0) {
-			lk_error(k, "report: --debug-dir '%s'", debug_dirs[i]);
-			return LK_EXIT_USAGE;
-		}
-	}
+	k = lk_site_args_symbolizer(sites, "report", &sym);
+	if (k)
+		return k;
 	if (arg_merge && lk_report_new(&ro, &merged) < 0)
 		return fail(-ENOMEM, "--merge");
 	for (size_t i = 0; i < nfiles; i++) {
@@ -336,7 +219,7 @@ int lk_cmd_report(int argc, char *argv[])
 		if (!merged && lk_report_new(&ro, &one) < 0)
 			return fail(-ENOMEM, path);
 		k = add_file(merged ?: one, sym, (uint32_t)i, path, &po);
-		print_warnings(sym, &warned);
+		lk_site_args_warnings(sym, &warned);
 		if (k != 0) {
 			status = LK_EXIT_FILE;
 			continue;

@@ -40,4 +40,25 @@ static inline bool countdown_take(struct countdown *c, uint64_t size)
 	return true;
 }
 
+/* countdown_take() n times for allocations of one size, without a step for each: how many were
+ * sampled. The same decisions: allocation k + 1 of the run passes iff (k + 1) size < left, so
+ * floor((left - 1) / size) pass before the next sample. */
+static inline uint64_t countdown_take_run(struct countdown *c, uint64_t size, uint64_t n)
+{
+	uint64_t sampled = 0;
+
+	if (size == 0)
+		return 0; /* 0 < left: never sampled, and left stays */
+	for (;;) {
+		uint64_t pass = (c->left - 1) / size;
+		if (pass >= n) {
+			c->left -= n * size; /* n size <= pass size < left */
+			return sampled;
+		}
+		n -= pass + 1;
+		sampled++;
+		c->left = lk_rng_interval(&c->rng, c->period);
+	}
+}
+
 #endif /* LEEK_TEST_COUNTDOWN_H */

@@ -175,7 +175,7 @@ TEST(large_profile_reads_under_the_default)
 TEST(max_memory_usage)
 {
 	static const char *const cmds[][3] = { { "report", NULL }, { "dump", "--summary" },
-					       { "run", NULL } };
+					       { "run", NULL }, { "diff", NULL } };
 	static const char *const bad[][2] = { { "512", "is less than 1M" },
 					      { "lots", "is not a size in bytes" },
 					      { "1Q", "is not a size in bytes" } };
@@ -183,7 +183,7 @@ TEST(max_memory_usage)
 	struct proc p;
 
 	tmp_dir(dir);
-	for (size_t c = 0; c < 3; c++)
+	for (size_t c = 0; c < sizeof(cmds) / sizeof(cmds[0]); c++)
 		for (size_t i = 0; i < 3; i++) {
 			const char *argv[8] = { cmds[c][0] };
 			size_t n = 1;
@@ -198,10 +198,13 @@ TEST(max_memory_usage)
 			ASSERT_CONTAINS(p.err, bad[i][1]);
 			proc_free(&p);
 		}
-	const char *const help[] = { "help", "report", NULL };
-	run(&p, dir, help);
-	ASSERT_CONTAINS(p.out, "--max-memory SIZE");
-	proc_free(&p);
+	for (size_t c = 0; c < 2; c++) {
+		const char *const help[] = { "help", c ? "diff" : "report", NULL };
+		run(&p, dir, help);
+		ASSERT_CONTAINS(p.out, "--max-memory SIZE");
+		ASSERT_CONTAINS(p.out, "--max-memory's default here");
+		proc_free(&p);
+	}
 	tmp_dir_remove(dir);
 }
 

@@ -227,3 +227,119 @@ TEST(default_period_estimates)
 	lk_profile_free(p);
 	free(s.b.p);
 }
+
+/* ---- the test of a change (profile-change.c, docs/sampling.md section 12) ---- */
+
+/* k samples of `size` bytes at period T into a fresh estimate, as profile.c adds them. */
+static struct lk_estimate samples_of(uint64_t size, uint64_t k)
+{
+	double p = -expm1(-(double)size / T);
+	struct lk_estimate e = { 0 };
+
+	for (uint64_t i = 0; i < k; i++)
+		lk_estimate_add_sample(&e, (double)size, 1 / p, exp(-(double)size / T) / (p * p));
+	lk_estimate_finish(&e);
+	return e;
+}
+
+TEST(change_exact)
+{
+	struct lk_estimate a = est(100, 0, 100, 2), b = est(101, 0, 101, 2), none = est(0, 0, 0, 0);
+	struct lk_change c;
+
+	lk_change_test(&a, 1, &a, 1, &c); /* exact and equal: no change */
+	ASSERT_EQ(c.value, 0);
+	ASSERT_EQ(c.p, 1);
+	lk_change_test(&a, 1, &b, 1, &c); /* exact: one byte is a fact, with a point interval */
+	ASSERT_EQ(c.value, 1);
+	ASSERT_EQ(c.p, 0);
+	ASSERT_EQ(c.lo, 1);
+	ASSERT_EQ(c.hi, 1);
+	lk_change_test(&a, 1, &none, 1, &c); /* vanished in exact mode */
+	ASSERT_EQ(c.value, -100);
+	ASSERT_EQ(c.p, 0);
+	/* Exact base, a sampled new side with a sample where the base had none: a fact too. */
+	struct lk_estimate s = samples_of(4096, 1);
+	lk_change_test(&none, 1, &s, 524288, &c);
+	ASSERT_EQ(c.p, 0);
+}
+
+/* Light samples of one size, weight c = s/p each: the change is c (K2 - K1), its variance if
+ * nothing changed c^2 (1-p) (K1 + K2), and the correction half a step, so z = (|K2 - K1| - 1/2)
+ * / sqrt((1-p) (K1 + K2)): the continuity-corrected comparison of two Poisson counts. */
+TEST(change_light)
+{
+	double p = -expm1(-4096 / T);
+	struct lk_change c;
+
+	for (uint64_t k1 = 0; k1 <= 30; k1 += 6) {
+		for (uint64_t k2 = 0; k2 <= 30; k2 += 5) {
+			struct lk_estimate a = samples_of(4096, k1), b = samples_of(4096, k2);
+			double z = (fabs((double)k2 - (double)k1) - 0.5) /
+				   sqrt((1 - p) * (double)(k1 + k2));
+			lk_change_test(&a, 524288, &b, 524288, &c);
+			ASSERT_NEAR(c.value, 4096 / p * ((double)k2 - (double)k1), 1e-6 * 4096 / p);
+			if (k1 + k2 == 0) {
+				ASSERT_EQ(c.p, 1);
+				continue;
+			}
+			ASSERT_NEAR(c.p, z > 0 ? erfc(z / sqrt(2)) : 1, 1e-9);
+			/* The interval: half a step and 1.96 sigma of the estimates' own variance;
+			 * a side without a sample may hold 3 periods more. */
+			double half = 4096 / p / 2 + 1.959963984540054 * sqrt(a.var + b.var);
+			ASSERT_NEAR(c.hi - c.value, half + (k2 ? 0 : 2.995732273553991 * T), 1e-3);
+			ASSERT_NEAR(c.value - c.lo, half + (k1 ? 0 : 2.995732273553991 * T), 1e-3);
+		}
+	}
+	/* 12 samples against 0 is a change; 3 against 0 is not. */
+	struct lk_estimate none = est(0, 0, 0, 0), twelve = samples_of(4096, 12);
+	struct lk_estimate three = samples_of(4096, 3);
+	lk_change_test(&none, 524288, &twelve, 524288, &c);
+	ASSERT_TRUE(c.p < 0.001);
+	lk_change_test(&none, 524288, &three, 524288, &c);
+	ASSERT_TRUE(c.p > 0.05);
+}
+
+/* Heavy samples (p >= 1/2): one 1 MiB block (p = 0.865) seen in one run and missed in the other
+ * is no change (the correction is a whole step), nor are two against one; ten against none is.
+ * Blocks that are almost never missed (8 MiB: 1 - p = 2.3e-7) are left out of the correction,
+ * so one more of them is a change. */
+TEST(change_heavy)
+{
+	struct lk_estimate none = est(0, 0, 0, 0), one = samples_of(1 << 20, 1);
+	struct lk_estimate two = samples_of(1 << 20, 2), ten = samples_of(1 << 20, 10);
+	struct lk_change c;
+
+	lk_change_test(&one, 524288, &none, 524288, &c);
+	ASSERT_EQ(c.p, 1);
+	lk_change_test(&one, 524288, &two, 524288, &c);
+	ASSERT_EQ(c.p, 1);
+	lk_change_test(&none, 524288, &ten, 524288, &c);
+	ASSERT_TRUE(c.p < 1e-6);
+	struct lk_estimate big3 = samples_of(8 << 20, 3), big4 = samples_of(8 << 20, 4);
+	ASSERT_TRUE(big3.heavy_miss < 1e-5);
+	lk_change_test(&big3, 524288, &big4, 524288, &c);
+	ASSERT_TRUE(c.p < 1e-6);
+	/* Without the correction the single 1 MiB block would have been a change at 1%. */
+	one.heavy_step = 0;
+	lk_change_test(&one, 524288, &none, 524288, &c);
+	ASSERT_TRUE(c.p < 0.01);
+}
+
+/* Benjamini-Hochberg: q_(i) = min over j >= i of n p_(j) / j, at most 1. */
+TEST(change_adjust)
+{
+	double p[] = { 0.01, 0.02, 0.03, 0.5 }, q[] = { 0.001, 0.2, 0.9, 0.95 };
+
+	lk_change_adjust(p, 4);
+	ASSERT_NEAR(p[0], 0.04, 1e-12);
+	ASSERT_NEAR(p[1], 0.04, 1e-12);
+	ASSERT_NEAR(p[2], 0.04, 1e-12);
+	ASSERT_NEAR(p[3], 0.5, 1e-12);
+	lk_change_adjust(q, 4);
+	ASSERT_NEAR(q[0], 0.004, 1e-12);
+	ASSERT_NEAR(q[1], 0.4, 1e-12);
+	ASSERT_NEAR(q[2], 0.95, 1e-12);
+	ASSERT_NEAR(q[3], 0.95, 1e-12);
+	lk_change_adjust(q, 0);
+}

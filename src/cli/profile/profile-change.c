@@ -18,6 +18,9 @@
 /* Below this many expected misses of heavy samples (p >= 1/2) on both sides together, a miss is
  * rare enough to leave out of the correction: it adds at most about 1% of false alarms. */
 #define HEAVY_MISS_RARE 0.01
+/* A sampled side without a sample may still hold this many periods: a site of B bytes is missed
+ * with probability exp(-B/T), below 5% from B = T ln 20 on (section 5). */
+#define MISSED_PERIODS 2.995732273553991
 
 /* The variance per byte of an estimate, V/X: about the period for small blocks, less for large
  * ones, 0 when exact; -1 when it has no sample to say. */
@@ -65,6 +68,10 @@ void lk_change_test(const struct lk_estimate *base, uint64_t base_period,
 	ret->value = d;
 	ret->lo = d - half;
 	ret->hi = d + half;
+	if (!base->samples && base_period > 1)
+		ret->lo -= MISSED_PERIODS * (double)base_period;
+	if (!new->samples && new_period > 1)
+		ret->hi += MISSED_PERIODS * (double)new_period;
 	if (!(v0 > 0)) {
 		ret->p = fabs(d) > cc ? 0 : 1; /* exact: a difference is a fact */
 		return;

@@ -243,7 +243,8 @@ void lk_window_add(struct lk_window *sum, const struct lk_window *w); /* each es
  * largest periods behind them (1: exact), used only for a side without a sample. */
 struct lk_change {
 	double value;      /* new - base */
-	double lo, hi;     /* its 95% interval */
+	double lo, hi;     /* its 95% interval; a sampled side without a sample may hold up to
+			    * about 3 periods (docs/sampling.md section 5) */
 	double p;          /* two-sided p-value of "no change" */
 };
 void lk_change_test(const struct lk_estimate *base, uint64_t base_period,

@@ -126,21 +126,6 @@ static void print_view(FILE *f, const struct lk_report *r)
 	fputs(".\n", f);
 }
 
-static void print_stack(FILE *f, const struct lk_report_site *s)
-{
-	for (size_t i = 0; i < s->nframes; i++) {
-		const struct lk_sym_frame *fr = s->stack[i];
-		fputs(i == s->site_frame ? "    > " : "      ", f);
-		lk_text_site(f, fr, true);
-		if (i < s->site_frame)
-			fputs("  (allocator)", f);
-		if (fr->inlined)
-			fputs("  (inlined)", f);
-		fputc('\n', f);
-	}
-	if (s->nstacks > 1)
-		fprintf(f, "      (the largest of %zu stacks with this site)\n", s->nstacks);
-}
 
 static void print_sites(FILE *f, const struct lk_report *r)
 {
@@ -184,7 +169,7 @@ static void print_sites(FILE *f, const struct lk_report *r)
 		lk_text_site(f, s->stack[s->site_frame], false);
 		fputc('\n', f);
 		if (r->opts.stacks)
-			print_stack(f, s);
+			lk_text_stack(f, s->stack, s->nframes, s->site_frame, s->nstacks);
 	}
 }
 

@@ -143,6 +143,23 @@ void lk_text_site(FILE *f, const struct lk_sym_frame *fr, bool full)
 	}
 }
 
+void lk_text_stack(FILE *f, const struct lk_sym_frame *const *stack, size_t n, size_t site_frame,
+		   size_t nstacks)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct lk_sym_frame *fr = stack[i];
+		fputs(i == site_frame ? "    > " : "      ", f);
+		lk_text_site(f, fr, true);
+		if (i < site_frame)
+			fputs("  (allocator)", f);
+		if (fr->inlined)
+			fputs("  (inlined)", f);
+		fputc('\n', f);
+	}
+	if (nstacks > 1)
+		fprintf(f, "      (the largest of %zu stacks with this site)\n", nstacks);
+}
+
 void lk_text_cmdline(FILE *f, const struct lk_report_process *q)
 {
 	lk_print_cmdline(f, q->cmdline, q->cmdline_len);

@@ -30,6 +30,10 @@ void lk_text_escaped(FILE *f, const char *s);
 void lk_text_estimate(FILE *f, const struct lk_estimate *e);
 /* function (file:line) [module], the file and module as base names unless full. */
 void lk_text_site(FILE *f, const struct lk_sym_frame *fr, bool full);
+/* A site's stack, one frame a line, the site marked '>' and its allocator frames said; and how
+ * many stacks share the site, if more than one. */
+void lk_text_stack(FILE *f, const struct lk_sym_frame *const *stack, size_t n, size_t site_frame,
+		   size_t nstacks);
 /* A process's command line, and " [cut]" if its profile cut it. */
 void lk_text_cmdline(FILE *f, const struct lk_report_process *q);
 

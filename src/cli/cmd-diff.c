@@ -1,0 +1,221 @@
+/* cmd-diff.c: `leek diff [OPTIONS] BASE NEW` and `leek diff --from T1 [--to T2] FILE...`: the
+ * change at each allocation site, between two profiles (or groups of them) or two moments.
+ *
+ * Each file is aggregated by profile.c and symbolized by one symbolizer for every file, as
+ * `leek report` does; src/cli/diff/ matches the sites of the two sides, tests and ranks the
+ * changes, and prints them. A profile that cannot be read gets one "leek: FILE: offset N: ..."
+ * line and exit status 2, and then nothing is printed on stdout: a diff with a side missing
+ * would pass for a real one. The status says nothing of what changed (docs/json.md has the
+ * significant flags for scripts).
+ *
+ * Never: exit, print a warning twice, or keep a profile loaded after its file is added.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+
+#include "budget.h"
+#include "commands.h"
+#include "diff.h"
+#include "site-args.h"
+#include "util.h"
+
+static const char *arg_at, *arg_from, *arg_to, *arg_by;
+static char **arg_base; /* --base FILE..., pointers into argv */
+static size_t arg_n_base;
+static struct lk_site_args arg_sites;
+
+#define HELP_SHOWN (-1) /* parse_args: --help was printed */
+
+static int parse_args(int argc, char *argv[])
+{
+	enum { ARG_AT = 0x100, ARG_FROM, ARG_TO, ARG_BASE, ARG_BY };
+	static const struct option options[] = {
+		{ "at", required_argument, NULL, ARG_AT },
+		{ "from", required_argument, NULL, ARG_FROM },
+		{ "to", required_argument, NULL, ARG_TO },
+		{ "base", required_argument, NULL, ARG_BASE },
+		{ "by", required_argument, NULL, ARG_BY },
+		{ "help", no_argument, NULL, 'h' },
+		LK_SITE_OPTIONS,
+		{},
+	};
+	char **base;
+	int c, k;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, SITE_SHORT_OPTIONS "h", options, NULL)) >= 0) {
+		switch (c) {
+		case ARG_AT:
+			arg_at = optarg;
+			break;
+		case ARG_FROM:
+			arg_from = optarg;
+			break;
+		case ARG_TO:
+			arg_to = optarg;
+			break;
+		case ARG_BY:
+			arg_by = optarg;
+			break;
+		case ARG_BASE:
+			base = reallocarray(arg_base, arg_n_base + 1, sizeof(*base));
+			if (!base) {
+				lk_error(-ENOMEM, "diff: --base");
+				return LK_EXIT_USAGE;
+			}
+			arg_base = base;
+			arg_base[arg_n_base++] = optarg;
+			break;
+		case 'h':
+			return lk_cmd_usage(stdout, "diff", HELP_SHOWN);
+		default:
+			k = lk_site_args_option(&arg_sites, "diff", c, optarg);
+			if (k == LK_SITE_ARGS_UNKNOWN)
+				return lk_cmd_usage(stderr, "diff", LK_EXIT_USAGE);
+			if (k)
+				return k;
+		}
+	}
+	return 0;
+}
+
+/* A time option: 0, or LK_EXIT_USAGE after printing why. */
+static int parse_time(const char *option, const char *s, uint64_t *ret)
+{
+	if (lk_parse_duration(s, ret) < 0) {
+		lk_msg("diff: %s: '%s' is not a time since the start (e.g. 1.5, 250ms, 2m)", option,
+		       s);
+		return LK_EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* The options as struct lk_diff_opts, and which operands go to which side: 0, or LK_EXIT_USAGE
+ * after printing why. */
+static int make_opts(int nfiles, struct lk_diff_opts *o)
+{
+	bool moments = arg_from || arg_to;
+
+	*o = (struct lk_diff_opts){ .at_ns = UINT64_MAX, .by = LK_DIFF_BY_LIVE };
+	if (arg_by && strcmp(arg_by, "alloc") == 0) {
+		o->by = LK_DIFF_BY_ALLOC;
+	} else if (arg_by && strcmp(arg_by, "live") != 0) {
+		lk_msg("diff: --by: '%s' is neither live nor alloc", arg_by);
+		return LK_EXIT_USAGE;
+	}
+	if (moments) {
+		o->mode = LK_DIFF_MOMENTS;
+		if (arg_at || arg_n_base) {
+			lk_msg("diff: %s compares two profiles, not two moments (--from, --to)",
+			       arg_at ? "--at" : "--base");
+			return LK_EXIT_USAGE;
+		}
+		if (o->by == LK_DIFF_BY_ALLOC) {
+			lk_msg("diff: --by alloc compares two profiles: between two moments, what was "
+			       "allocated is not a change");
+			return LK_EXIT_USAGE;
+		}
+		if ((arg_from && parse_time("--from", arg_from, &o->from_ns)) ||
+		    (arg_to && parse_time("--to", arg_to, &o->at_ns)))
+			return LK_EXIT_USAGE;
+		if (o->from_ns > o->at_ns) {
+			lk_msg("diff: --from %s is after --to %s", arg_from, arg_to);
+			return LK_EXIT_USAGE;
+		}
+		return 0;
+	}
+	o->mode = LK_DIFF_PROFILES;
+	if (!arg_n_base && nfiles != 2) {
+		lk_msg("diff: %s profile%s given: BASE NEW, or --base FILE... NEW..., or --from/--to "
+		       "and FILE...", nfiles < 2 ? "fewer than two" : "more than two",
+		       nfiles < 2 ? "" : "s");
+		return LK_EXIT_USAGE;
+	}
+	if (!arg_at || strcmp(arg_at, "end") == 0)
+		o->when = LK_DIFF_END;
+	else if (strcmp(arg_at, "peak") == 0)
+		o->when = LK_DIFF_PEAK;
+	else if (parse_time("--at", arg_at, &o->at_ns))
+		return LK_EXIT_USAGE;
+	else
+		o->when = LK_DIFF_AT;
+	return 0;
+}
+
+/* Loads one file into a side; 0, or LK_EXIT_FILE after printing why. */
+static int add_file(struct lk_diff *d, unsigned side, struct lk_symbolizer *sym, uint32_t index,
+		    const char *path)
+{
+	_cleanup_(freep) char *err = NULL;
+	struct lk_report *r = d->side[side];
+	int k = lk_diff_add_file(d, side, sym, index, path, &err);
+
+	if (k < 0) {
+		lk_error_of(path, k, err);
+		return LK_EXIT_FILE;
+	}
+	if (!r->procs[r->nprocs - 1].totals.trailer)
+		lk_site_args_no_trailer(path);
+	return 0;
+}
+
+int lk_cmd_diff(int argc, char *argv[])
+{
+	_cleanup_(lk_site_args_donep) struct lk_site_args *sites = &arg_sites;
+	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
+	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
+	struct lk_diff_opts o;
+	size_t warned = 0;
+	uint32_t index = 0;
+	int status = LK_EXIT_OK, k, nfiles;
+
+	k = parse_args(argc, argv);
+	if (k == HELP_SHOWN)
+		return LK_EXIT_OK;
+	_cleanup_(freep) char **base = arg_base; /* parse_args' array */
+	if (k)
+		return k;
+	if (lk_cmd_need_operands(argc, "diff", "profile"))
+		return LK_EXIT_USAGE;
+	nfiles = argc - optind;
+	if (make_opts(nfiles, &o))
+		return LK_EXIT_USAGE;
+	o.top = lk_site_args_top(sites);
+	o.min_share = sites->min_share;
+	o.stacks = sites->stacks;
+	o.filter = &sites->filter;
+
+	k = lk_site_args_symbolizer(sites, "diff", &sym);
+	if (k)
+		return k;
+	k = lk_diff_new(&o, &d);
+	if (k < 0)
+		return lk_error(k, "diff"), LK_EXIT_FILE;
+	/* Every file is read, so that each one that cannot be is named. */
+	for (size_t i = 0; i < arg_n_base; i++, index++) {
+		status |= add_file(d, 0, sym, index, base[i]);
+		lk_site_args_warnings(sym, &warned);
+	}
+	for (int i = 0; i < nfiles; i++, index++) {
+		unsigned side = o.mode == LK_DIFF_PROFILES && (arg_n_base || i > 0);
+		status |= add_file(d, side, sym, index, argv[optind + i]);
+		lk_site_args_warnings(sym, &warned);
+	}
+	if (status)
+		return LK_EXIT_FILE;
+	k = lk_diff_finish(d);
+	if (k == -E2BIG) {
+		char limit[32];
+		lk_msg("diff: the profiles need more than %s of memory to compare (--max-memory)",
+		       lk_budget_format(limit, sizeof(limit), lk_budget_limit()));
+		return LK_EXIT_FILE;
+	}
+	if (k < 0)
+		return lk_error(k, "diff"), LK_EXIT_FILE;
+	if (sites->json)
+		lk_diff_json(stdout, d);
+	else
+		lk_diff_text(stdout, d);
+	return lk_cmd_end_output("diff", "diff", LK_EXIT_OK);
+}
