@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "json-get.h"
 #include "json.h"
 #include "leek.h"
 
@@ -50,12 +51,6 @@ bool frame_inlined(const struct json *frame);
 
 /* The only site whose own frame is `function`; NULL if none, fails if several. */
 const struct json *find_site(const struct json *doc, const char *function);
-/* A member that must be there: a number (as a double), an exact integer, a string. */
-double get_num(const struct json *v, const char *key);
-uint64_t get_u64(const struct json *v, const char *key);
-const char *get_str(const struct json *v, const char *key);
-/* An estimate's 95% interval, "<key>_ci95": [lo, hi]. */
-void get_ci95(const struct json *v, const char *key, double *lo, double *hi);
 
 /* The normalized projection of a report used by the goldens: one line per site whose own
  * function starts with prefix, sorted, then a "totals" line. A malloc'ed string. */

@@ -53,15 +53,15 @@ static const struct lk_estimate *live_of(const struct lk_diff *d, const struct l
 static void test(const struct lk_diff *d, struct lk_diff_change *c, const struct lk_estimate *x1,
 		 const struct lk_estimate *x2)
 {
-	double half;
+	double shift;
 
 	lk_estimate_finish(&c->base);
 	lk_estimate_finish(&c->new);
 	lk_change_test(x1, d->period[0], x2, d->period[1], &c->change);
-	half = (c->change.hi - c->change.lo) / 2;
-	c->change.value = c->new.value - c->base.value;
-	c->change.lo = c->change.value - half;
-	c->change.hi = c->change.value + half;
+	shift = c->new.value - c->base.value - c->change.value; /* rounding: 0 for profiles */
+	c->change.value += shift;
+	c->change.lo += shift;
+	c->change.hi += shift;
 	c->q = c->change.p;
 	c->tested = x1->samples + x2->samples > 0; /* else there is nothing to test: p = 1 */
 }
