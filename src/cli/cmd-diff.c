@@ -112,8 +112,8 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 			return LK_EXIT_USAGE;
 		}
 		if (o->by == LK_DIFF_BY_ALLOC) {
-			lk_msg("diff: --by alloc compares two profiles: between two moments, what was "
-			       "allocated is not a change");
+			lk_msg("diff: --by alloc compares two profiles: between two moments, what "
+			       "was allocated is not a change");
 			return LK_EXIT_USAGE;
 		}
 		if ((arg_from && parse_time("--from", arg_from, &o->from_ns)) ||
@@ -127,8 +127,8 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 	}
 	o->mode = LK_DIFF_PROFILES;
 	if (!arg_n_base && nfiles != 2) {
-		lk_msg("diff: %s profile%s given: BASE NEW, or --base FILE... NEW..., or --from/--to "
-		       "and FILE...", nfiles < 2 ? "fewer than two" : "more than two",
+		lk_msg("diff: %s profile%s given: BASE NEW, or --base FILE... NEW..., or "
+		       "--from/--to and FILE...", nfiles < 2 ? "fewer than two" : "more than two",
 		       nfiles < 2 ? "" : "s");
 		return LK_EXIT_USAGE;
 	}

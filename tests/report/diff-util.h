@@ -1,5 +1,5 @@
-/* diff-util.h: `leek diff --format json` for the tests of `leek diff` (test-diff.c, test-diff-run.c):
- * the document of docs/json.md ("leek diff"), read with a strict reader. Lookups that find
+/* diff-util.h: `leek diff --format json` for the tests of `leek diff` (test-diff.c and
+ * test-diff-run.c): the document of docs/json.md ("leek diff"), read with a strict reader. Lookups that find
  * nothing, or the wrong type, fail the test with what they wanted.
  */
 #ifndef LEEK_TEST_DIFF_UTIL_H

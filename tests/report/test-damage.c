@@ -15,13 +15,14 @@
  *     its tag; inside the header, a failed open with a message. Every record returned is the
  *     whole profile's record at the same offset, field for field.
  *   - Cut at about 20 offsets (inside the header, a MODULE, an ALLOC, at boundaries):
- *     `leek dump --summary` and `leek report` exit 0 with the "no trailer" warning (dump's naming
- *     the end offset) at a boundary, or 2 with "offset N" inside a record; never a signal.
+ *     `leek dump --summary`, `leek report`, `leek diff CUT CUT` and `leek diff --from=0 CUT` exit
+ *     0 with the "no trailer" warning (dump's naming the end offset) at a boundary, or 2 with
+ *     "offset N" inside a record; never a signal.
  *   - 2000 single-bit flips and 500 overwrites of 1 to 16 random bytes, with a fixed seed: the
  *     reader ends, or fails with a message ("offset N: ..." unless it is not a leek profile),
  *     after at most one record per byte, at increasing offsets inside the file; lk_reader_skip
- *     gives the same result. 31 of them (every 83rd) through both binaries: exit 0 or 2, never
- *     a signal (or the 1 of a sanitizer report).
+ *     gives the same result. 31 of them (every 83rd) through the four commands: exit 0 or 2,
+ *     never a signal (or the 1 of a sanitizer report).
  *   - The same profile compressed (read-z.c), with zstd (what `leek run` writes, here in blocks
  *     of 61 bytes so that a cut leaves some of them whole) and with gzip (what it wrote before),
  *     cut at every byte: a prefix of the raw records, or an error with a message; the trailer
@@ -209,6 +210,13 @@ static void leek(const char *dir, const char *cmd, const char *opt, const char *
 		  (const char *const[]){ cmd, opt ? opt : path, opt ? path : NULL, NULL }, 30);
 }
 
+/* `leek diff PATH PATH`: the file on both sides, read twice. */
+static void leek_diff_itself(const char *dir, const char *path)
+{
+	proc_free(&res);
+	leek_exec(&res, dir, NULL, (const char *const[]){ "diff", path, path, NULL }, 30);
+}
+
 /* Status 0 or 2, and never a sanitizer's report. */
 static void expect_survived(const char *what)
 {
@@ -226,13 +234,17 @@ static void binaries_on_cut(const char *dir, const uint8_t *data, const struct r
 
 	snprintf(path, sizeof(path), "%s/cut.lk", dir);
 	write_file(path, data, cut);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 4; i++) {
 		snprintf(what, sizeof(what), "cut at %zu of %" PRIu64 " (header %" PRIu64 ")", cut,
 			 full->end, header);
 		if (i == 0)
 			leek(dir, "dump", "--summary", path);
-		else
+		else if (i == 1)
 			leek(dir, "report", NULL, path);
+		else if (i == 2)
+			leek_diff_itself(dir, path);
+		else
+			leek(dir, "diff", "--from=0", path);
 		expect_survived(what);
 		if (cut < header) {
 			if (res.status != 2)
@@ -398,6 +410,10 @@ static void damage_randomly(const char *name, const uint8_t *data, size_t len, s
 			leek(dir, "dump", "--summary", path);
 			expect_survived(what);
 			leek(dir, "report", NULL, path);
+			expect_survived(what);
+			leek_diff_itself(dir, path);
+			expect_survived(what);
+			leek(dir, "diff", "--from=0", path);
 			expect_survived(what);
 			ran++;
 		}

@@ -110,9 +110,9 @@ static void expect_change(const struct json *site, const char *figure, double ba
 	get_ci95(c, "change_bytes", &lo, &hi);
 	ASSERT_TRUE(lo <= change && change <= hi);
 	if (get_bool(c, "significant") != significant)
-		FAIL("%s %s: significant is %d (p %g, q %g), expected %d", get_str(site, "function"),
-		     figure, !significant, get_num(c, "p_value"), get_num(c, "q_value"),
-		     significant);
+		FAIL("%s %s: significant is %d (p %g, q %g), expected %d",
+		     get_str(site, "function"), figure, !significant, get_num(c, "p_value"),
+		     get_num(c, "q_value"), significant);
 	if (json_get(c, "p_value")->type == JSON_NULL) { /* no sample to test */
 		ASSERT_TRUE(json_get(c, "q_value")->type == JSON_NULL);
 		ASSERT_EQ(get_bool(c, "significant"), false);
@@ -274,7 +274,8 @@ TEST(exact_mode)
 	/* --by alloc ranks site 2 (48 more allocated) after site 1 (100 more). */
 	json_free(doc);
 	proc_free(&r);
-	doc = leek_diff_json(&r, dir, (const char *[]){ "--by", "alloc", "--top", "1", a, b, NULL });
+	doc = leek_diff_json(&r, dir,
+			     (const char *[]){ "--by", "alloc", "--top", "1", a, b, NULL });
 	ASSERT_STREQ(get_str(doc, "figure"), "alloc");
 	ASSERT_EQ(json_get(doc, "sites")->len, 1);
 	ASSERT_EQ(get_u64(doc, "sites_total"), 2);
@@ -377,7 +378,8 @@ TEST(two_moments)
 	inuse_at(dir, "6000ns", a, at2);
 	ASSERT_NEAR(at1[1], bytes(T, 4096, 100), 1);
 	ASSERT_NEAR(at2[2], bytes(T, 4096, 80), 1);
-	doc = leek_diff_json(&r, dir, (const char *[]){ "--from", "2000ns", "--to", "6us", a, NULL });
+	doc = leek_diff_json(&r, dir,
+			     (const char *[]){ "--from", "2000ns", "--to", "6us", a, NULL });
 	ASSERT_STREQ(get_str(doc, "mode"), "moments");
 	ASSERT_NEAR(get_num(doc, "from_s"), 2e-6, 1e-9);
 	ASSERT_NEAR(get_num(doc, "at_s"), 6e-6, 1e-9);
@@ -516,7 +518,8 @@ TEST(usage_errors)
 		if (res.status != 1 || !*res.err || res.out_len)
 			FAIL("leek diff %s %s %s: exit %d, stdout %zu bytes, stderr:\n%s",
 			     bad[i][0] ? bad[i][0] : "", bad[i][1] ? bad[i][1] : "",
-			     bad[i][1] && bad[i][2] ? bad[i][2] : "", res.status, res.out_len, res.err);
+			     bad[i][1] && bad[i][2] ? bad[i][2] : "", res.status, res.out_len,
+			     res.err);
 	}
 	proc_free(&res);
 	leek_diff(&res, dir, (const char *[]){ "--help", NULL });

@@ -401,7 +401,8 @@ static void coin_moments(uint64_t size, double lambda, double *var, double *k4)
 TEST(moments_share_their_blocks)
 {
 	for (size_t i = 0; i < NMOMENTS; i++) {
-		const struct site one = { moments[i].name, { { moments[i].size, moments[i].left } } };
+		const struct site one = { moments[i].name,
+					  { { moments[i].size, moments[i].left } } };
 		double sum = 0, sum2 = 0, var = 0, k4 = 0, var_stayed = 0, k4_stayed = 0;
 		unsigned alarms = 0, naive = 0;
 		bool grew = moments[i].came != moments[i].left;

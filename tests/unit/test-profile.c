@@ -1476,7 +1476,8 @@ TEST(window_sampled_against_a_tally)
 	for (size_t i = 0; i < nb; i++) {
 		const struct tally_block *b = &blocks[i];
 		double x = (double)b->size * lk_sample_weight(b->size, period);
-		bool live_from = b->t <= from && b->freed > from, live_at = b->t <= at && b->freed > at;
+		bool live_from = b->t <= from && b->freed > from;
+		bool live_at = b->t <= at && b->freed > at;
 		if (live_at && !live_from)
 			came[b->stack] += x;
 		if (live_from && !live_at)
@@ -1498,7 +1499,8 @@ TEST(window_sampled_against_a_tally)
 		ASSERT_NEAR(w->left_bytes.value, left[k], 1e-9 * left[k]);
 		ASSERT_NEAR(w->alloc_bytes.value, alloc[k], 1e-9 * alloc[k]);
 		ASSERT_NEAR(st[i].live_bytes.value - w->from_bytes.value,
-			    w->came_bytes.value - w->left_bytes.value, 1e-9 * st[i].live_bytes.value);
+			    w->came_bytes.value - w->left_bytes.value,
+			    1e-9 * st[i].live_bytes.value);
 		ASSERT_NEAR(st[i].live_bytes.var - w->from_bytes.var,
 			    w->came_bytes.var - w->left_bytes.var, 1e-9 * st[i].live_bytes.var);
 		ASSERT_EQ(st[i].live_bytes.samples + w->left_bytes.samples,

@@ -32,7 +32,8 @@ static int cmp_by_key(const void *a, const void *b)
 /* Pointers to the side's sites, sorted by key (from the budget, at least one). NULL and errno. */
 static const struct lk_report_site **by_key(const struct lk_report *r)
 {
-	const struct lk_report_site **v = lk_budget_malloc((r->nsites ? r->nsites : 1) * sizeof(*v));
+	size_t n = r->nsites ? r->nsites : 1;
+	const struct lk_report_site **v = lk_budget_malloc(n * sizeof(*v));
 
 	if (!v)
 		return NULL;
@@ -278,8 +279,9 @@ int lk_diff_finish(struct lk_diff *d)
 	d->sites_total = d->nsites;
 	for (size_t i = 0; i < d->nsites; i++) {
 		struct lk_diff_site *s = &d->sites[i];
-		s->share = scale > 0 ? fabs(lk_diff_figure(s, d->opts.by)->change.value) / scale : 0;
-		d->significant += lk_diff_figure(s, d->opts.by)->significant;
+		const struct lk_diff_change *c = lk_diff_figure(s, d->opts.by);
+		s->share = scale > 0 ? fabs(c->change.value) / scale : 0;
+		d->significant += c->significant;
 	}
 	sort_by = d->opts.by;
 	qsort(d->sites, d->nsites, sizeof(*d->sites), cmp_sites);

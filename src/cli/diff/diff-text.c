@@ -169,8 +169,8 @@ static void print_sites(FILE *f, const struct lk_diff *d, const struct names *n)
 	for (size_t i = 0; i < d->nsites; i++) {
 		const struct lk_diff_site *s = &d->sites[i];
 		const struct lk_diff_change *x = lk_diff_figure(s, by);
-		const struct lk_diff_change *o =
-			lk_diff_figure(s, by == LK_DIFF_BY_LIVE ? LK_DIFF_BY_ALLOC : LK_DIFF_BY_LIVE);
+		enum lk_diff_by other = by == LK_DIFF_BY_LIVE ? LK_DIFF_BY_ALLOC : LK_DIFF_BY_LIVE;
+		const struct lk_diff_change *o = lk_diff_figure(s, other);
 		if (moments && by == LK_DIFF_BY_LIVE)
 			cell(g, sizeof(g), &o->new);
 		else

@@ -331,7 +331,8 @@ static inline bool profile_after_from(const struct lk_profile *p, int64_t t_ns)
  * after the record where H(t) peaked: the set at the mark is known only then), live_* too if
  * live (opts.at_ns not passed), old_* (at least opts.age_ns old at duration_ns), the blocks live
  * at the end (their totals, and their list unless opts.no_live_list, in no order yet), the
- * window's came_* with live_*; then the intervals and the growth verdicts. 0, -ENOMEM or -E2BIG (the list, beyond the budget). */
+ * window's came_* with live_*; then the intervals and the growth verdicts. 0, -ENOMEM or
+ * -E2BIG (the list, beyond the budget). */
 int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t duration_ns,
 		   bool live);
 /* The list of the blocks live at the end, oldest first: once the live set is freed, so that the

@@ -1,7 +1,7 @@
 /* profile-result.c: turns the live set and the running sums of profile.c's passes into the
  * numbers profile.h hands out: per-stack snapshots of the live set (at the selected time, at the
- * peak, the old blocks at the end, the window's first moment), the totals, every interval, the growth verdicts, the live
- * blocks at the end; and the accessors.
+ * peak, the old blocks at the end, the window's first moment), the totals, every interval, the
+ * growth verdicts, the live blocks at the end; and the accessors.
  *
  * Estimates follow docs/sampling.md section 4: a sampled block of s bytes and weight w adds s w
  * to a byte estimate and s^2 (w^2 - w) to its variance, w and w^2 - w to an object count's, and

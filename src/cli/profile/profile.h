@@ -112,8 +112,8 @@ struct lk_stack_stats {
 							  * old */
 	double series[LK_TIMELINE_BUCKETS];              /* live-bytes estimate at each bucket's end */
 	struct lk_growth growth;
-	const struct lk_window *window;                  /* opts.window: what changed between
-							  * opts.from_ns and opts.at_ns; else NULL */
+	const struct lk_window *window;                  /* opts.window: what changed from
+							  * opts.from_ns to opts.at_ns; else NULL */
 };
 
 
