@@ -298,7 +298,10 @@ static inline void profile_add_block(struct lk_estimate *bytes, struct lk_estima
 				     uint64_t size, const struct live_weight *wt)
 {
 	lk_estimate_add_sample(bytes, (double)size, wt->w, wt->v1);
-	lk_estimate_add_sample(objects, 1.0, wt->w, wt->v1);
+	objects->value += wt->w; /* no steps: object counts are not tested for changes */
+	objects->var += wt->v1;
+	objects->observed += 1;
+	objects->samples++;
 }
 
 /* profile_add_block() with exact mode's weights, w = 1 and v1 = 0, without floating-point

@@ -8,6 +8,7 @@
  * its own size (or 1) to what was observed. Never reads the file and never prints.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,16 +29,51 @@ struct at_end {
 	size_t n;
 };
 
-/* Block b into live_*, and into the window's came_* if it came after from_ns. */
+/* Block b into live_*, and with a window into its came_* if it came after from_ns, else into its
+ * left_*, which hold the blocks that stayed until profile_finish() (see there). */
 static void add_live(struct lk_profile *p, const struct live_block *b,
 		     const struct live_weight *wt)
 {
 	struct lk_stack_stats *s = &p->stacks[b->stack];
+	struct lk_window *w;
 
 	profile_add_block(&s->live_bytes, &s->live_objects, b->size, wt);
-	if (p->opts.window && profile_after_from(p, b->t_ns))
-		profile_add_block(&p->windows[b->stack].came_bytes,
-				  &p->windows[b->stack].came_objects, b->size, wt);
+	if (!p->opts.window)
+		return;
+	w = &p->windows[b->stack];
+	if (profile_after_from(p, b->t_ns))
+		profile_add_block(&w->came_bytes, &w->came_objects, b->size, wt);
+	else
+		profile_add_block(&w->left_bytes, &w->left_objects, b->size, wt);
+}
+
+/* *r = a - b, for sums that hold b's samples among a's (value, variance, observed, samples,
+ * heavy misses); the steps, which are maxima, stay a's: at least those of the difference. */
+static void estimate_sub(struct lk_estimate *r, const struct lk_estimate *a,
+			 const struct lk_estimate *b)
+{
+	struct lk_estimate d = *a;
+
+	d.samples -= b->samples;
+	if (!d.samples) {
+		*r = (struct lk_estimate){ 0 };
+		return;
+	}
+	d.value -= b->value;
+	d.var = fmax(d.var - b->var, 0);
+	d.observed -= b->observed;
+	d.heavy_miss = fmax(d.heavy_miss - b->heavy_miss, 0);
+	*r = d;
+}
+
+/* The window's alloc_* held each stack's allocations at from_ns: now, those since. */
+static void window_allocated(struct lk_profile *p)
+{
+	for (size_t i = 0; i < p->nstacks; i++) {
+		struct lk_window *w = &p->windows[i];
+		estimate_sub(&w->alloc_bytes, &p->stacks[i].alloc_bytes, &w->alloc_bytes);
+		estimate_sub(&w->alloc_objects, &p->stacks[i].alloc_objects, &w->alloc_objects);
+	}
 }
 
 static void live_block(void *ctx, const struct live_block *b)
@@ -53,6 +89,8 @@ void profile_snapshot_live(struct lk_profile *p, const struct live_set *ls)
 	for (size_t i = 0; i < p->nstacks; i++)
 		p->stacks[i].live_bytes = p->stacks[i].live_objects = (struct lk_estimate){ 0 };
 	live_set_foreach(ls, live_block, &(struct at_end){ .p = p, .ls = ls });
+	if (p->opts.window)
+		window_allocated(p);
 }
 
 static void from_block(void *ctx, const struct live_block *b)
@@ -67,6 +105,10 @@ static void from_block(void *ctx, const struct live_block *b)
 void profile_snapshot_from(struct lk_profile *p, const struct live_set *ls)
 {
 	live_set_foreach(ls, from_block, &(struct at_end){ .p = p, .ls = ls });
+	for (size_t i = 0; i < p->nstacks; i++) {
+		p->windows[i].alloc_bytes = p->stacks[i].alloc_bytes;
+		p->windows[i].alloc_objects = p->stacks[i].alloc_objects;
+	}
 }
 
 static int cmp_live(const void *x, const void *y)
@@ -178,6 +220,8 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 		p->live_blocks_cap = cap;
 	}
 	live_set_foreach(ls, end_block, &c);
+	if (live && p->opts.window) /* at_ns is the end */
+		window_allocated(p);
 	for (size_t i = 0; i < ls->ngone; i++) { /* live at the mark, gone since */
 		const struct live_gone *g = &ls->gone[i];
 		struct live_weight wt = live_weigh(ls, g->size);
@@ -203,6 +247,10 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 				   s->alloc_bytes.samples + p->runs[i].inherited, &s->growth);
 		if (p->opts.window) {
 			struct lk_window *w = &p->windows[i];
+			/* left_* held the blocks live at both moments: those at from_ns that
+			 * stayed. The others left. */
+			estimate_sub(&w->left_bytes, &w->from_bytes, &w->left_bytes);
+			estimate_sub(&w->left_objects, &w->from_objects, &w->left_objects);
 			struct lk_estimate *we[] = { &w->from_bytes, &w->from_objects,
 						     &w->came_bytes, &w->came_objects,
 						     &w->left_bytes, &w->left_objects,

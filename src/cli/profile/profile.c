@@ -7,8 +7,8 @@
  * cut into equal parts, bucket b ending at duration * (b + 1) / buckets and holding the records at
  * or before its end). Pass 2 replays everything, and snapshots the live set per stack when the
  * selected time (opts.at_ns) passes, at each bucket's end (series) and at the end (live, old).
- * With opts.window it also snapshots the set when opts.from_ns passes, and until opts.at_ns counts
- * the ALLOCs and the FREEs of blocks live at from_ns, per stack (struct lk_window).
+ * With opts.window it also snapshots the set, and each stack's allocations so far, when
+ * opts.from_ns passes (struct lk_window; profile-result.c): no record costs more for it.
  * Each time the estimated heap H(t) rises above its highest level so far, pass 2 marks the live
  * set, which then keeps aside the blocks that leave it (profile-live.c): at the end, the set at
  * the last mark is the set right after the record at which H(t) first reached its maximum (peak).
@@ -48,7 +48,6 @@ struct second_pass {
 	uint64_t rss;                       /* the last RSS record */
 	bool at_done;                       /* live_* taken */
 	bool from_done;                     /* the window's from_* taken (opts.window) */
-	bool window_open;                   /* between the two: ALLOCs and FREEs count in it */
 	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
 	uint64_t peak_ns;                   /* the time of the record that first reached it */
 	uint64_t last_ns;                   /* the time of the last record applied */
@@ -205,17 +204,11 @@ static int add_live(struct lk_profile *p, struct second_pass *sp, const struct l
 	if (alloc && sp->ls.period <= 1) {
 		profile_add_exact(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
 				  size);
-		if (sp->window_open)
-			profile_add_exact(&p->windows[stack].alloc_bytes,
-					  &p->windows[stack].alloc_objects, size);
 		p->totals.samples++;
 	} else if (alloc) {
 		wt = live_weigh(&sp->ls, size);
 		profile_add_block(&p->stacks[stack].alloc_bytes, &p->stacks[stack].alloc_objects,
 				  size, &wt);
-		if (sp->window_open)
-			profile_add_block(&p->windows[stack].alloc_bytes,
-					  &p->windows[stack].alloc_objects, size, &wt);
 		p->totals.samples++;
 	} else {
 		run->inherited++;
@@ -250,16 +243,10 @@ static void apply_free(struct lk_profile *p, struct second_pass *sp, const struc
 	struct live_block b;
 
 	p->totals.frees++;
-	if (!live_set_remove(&sp->ls, rec->free.block, &b)) {
+	if (live_set_remove(&sp->ls, rec->free.block, &b))
+		unlive(p, sp, &b);
+	else
 		p->totals.frees_unknown++;
-		return;
-	}
-	unlive(p, sp, &b);
-	if (sp->window_open && !profile_after_from(p, b.t_ns)) { /* live at from_ns: it left */
-		struct live_weight wt = live_weigh(&sp->ls, b.size);
-		struct lk_window *w = &p->windows[b.stack];
-		profile_add_block(&w->left_bytes, &w->left_objects, b.size, &wt);
-	}
 }
 
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
@@ -307,6 +294,25 @@ static uint64_t next_check(const struct lk_profile *p, const struct second_pass 
 	return t;
 }
 
+/* What is due before a record at time t is applied: the snapshots at from_ns and at_ns, and the
+ * buckets that end before t. Returns the next time to look again (next_check). Out of line, so
+ * that replay()'s loop keeps its registers for the records. */
+static __attribute__((noinline)) uint64_t pass_moments(struct lk_profile *p,
+							struct second_pass *sp, uint64_t t)
+{
+	if (p->opts.window && !sp->from_done && t > p->opts.from_ns) {
+		profile_snapshot_from(p, &sp->ls);
+		sp->from_done = true;
+	}
+	if (!sp->at_done && t > p->opts.at_ns) {
+		profile_snapshot_live(p, &sp->ls);
+		sp->at_done = true;
+	}
+	while (sp->bucket + 1 < p->nbuckets && t > sp->ends[sp->bucket])
+		close_bucket(p, sp);
+	return next_check(p, sp);
+}
+
 /* Applies records until the reader has no more (0) or fails (< 0, *msg set): the body of pass 2,
  * and of each step of a followed profile. */
 static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah, char **msg)
@@ -320,22 +326,8 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 			const char *what = NULL;
 			int r;
 
-			if (rec->time_ns > check_ns) { /* rarely: once a bucket, and at at_ns */
-				if (p->opts.window && !sp->from_done &&
-				    rec->time_ns > p->opts.from_ns) {
-					profile_snapshot_from(p, &sp->ls);
-					sp->from_done = sp->window_open = true;
-				}
-				if (!sp->at_done && rec->time_ns > p->opts.at_ns) {
-					profile_snapshot_live(p, &sp->ls);
-					sp->at_done = true;
-					sp->window_open = false;
-				}
-				while (sp->bucket + 1 < p->nbuckets &&
-				       rec->time_ns > sp->ends[sp->bucket])
-					close_bucket(p, sp);
-				check_ns = next_check(p, sp);
-			}
+			if (rec->time_ns > check_ns) /* rarely: a bucket's end, from_ns, at_ns */
+				check_ns = pass_moments(p, sp, rec->time_ns);
 			if (rec->tag == LK_REC_FREE) {
 				/* H(t) does not rise: no new peak, nor bucket maximum. */
 				apply_free(p, sp, rec);

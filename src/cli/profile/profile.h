@@ -45,7 +45,8 @@ struct lk_estimate {
 	uint64_t samples;  /* K: sampled allocations behind it */
 	double k_eff;      /* est^2 / var (infinite when var == 0) */
 	bool too_few;      /* k_eff < 5: "too few samples", not to be ranked as precise */
-	/* How coarse the estimate is, for the test of a change (docs/sampling.md section 12): */
+	/* How coarse the estimate is, for the test of a change (docs/sampling.md section 12; byte
+	 * estimates only: profile.c leaves them 0 in object counts, which are not tested): */
 	double step;       /* the largest weighted value x/p of a sample with p < 1/2 */
 	double heavy_step; /* ... of a sample with 1/2 <= p < 1 (sampled more often than not) */
 	double heavy_miss; /* sum of (1-p)/p over those: the allocations like them not sampled */
@@ -62,10 +63,9 @@ static inline void lk_estimate_add_sample(struct lk_estimate *e, double x, doubl
 	e->var += x * x * v1;
 	e->observed += x;
 	e->samples++;
-	if (w > 2.0) { /* p < 1/2 */
-		if (c > e->step)
-			e->step = c;
-	} else if (w > 1.0) { /* 1/2 <= p < 1 */
+	if (w > 2.0) {                          /* p < 1/2 */
+		e->step = c > e->step ? c : e->step; /* a maxsd, not a branch */
+	} else if (w > 1.0) {                   /* 1/2 <= p < 1 */
 		if (c > e->heavy_step)
 			e->heavy_step = c;
 		e->heavy_miss += v1 / w; /* (1-p)/p, without the cancellation of w - 1 */
@@ -90,7 +90,11 @@ struct lk_growth {
 /* What changed at one stack between two moments, from_ns and at_ns (lk_profile_opts.window):
  * "live at t" as for live_* (after every record at or before t). The blocks live at at_ns are
  * those live at from_ns, less those that left, plus those that came; so live - from = came -
- * left, and came and left are sums over different samples (docs/sampling.md section 12). */
+ * left, and came and left are sums over different samples (docs/sampling.md section 12).
+ * Taken from snapshots, so that no record costs more: came is the blocks of at_ns's snapshot
+ * allocated after from_ns, left from_ns's snapshot less the others, alloc the stack's
+ * allocations at at_ns less those at from_ns. The steps of left and alloc (lk_estimate.step,
+ * heavy_step) are then those of the larger sums: at least their own. */
 struct lk_window {
 	struct lk_estimate from_bytes, from_objects;   /* live at from_ns */
 	struct lk_estimate came_bytes, came_objects;   /* allocated after from_ns, live at at_ns */
