@@ -165,15 +165,16 @@ int lk_cmd_diff(int argc, char *argv[])
 	_cleanup_(lk_site_args_donep) struct lk_site_args *sites = &arg_sites;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
+	_cleanup_(freep) char **base = NULL;
 	struct lk_diff_opts o;
 	size_t warned = 0;
 	uint32_t index = 0;
 	int status = LK_EXIT_OK, k, nfiles;
 
 	k = parse_args(argc, argv);
+	base = arg_base; /* parse_args' array, freed with the command */
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
-	_cleanup_(freep) char **base = arg_base; /* parse_args' array */
 	if (k)
 		return k;
 	if (lk_cmd_need_operands(argc, "diff", "profile"))

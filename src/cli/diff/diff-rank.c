@@ -106,7 +106,7 @@ static bool compare_site(struct lk_diff *d, struct lk_diff_site *s, const struct
 		       s->alloc.new.samples > 0;
 }
 
-static int grow_sites(struct lk_diff *d, size_t n)
+static int make_sites(struct lk_diff *d, size_t n)
 {
 	d->sites = lk_budget_calloc(n ? n : 1, sizeof(*d->sites));
 	if (!d->sites)
@@ -124,12 +124,12 @@ static int join(struct lk_diff *d)
 	int k;
 
 	if (rb == rn) { /* moments: one report */
-		k = grow_sites(d, rn->nsites);
+		k = make_sites(d, rn->nsites);
 		for (size_t x = 0; k >= 0 && x < rn->nsites; x++)
 			d->nsites += compare_site(d, &d->sites[d->nsites], NULL, &rn->sites[x]);
 		return k;
 	}
-	k = grow_sites(d, rb->nsites + rn->nsites);
+	k = make_sites(d, rb->nsites + rn->nsites);
 	if (k < 0)
 		return k;
 	b = by_key(rb);

@@ -82,13 +82,10 @@ int lk_diff_add_file(struct lk_diff *d, unsigned side, struct lk_symbolizer *sym
 	k = lk_report_add_file(r, sym, profile, path, &po, err);
 	if (k < 0)
 		return k;
-	if (!d->any_file[side] || r->procs[r->nprocs - 1].totals.period > d->period[side])
+	if (r->procs[r->nprocs - 1].totals.period > d->period[side])
 		d->period[side] = r->procs[r->nprocs - 1].totals.period;
-	d->any_file[side] = true;
-	if (o->mode == LK_DIFF_MOMENTS) {
+	if (o->mode == LK_DIFF_MOMENTS)
 		d->period[1] = d->period[0];
-		d->any_file[1] = true;
-	}
 	return 0;
 }
 

@@ -76,7 +76,6 @@ struct lk_diff {
 	struct lk_diff_opts opts;
 	struct lk_report *side[2];   /* base, new; moments: one report, both */
 	uint64_t period[2];          /* the largest period of each side's files (1: all exact) */
-	bool any_file[2];
 	struct lk_diff_change live, alloc; /* over every site compared */
 	struct lk_diff_site *sites;  /* ranked, after lk_diff_finish() */
 	size_t nsites;               /* shown (--top, --min-share) */
