@@ -250,6 +250,17 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 	return 0;
 }
 
+/* Finishes a section (its sites or its tree); 0, or < 0 after printing why, naming what. */
+static int finish(struct lk_report *r, const char *what)
+{
+	_cleanup_(freep) char *err = NULL;
+	int k = lk_report_finish(r, &err);
+
+	if (k < 0)
+		lk_error_of(what, k, err);
+	return k;
+}
+
 /* The JSON document starts with the first report, so that a file that cannot be read leaves
  * nothing on stdout that could pass for its report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
@@ -342,18 +353,19 @@ int lk_cmd_report(int argc, char *argv[])
 			continue;
 		}
 		if (one) {
-			k = lk_report_finish(one);
-			if (k >= 0)
-				k = print_report(one, nfiles, &doc, &first);
+			if (finish(one, path) < 0) {
+				status = LK_EXIT_FILE;
+				continue;
+			}
+			k = print_report(one, nfiles, &doc, &first);
 			if (k < 0)
 				return fail(k, path);
 		}
 	}
 	if (merged && merged->nprocs > 0) {
-		k = lk_report_finish(merged);
-		if (k >= 0)
-			k = print_report(merged, nfiles, &doc, &first);
-		if (k < 0)
+		if (finish(merged, "--merge") < 0)
+			status = LK_EXIT_FILE;
+		else if ((k = print_report(merged, nfiles, &doc, &first)) < 0)
 			return fail(k, "--merge");
 	}
 	if (doc)

@@ -458,7 +458,7 @@ TEST(shown_only_ranks_the_same)
 		struct lk_report **r = pass ? &shown : &all;
 		ASSERT_OK(lk_report_new(&o, r));
 		ASSERT_OK(lk_report_add(*r, sym, 0, "x.lk", p, NULL));
-		ASSERT_OK(lk_report_finish(*r));
+		ASSERT_OK(lk_report_finish(*r, NULL));
 	}
 	ASSERT_EQ(all->nsites, 10);
 	ASSERT_EQ(shown->nsites, all->nsites);
@@ -513,7 +513,7 @@ TEST(report_takes_from_the_budget)
 	ASSERT_OK(lk_report_new(&o, &r));
 	ASSERT_OK(lk_report_add(r, sym, 0, "x.lk", p, &err));
 	ASSERT_TRUE(lk_budget_used() > loaded + 40000 * 64);
-	ASSERT_OK(lk_report_finish(r));
+	ASSERT_OK(lk_report_finish(r, NULL));
 	ASSERT_EQ(r->nsites, 10);
 	lk_report_free(r);
 	ASSERT_EQ(lk_budget_used(), loaded);

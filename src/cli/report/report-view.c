@@ -1,7 +1,7 @@
 /* report-view.c: what each view ranks by, and the ranking that ends a report (report.h).
  *
- * lk_report_rank() finishes every sum (lk_estimate_finish: the interval of a sum, never a sum of
- * intervals), sums the processes' timelines on one real-time axis when merged, ranks the sites
+ * lk_report_rank() makes the sites (report-sites.c), finishes every sum (lk_estimate_finish:
+ * the interval of a sum, never a sum of intervals), sums the processes' timelines on one real-time axis when merged, ranks the sites
  * by the view's figure and keeps the top ones. The order is total and stable (ties go by the
  * site key), so text and JSON list the same sites in the same order on every run.
  *
@@ -203,6 +203,9 @@ int lk_report_rank(struct lk_report *r)
 		r->ntimeline = r->procs[0].ntimeline;
 		r->procs[0].timeline = NULL;
 	}
+	k = lk_report_sites(r);
+	if (k < 0)
+		return k;
 	for (size_t i = 0; i < r->nsites; i++) {
 		struct lk_report_site *s = &r->sites[i];
 		finish_site(s);
@@ -221,10 +224,8 @@ int lk_report_rank(struct lk_report *r)
 			     !(lk_report_figure(s, r->opts.view)->value > 0);
 		if (!empty)
 			r->sites_total++;
-		if (empty || s->share < r->opts.min_share || (r->opts.top && keep >= r->opts.top)) {
-			lk_budget_free((void *)s->stack, s->nframes * sizeof(*s->stack));
+		if (empty || s->share < r->opts.min_share || (r->opts.top && keep >= r->opts.top))
 			continue;
-		}
 		r->sites[keep++] = *s;
 	}
 	r->nsites = keep;

@@ -3,10 +3,11 @@
  *
  * A section is one process, or several merged (--merge). Building one: lk_report_new(), then
  * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
- * copies of what it prints and pointers into the symbolizer, which must outlive it), then
- * lk_report_finish(), which finishes the estimates, ranks the sites and keeps the top ones.
- * Memory follows the number of distinct stacks, never the length of a profile; the sites, their
- * stacks and the synthetic frames are taken from the memory budget (budget.h).
+ * its stacks, symbolized, copies of what it prints and pointers into the symbolizer, which must
+ * outlive it), then lk_report_finish(), which finishes the estimates, makes the sites
+ * (report-sites.c), ranks them and keeps the top ones. Memory follows the number of distinct
+ * stacks and their frames, never the length of a profile; the stacks, the sites and the
+ * synthetic frames are taken from the memory budget (budget.h).
  *
  * Glossary: the view's figure is the estimate a view ranks by (live bytes for leaks, bytes at the
  * peak for peak, ...); a site's "heaviest stack" is the one of its stacks with the largest figure,
@@ -52,9 +53,26 @@ struct lk_report_opts {
 	const struct lk_site_filter *filter;
 };
 
+/* One stack of a section, symbolized and kept until the report is freed: the sites, the tree
+ * (tree.h) and the wrapper rule (wrappers.h) are made of these, and a writer may walk them. */
+struct lk_report_stack {
+	const struct lk_sym_frame **frames;      /* innermost first, into the symbolizer */
+	uint32_t n;
+	uint32_t alloc_at;                       /* frames[alloc_at] is the first frame that is
+						  * not an allocator frame (lk_site_pick) */
+	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
+	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
+	struct lk_growth growth;
+	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
+						  * end of its profile; -1 if none */
+};
+
 struct lk_report_site {
 	const struct lk_sym_frame *const *stack; /* heaviest stack, innermost first */
 	size_t nframes, site_frame;              /* stack[site_frame] is the site */
+	size_t alloc_at;                         /* stack[alloc_at .. site_frame - 1] are wrappers
+						  * the report skipped (wrappers.h); before them,
+						  * allocator frames */
 	size_t nstacks;                          /* stacks that share this site */
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
@@ -84,8 +102,13 @@ struct lk_report {
 	uint64_t span_ns;                     /* merged: first start to last end, in real time */
 	bool periods_differ;                  /* merged: totals.period is the first one's */
 	struct lk_estimate view_bytes, view_objects; /* the view's figure over every stack */
+	struct lk_report_stack *stacks;       /* every stack added, but those --focus and --ignore
+					       * left out (and with shown_only, those with
+					       * nothing in the view) */
+	size_t nstacks;
 	struct lk_report_site *sites;         /* ranked (after lk_report_finish) */
 	size_t nsites, sites_total;           /* shown; before --top and --min-share */
+	size_t sites_cap;
 	size_t stacks_filtered;               /* stacks dropped by --focus / --ignore */
 	struct lk_timeline_point *timeline;   /* the process's; merged: the sum on one real-time
 					       * axis, from the first start (after lk_report_finish) */
@@ -104,11 +127,13 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
  * *err may hold a malloc'd message (lk_profile_load's "offset N: ...", or lk_report_add's). */
 int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
 		       const char *path, const struct lk_profile_opts *po, char **err);
-int lk_report_finish(struct lk_report *r);
+/* 0, -ENOMEM, or -E2BIG beyond the memory budget, with *err as lk_report_add's. */
+int lk_report_finish(struct lk_report *r, char **err);
 /* The file that process i of the report is shown as, from now on (`leek run` compresses the
  * profile while the report is made). -ERANGE for no such process, -ENOMEM. */
 int lk_report_rename(struct lk_report *r, size_t i, const char *path);
 int lk_report_rank(struct lk_report *r); /* report-view.c: lk_report_finish() without the cleanup */
+int lk_report_sites(struct lk_report *r); /* report-sites.c: the sites of r's stacks, unranked */
 struct lk_report *lk_report_free(struct lk_report *r); /* NULL-safe, returns NULL */
 static inline void lk_report_freep(struct lk_report **r)
 {
