@@ -24,6 +24,7 @@
 
 static enum lk_view arg_view = LK_VIEW_LEAKS;
 static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
+static bool arg_no_auto_wrappers;
 static const char *arg_at, *arg_age;
 static size_t arg_top = DEFAULT_TOP;
 static double arg_min_share;
@@ -94,7 +95,8 @@ static int add_pattern(enum lk_site_pattern which, const char *option, const cha
 static int parse_args(int argc, char *argv[])
 {
 	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_FOCUS, ARG_IGNORE,
-	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY };
+	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY,
+	       ARG_NO_AUTO_WRAPPERS };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "top", required_argument, NULL, 'n' },
@@ -111,6 +113,7 @@ static int parse_args(int argc, char *argv[])
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
+		{ "no-auto-wrappers", no_argument, NULL, ARG_NO_AUTO_WRAPPERS },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -185,6 +188,9 @@ static int parse_args(int argc, char *argv[])
 		case ARG_MAX_MEMORY:
 			if (lk_cmd_max_memory("report", optarg))
 				return LK_EXIT_USAGE;
+			break;
+		case ARG_NO_AUTO_WRAPPERS:
+			arg_no_auto_wrappers = true;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
@@ -326,6 +332,7 @@ int lk_cmd_report(int argc, char *argv[])
 		.merge = arg_merge,
 		.stacks = arg_stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
+		.no_auto_wrappers = arg_no_auto_wrappers,
 		.filter = filter,
 	};
 

@@ -191,7 +191,8 @@ static void estimate(struct lk_json_doc *d, const char *name, const struct lk_es
 	close_c(d, ']');
 }
 
-static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, bool site)
+/* kind: 0 a frame, 1 the site, 2 a wrapper the site skipped. */
+static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, int kind)
 {
 	open_c(d, '{', true);
 	str(d, "function", f->function);
@@ -203,8 +204,8 @@ static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, bool site
 		fputs("null", d->f);
 	str(d, "module", f->module);
 	boolean(d, "inlined", f->inlined);
-	if (site)
-		boolean(d, "site", true);
+	if (kind)
+		boolean(d, kind == 1 ? "site" : "wrapper", true);
 	close_c(d, '}');
 }
 
@@ -246,7 +247,10 @@ static void site(struct lk_json_doc *d, const struct lk_report_site *s, size_t r
 	key(d, "stack");
 	open_c(d, '[', false);
 	for (size_t i = 0; i < s->nframes; i++)
-		frame(d, s->stack[i], i == s->site_frame);
+		frame(d, s->stack[i],
+		      i == s->site_frame                                      ? 1
+		      : i < s->site_frame && !(s->funcs[i] & LK_FUNC_ALLOC) ? 2
+									    : 0);
 	close_c(d, ']');
 	close_c(d, '}');
 }
@@ -319,6 +323,28 @@ static void process(struct lk_json_doc *d, const struct lk_report_process *q)
 	totals(d, &q->totals, true);
 }
 
+static void wrappers(struct lk_json_doc *d, const struct lk_report *r)
+{
+	key(d, "wrappers_skipped");
+	open_c(d, '[', false);
+	for (size_t i = 0; i < r->wrappers.n; i++) {
+		const struct lk_wrapper *w = &r->wrappers.list[i];
+		const struct lk_sym_frame *f = lk_funcs_frame(&r->funcs, w->func);
+		open_c(d, '{', true);
+		str(d, "function", f->function);
+		str(d, "file", f->file);
+		str(d, "module", f->module);
+		u64(d, "round", w->round);
+		u64(d, "depth", w->depth);
+		u64(d, "samples", w->samples);
+		num(d, "share", w->share, 6);
+		u64(d, "callers", w->callers);
+		num(d, "top_caller_share", w->top_share, 6);
+		close_c(d, '}');
+	}
+	close_c(d, ']');
+}
+
 /* view_total, sites, timeline: what a section holds besides its processes. */
 static void body(struct lk_json_doc *d, const struct lk_report *r)
 {
@@ -330,6 +356,7 @@ static void body(struct lk_json_doc *d, const struct lk_report *r)
 	close_c(d, '}');
 	u64(d, "sites_total", r->sites_total);
 	u64(d, "stacks_filtered", r->stacks_filtered);
+	wrappers(d, r);
 	key(d, "sites");
 	open_c(d, '[', false);
 	for (size_t i = 0; i < r->nsites; i++)
@@ -368,6 +395,7 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 	seconds(d, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
 	u64(d, "top", o->top);
 	num(d, "min_share", o->min_share, 6);
+	boolean(d, "auto_wrappers", !o->no_auto_wrappers);
 	close_c(d, '}');
 	boolean(d, "merged", o->merge);
 	if (per_process) {

@@ -193,6 +193,26 @@ static void print_header(FILE *f, const struct lk_report *r)
 		      "is its last\n             complete record\n", f);
 }
 
+/* The wrappers the sites skip because the stacks showed them to be (wrappers.h). */
+static void print_wrappers(FILE *f, const struct lk_report *r)
+{
+	const struct lk_wrappers *w = &r->wrappers;
+
+	if (!w->n)
+		return;
+	fputs("Skipped as wrappers, by what the stacks show (--no-auto-wrappers keeps them):\n", f);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct lk_wrapper *x = &w->list[i];
+		fputs("  ", f);
+		print_site(f, lk_funcs_frame(&r->funcs, x->func), false);
+		if (x->depth)
+			fputs(": the only caller of the one above\n", f);
+		else
+			fprintf(f, ": the site of %.1f%% of the samples, under %zu callers\n",
+				100 * x->share, x->callers);
+	}
+}
+
 /* The view's title line, with the total its shares are of. */
 static void print_view(FILE *f, const struct lk_report *r)
 {
@@ -238,6 +258,7 @@ static void print_view(FILE *f, const struct lk_report *r)
 			break;
 		}
 	fputs(".\n", f);
+	print_wrappers(f, r);
 }
 
 static void print_stack(FILE *f, const struct lk_report_site *s)
@@ -247,7 +268,7 @@ static void print_stack(FILE *f, const struct lk_report_site *s)
 		fputs(i == s->site_frame ? "    > " : "      ", f);
 		print_site(f, fr, true);
 		if (i < s->site_frame)
-			fputs("  (allocator)", f);
+			fputs(s->funcs[i] & LK_FUNC_ALLOC ? "  (allocator)" : "  (wrapper)", f);
 		if (fr->inlined)
 			fputs("  (inlined)", f);
 		fputc('\n', f);
@@ -354,5 +375,10 @@ void lk_text_run_summary(FILE *f, const struct lk_report *r)
 		fprintf(f, "  %-13s %9s %5.1f%%  ", i == 0 ? "top sites" : "", b, 100 * s->share);
 		print_site(f, s->stack[s->site_frame], false);
 		fputc('\n', f);
+	}
+	for (size_t i = 0; i < r->wrappers.n; i++) {
+		fprintf(f, "  %-13s ", i == 0 ? "wrappers" : "");
+		print_site(f, lk_funcs_frame(&r->funcs, r->wrappers.list[i].func), false);
+		fputs(i == 0 ? " (skipped)\n" : "\n", f);
 	}
 }

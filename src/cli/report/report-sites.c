@@ -83,7 +83,7 @@ static struct lk_report_site *find_site(struct lk_report *r, struct slots *t,
 		.stack = st->frames,
 		.nframes = st->n,
 		.site_frame = at,
-		.alloc_at = st->alloc_at,
+		.funcs = st->funcs,
 		.oldest_age_ns = -1,
 		.figure = -1,
 	};
@@ -112,20 +112,49 @@ static void add_to_site(struct lk_report *r, struct lk_report_site *s,
 	s->stack = st->frames;
 	s->nframes = st->n;
 	s->site_frame = at;
-	s->alloc_at = st->alloc_at;
+	s->funcs = st->funcs;
 	s->growth = st->growth;
 	s->figure = figure;
+}
+
+/* The wrappers r's stacks reveal, into r->wrappers. Every sample of every stack counts, whatever
+ * the view and --focus or --ignore: which frames are wrappers is a fact about the program, so
+ * every view of a profile skips the same ones. */
+static int find_wrappers(struct lk_report *r)
+{
+	struct lk_wrap_stack *s;
+	int k;
+
+	if (r->opts.no_auto_wrappers || !r->nstacks)
+		return 0;
+	s = lk_budget_malloc(r->nstacks * sizeof(*s));
+	if (!s)
+		return -errno;
+	for (size_t i = 0; i < r->nstacks; i++)
+		s[i] = (struct lk_wrap_stack){ .funcs = r->stacks[i].funcs,
+					       .n = r->stacks[i].n,
+					       .from = r->stacks[i].alloc_at,
+					       .samples = r->stacks[i].alloc_bytes.samples };
+	k = lk_wrappers_find(&r->wrappers, s, r->nstacks, r->funcs.n);
+	lk_budget_free(s, r->nstacks * sizeof(*s));
+	return k;
 }
 
 int lk_report_sites(struct lk_report *r)
 {
 	struct slots t = {};
-	int k = 0;
+	int k = find_wrappers(r);
 
 	for (size_t i = 0; i < r->nstacks && k >= 0; i++) {
 		const struct lk_report_stack *st = &r->stacks[i];
-		size_t at = st->alloc_at;
-		struct lk_report_site *s = find_site(r, &t, st, at);
+		size_t at = lk_wrappers_next(&r->wrappers, st->funcs, st->n, st->alloc_at);
+		struct lk_report_site *s;
+
+		if (st->filtered)
+			continue;
+		if (at >= st->n) /* nothing past the allocator and the wrappers: as before them */
+			at = st->alloc_at;
+		s = find_site(r, &t, st, at);
 		if (!s)
 			k = -errno;
 		else

@@ -1,8 +1,8 @@
 /* report.c: builds a report section from aggregated profiles (see report.h).
  *
  * Per stack of each profile: symbolize its frames (one chain of inlined frames per address,
- * flattened), apply --focus/--ignore, find where the allocator's frames end (site.c), and keep
- * the stack with its estimates. lk_report_finish() makes the sites of every stack kept at once
+ * flattened), note whether --focus/--ignore leave it out, find where the allocator's frames end
+ * (funcs.h), and keep the stack with its estimates. lk_report_finish() makes the sites of every stack kept at once
  * (report-sites.c), so that the wrappers a section's stacks reveal are skipped in every one of
  * them, whichever file of a --merge it came from. Sums are valid across profiles with different
  * periods because every estimate is already weighted.
@@ -20,6 +20,9 @@
 #include "u64map.h"
 
 
+/* A kept stack's block: its frames, then their function ids. */
+#define STACK_FRAME_BYTES (sizeof(struct lk_sym_frame *) + sizeof(uint32_t))
+
 struct lk_report_index {
 	struct lk_site_stack st; /* the stack being added, symbolized */
 	size_t stacks_cap;
@@ -35,6 +38,7 @@ int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret)
 	}
 	r->opts = *o;
 	lk_site_stack_init(&r->index->st);
+	lk_funcs_init(&r->funcs, o->filter);
 	*ret = r;
 	return 0;
 }
@@ -65,10 +69,12 @@ struct lk_report *lk_report_free(struct lk_report *r)
 	}
 	free(r->procs);
 	for (size_t i = 0; i < r->nstacks; i++)
-		lk_budget_free(r->stacks[i].frames, r->stacks[i].n * sizeof(*r->stacks[i].frames));
+		lk_budget_free(r->stacks[i].frames, r->stacks[i].n * STACK_FRAME_BYTES);
 	lk_budget_free(r->stacks, (r->index ? r->index->stacks_cap : 0) * sizeof(*r->stacks));
 	lk_budget_free(r->sites, r->sites_cap * sizeof(*r->sites));
 	free(r->timeline);
+	lk_funcs_done(&r->funcs);
+	lk_wrappers_done(&r->wrappers);
 	free_index(r->index);
 	free(r);
 	return NULL;
@@ -141,12 +147,16 @@ static int copy_process(struct lk_report *r, const char *path, const struct lk_p
 	return 0;
 }
 
-/* Keeps the stack in x->st (n frames) with p's estimates of it; 0, -ENOMEM or -E2BIG. */
-static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_t n)
+/* Keeps the stack in x->st (n frames) with p's estimates of it, also if --focus or --ignore
+ * left it out (the wrappers are the profile's, whatever is shown); 0, -ENOMEM or -E2BIG. */
+static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_t n,
+		      bool filtered)
 {
 	struct lk_report_index *x = r->index;
 	struct lk_report_stack *s;
 	const struct lk_sym_frame **frames;
+	uint32_t *funcs;
+	size_t alloc_at = n;
 
 	if (n > UINT32_MAX)
 		return -E2BIG;
@@ -158,14 +168,26 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 		r->stacks = s;
 		x->stacks_cap = cap;
 	}
-	frames = lk_budget_malloc(n * sizeof(*frames));
+	frames = lk_budget_malloc(n * STACK_FRAME_BYTES);
 	if (!frames)
 		return -errno;
 	memcpy(frames, x->st.frames, n * sizeof(*frames));
+	funcs = (uint32_t *)(frames + n);
+	for (size_t i = 0; i < n; i++) {
+		int k = lk_funcs_get(&r->funcs, frames[i], &funcs[i]);
+		if (k < 0) {
+			lk_budget_free(frames, n * STACK_FRAME_BYTES);
+			return k;
+		}
+		if (alloc_at == n && !(funcs[i] & LK_FUNC_ALLOC))
+			alloc_at = i;
+	}
 	r->stacks[r->nstacks++] = (struct lk_report_stack){
 		.frames = frames,
+		.funcs = funcs,
 		.n = (uint32_t)n,
-		.alloc_at = (uint32_t)lk_site_pick(r->opts.filter, frames, n),
+		.alloc_at = alloc_at < n ? (uint32_t)alloc_at : 0,
+		.filtered = filtered,
 		.alloc_bytes = p->alloc_bytes,
 		.alloc_objects = p->alloc_objects,
 		.live_bytes = p->live_bytes,
@@ -244,6 +266,7 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 
 	lk_u64map_init_budgeted(&site_of, SIZE_MAX);
 	for (size_t i = 0; i < nst && k >= 0; i++) {
+		bool filtered;
 		size_t n;
 
 		if (r->opts.shown_only && !(LK_VIEW_FIGURE(&st[i], r->opts.view, bytes)->value > 0))
@@ -255,11 +278,9 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		if (k < 0)
 			break;
 		n = r->index->st.n;
-		if (!lk_site_wanted(r->opts.filter, r->index->st.frames, n)) {
-			r->stacks_filtered++;
-			continue;
-		}
-		k = keep_stack(r, &st[i], n);
+		filtered = !lk_site_wanted(r->opts.filter, r->index->st.frames, n);
+		r->stacks_filtered += filtered;
+		k = keep_stack(r, &st[i], n, filtered);
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 			k = lk_u64map_put(&site_of, st[i].id, r->nstacks - 1);
 	}

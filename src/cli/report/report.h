@@ -21,9 +21,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "funcs.h"
 #include "profile.h"
 #include "site.h"
 #include "symbolize.h"
+#include "wrappers.h"
 
 enum lk_view {
 	LK_VIEW_LEAKS,
@@ -47,6 +49,7 @@ struct lk_report_opts {
 	size_t top;       /* sites kept after ranking; 0 = all */
 	double min_share; /* sites below this fraction of the view's total are dropped */
 	bool merge, stacks, ascii;
+	bool no_auto_wrappers; /* skip no wrapper but the listed ones (wrappers.h) */
 	bool shown_only;  /* only stacks with something in the view: a site's other figures then
 			   * leave out its stacks without any (`leek run`'s summary, which prints
 			   * the view's figure alone, and need not symbolize every stack) */
@@ -57,9 +60,13 @@ struct lk_report_opts {
  * (tree.h) and the wrapper rule (wrappers.h) are made of these, and a writer may walk them. */
 struct lk_report_stack {
 	const struct lk_sym_frame **frames;      /* innermost first, into the symbolizer */
+	uint32_t *funcs;                         /* each frame's function id and allocator flag
+						  * (funcs.h: r->funcs); in frames' block */
 	uint32_t n;
 	uint32_t alloc_at;                       /* frames[alloc_at] is the first frame that is
-						  * not an allocator frame (lk_site_pick) */
+						  * not an allocator frame (0 if none is) */
+	bool filtered;                           /* left out by --focus or --ignore: only the
+						  * wrapper rule looks at it */
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
 	struct lk_growth growth;
@@ -70,9 +77,9 @@ struct lk_report_stack {
 struct lk_report_site {
 	const struct lk_sym_frame *const *stack; /* heaviest stack, innermost first */
 	size_t nframes, site_frame;              /* stack[site_frame] is the site */
-	size_t alloc_at;                         /* stack[alloc_at .. site_frame - 1] are wrappers
-						  * the report skipped (wrappers.h); before them,
-						  * allocator frames */
+	const uint32_t *funcs;                   /* its frames' function ids (funcs.h): before
+						  * the site, those without LK_FUNC_ALLOC are the
+						  * wrappers the report skipped (wrappers.h) */
 	size_t nstacks;                          /* stacks that share this site */
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
@@ -102,10 +109,12 @@ struct lk_report {
 	uint64_t span_ns;                     /* merged: first start to last end, in real time */
 	bool periods_differ;                  /* merged: totals.period is the first one's */
 	struct lk_estimate view_bytes, view_objects; /* the view's figure over every stack */
-	struct lk_report_stack *stacks;       /* every stack added, but those --focus and --ignore
-					       * left out (and with shown_only, those with
+	struct lk_report_stack *stacks;       /* every stack added (with shown_only, but those with
 					       * nothing in the view) */
 	size_t nstacks;
+	struct lk_funcs funcs;                /* the stacks' function ids */
+	struct lk_wrappers wrappers;          /* the wrappers the sites skip, found in the stacks
+					       * (after lk_report_finish) */
 	struct lk_report_site *sites;         /* ranked (after lk_report_finish) */
 	size_t nsites, sites_total;           /* shown; before --top and --min-share */
 	size_t sites_cap;

@@ -176,14 +176,18 @@ static uint64_t hash_str(uint64_t h, const char *s)
 	return (h ^ 0) * 0x100000001b3ull;
 }
 
-uint64_t lk_site_key_hash(const struct lk_sym_frame *frame)
+uint64_t lk_site_func_hash(const struct lk_sym_frame *frame)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
 	h = hash_str(h, frame->function);
 	h = hash_str(h, frame->file);
-	h = hash_str(h, frame->module);
-	return (h ^ frame->line) * 0x100000001b3ull;
+	return hash_str(h, frame->module);
+}
+
+uint64_t lk_site_key_hash(const struct lk_sym_frame *frame)
+{
+	return (lk_site_func_hash(frame) ^ frame->line) * 0x100000001b3ull;
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -204,6 +208,15 @@ int lk_site_key_compare(const struct lk_sym_frame *a, const struct lk_sym_frame 
 	if (c == 0)
 		c = cmp_str(a->module, b->module);
 	return c;
+}
+
+int lk_site_func_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b)
+{
+	int c = cmp_str(a->function, b->function);
+
+	if (c == 0)
+		c = cmp_str(a->file, b->file);
+	return c ? c : cmp_str(a->module, b->module);
 }
 
 void lk_site_stack_init(struct lk_site_stack *s)

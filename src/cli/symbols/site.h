@@ -91,6 +91,9 @@ int lk_site_symbolize(struct lk_site_stack *s, struct lk_symbolizer *sym, uint32
 /* Site keys: (function, file, line, module); file and module may be NULL. */
 uint64_t lk_site_key_hash(const struct lk_sym_frame *frame);
 int lk_site_key_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b);
+/* A function's key: (function, file, module), whatever the line (funcs.h). */
+uint64_t lk_site_func_hash(const struct lk_sym_frame *frame);
+int lk_site_func_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b);
 
 /* The part of a path after its last '/'; "" for NULL. */
 const char *lk_site_basename(const char *path);
