@@ -161,15 +161,20 @@ static void boolean(struct lk_json_doc *d, const char *k, bool v)
 
 /* A number with that many decimals (0: rounded to an integer), or null. k may be NULL inside
  * an array. */
+void lk_json_write_number(FILE *f, double v, int decimals)
+{
+	if (!isfinite(v))
+		fputs("null", f);
+	else if (decimals == 0)
+		fprintf(f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
+	else
+		fprintf(f, "%.*f", decimals, v);
+}
+
 static void num(struct lk_json_doc *d, const char *k, double v, int decimals)
 {
 	value(d, k);
-	if (!isfinite(v))
-		fputs("null", d->f);
-	else if (decimals == 0)
-		fprintf(d->f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
-	else
-		fprintf(d->f, "%.*f", decimals, v);
+	lk_json_write_number(d->f, v, decimals);
 }
 
 static void seconds(struct lk_json_doc *d, const char *k, uint64_t ns)
@@ -345,7 +350,21 @@ static void wrappers(struct lk_json_doc *d, const struct lk_report *r)
 	close_c(d, ']');
 }
 
-/* view_total, sites, timeline: what a section holds besides its processes. */
+/* The tree view's: the call tree, and what --min-share left out of it. */
+static void tree(struct lk_json_doc *d, const struct lk_report *r)
+{
+	u64(d, "stacks_filtered", r->stacks_filtered);
+	key(d, "tree");
+	open_c(d, '{', false);
+	u64(d, "nodes", lk_tree_nodes(r->tree));
+	u64(d, "pruned_nodes", r->tree_pruned.nodes);
+	num(d, "pruned_total", r->tree_pruned.total, 0);
+	value(d, "root");
+	lk_json_tree(d->f, d->depth, r);
+	close_c(d, '}');
+}
+
+/* view_total, sites, timeline (or the tree): what a section holds besides its processes. */
 static void body(struct lk_json_doc *d, const struct lk_report *r)
 {
 	key(d, "view_total");
@@ -354,6 +373,10 @@ static void body(struct lk_json_doc *d, const struct lk_report *r)
 	num(d, "objects", r->view_objects.value, 0);
 	u64(d, "samples", r->view_bytes.samples);
 	close_c(d, '}');
+	if (r->tree) {
+		tree(d, r);
+		return;
+	}
 	u64(d, "sites_total", r->sites_total);
 	u64(d, "stacks_filtered", r->stacks_filtered);
 	wrappers(d, r);
@@ -388,14 +411,19 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 	open_c(d, '{', false);
 	str(d, "format", "leek-report");
 	u64(d, "version", 1);
-	str(d, "view", lk_view_name(o->view));
+	str(d, "view", lk_report_view_name(o));
 	key(d, "options");
 	open_c(d, '{', true);
 	seconds(d, "at_s", o->view == LK_VIEW_INUSE ? o->at_ns : UINT64_MAX);
 	seconds(d, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
 	u64(d, "top", o->top);
 	num(d, "min_share", o->min_share, 6);
-	boolean(d, "auto_wrappers", !o->no_auto_wrappers);
+	if (o->tree) {
+		str(d, "value", lk_view_name(o->view));
+		boolean(d, "objects", o->objects);
+		boolean(d, "inverted", o->inverted);
+	} else
+		boolean(d, "auto_wrappers", !o->no_auto_wrappers);
 	close_c(d, '}');
 	boolean(d, "merged", o->merge);
 	if (per_process) {

@@ -26,6 +26,11 @@ const char *lk_view_name(enum lk_view v)
 	return (unsigned)v < _LK_VIEW_MAX ? view_names[v] : "?";
 }
 
+const char *lk_report_view_name(const struct lk_report_opts *o)
+{
+	return o->tree ? "tree" : lk_view_name(o->view);
+}
+
 int lk_view_from_name(const char *name)
 {
 	for (unsigned v = 0; v < _LK_VIEW_MAX; v++)
@@ -180,6 +185,21 @@ static int merge_timelines(struct lk_report *r)
 	return 0;
 }
 
+/* The tree view: the call tree of the view's figure, pruned by --min-share of its total. */
+static int make_tree(struct lk_report *r)
+{
+	const struct lk_tree_opts o = { .view = r->opts.view, .objects = r->opts.objects,
+					.inverted = r->opts.inverted };
+	const struct lk_estimate *total = r->opts.objects ? &r->view_objects : &r->view_bytes;
+	int k = lk_tree_build(r, &o, &r->tree);
+
+	if (k < 0)
+		return k;
+	if (r->opts.min_share > 0)
+		lk_tree_prune(r->tree, r->opts.min_share * total->value, &r->tree_pruned);
+	return 0;
+}
+
 int lk_report_rank(struct lk_report *r)
 {
 	size_t keep = 0;
@@ -203,6 +223,8 @@ int lk_report_rank(struct lk_report *r)
 		r->ntimeline = r->procs[0].ntimeline;
 		r->procs[0].timeline = NULL;
 	}
+	if (r->opts.tree)
+		return make_tree(r);
 	k = lk_report_sites(r);
 	if (k < 0)
 		return k;

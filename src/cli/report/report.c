@@ -75,6 +75,7 @@ struct lk_report *lk_report_free(struct lk_report *r)
 	free(r->timeline);
 	lk_funcs_done(&r->funcs);
 	lk_wrappers_done(&r->wrappers);
+	lk_tree_free(r->tree);
 	free_index(r->index);
 	free(r);
 	return NULL;

@@ -25,6 +25,7 @@
 #include "profile.h"
 #include "site.h"
 #include "symbolize.h"
+#include "tree.h"
 #include "wrappers.h"
 
 enum lk_view {
@@ -47,9 +48,12 @@ struct lk_report_opts {
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
 	uint64_t age_ns;  /* old */
 	size_t top;       /* sites kept after ranking; 0 = all */
-	double min_share; /* sites below this fraction of the view's total are dropped */
+	double min_share; /* sites (tree nodes) below this fraction of the view's total are dropped */
 	bool merge, stacks, ascii;
 	bool no_auto_wrappers; /* skip no wrapper but the listed ones (wrappers.h) */
+	bool tree;             /* a call tree of the view's figure instead of sites (tree.h) */
+	bool inverted;         /* tree: innermost frames at the root */
+	bool objects;          /* tree: objects instead of bytes */
 	bool shown_only;  /* only stacks with something in the view: a site's other figures then
 			   * leave out its stacks without any (`leek run`'s summary, which prints
 			   * the view's figure alone, and need not symbolize every stack) */
@@ -73,6 +77,9 @@ struct lk_report_stack {
 	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
 						  * end of its profile; -1 if none */
 };
+
+/* "tree" for a tree (opts.tree), else the view's name. */
+const char *lk_report_view_name(const struct lk_report_opts *o);
 
 struct lk_report_site {
 	const struct lk_sym_frame *const *stack; /* heaviest stack, innermost first */
@@ -115,6 +122,9 @@ struct lk_report {
 	struct lk_funcs funcs;                /* the stacks' function ids */
 	struct lk_wrappers wrappers;          /* the wrappers the sites skip, found in the stacks
 					       * (after lk_report_finish) */
+	struct lk_tree *tree;                 /* opts.tree: the call tree, pruned by min_share
+					       * (after lk_report_finish; no sites then) */
+	struct lk_tree_pruned tree_pruned;    /* what the pruning left out */
 	struct lk_report_site *sites;         /* ranked (after lk_report_finish) */
 	size_t nsites, sites_total;           /* shown; before --top and --min-share */
 	size_t sites_cap;
@@ -168,6 +178,12 @@ const struct lk_estimate *lk_report_figure_objects(const struct lk_report_site *
 
 /* out-text.c */
 void lk_text_report(FILE *f, const struct lk_report *r);
+/* What the view's figure is: "heap live at the end", "allocated in all, freed or not", ... */
+void lk_text_view_title(FILE *f, const struct lk_report *r);
+/* out-tree.c: the tree view (r->tree), as text after the header, and as the JSON value of the
+ * tree's "root" (nested NODE objects, their lines indented from indent levels on). */
+void lk_text_tree(FILE *f, const struct lk_report *r);
+void lk_json_tree(FILE *f, unsigned indent, const struct lk_report *r);
 /* The few lines `leek run` prints per profile (to stderr). */
 void lk_text_run_summary(FILE *f, const struct lk_report *r);
 
@@ -179,6 +195,9 @@ void lk_json_report(struct lk_json_doc *d, const struct lk_report *r);
 void lk_json_end(struct lk_json_doc *d); /* closes and frees */
 /* A JSON string: quotes, escapes, and U+FFFD for each byte that is not part of valid UTF-8. */
 void lk_json_write_string(FILE *f, const char *s, size_t len);
+/* A JSON number with that many decimals (0: rounded to an integer, never "-0"), or null for one
+ * that is not finite. */
+void lk_json_write_number(FILE *f, double v, int decimals);
 
 /* chart.c: the timeline as a chart, 80 columns wide. */
 void lk_chart_timeline(FILE *f, const struct lk_timeline_point *p, size_t n, bool ascii);
