@@ -22,8 +22,9 @@
 
 #define SQLITE3 "/usr/bin/sqlite3"
 
-/* `leek run -o DIR/x.%p.lk ARGS... -- PROGRAM...`; the profile's path. */
-static char *run(const char *dir, const char *const *args)
+/* `leek run -o DIR/x.%p.lk ARGS... -- PROGRAM...`; the profile's path, and what leek printed in
+ * *err (malloc'ed) if err is not NULL. */
+static char *run_err(const char *dir, const char *const *args, char **err)
 {
 	const char *argv[24];
 	char out[300];
@@ -39,8 +40,15 @@ static char *run(const char *dir, const char *const *args)
 	leek_run(&p, dir, argv, 120);
 	if (p.status != 0)
 		FAIL("leek run %s: exit %d; stderr:\n%s", args[0], p.status, p.err);
+	if (err)
+		*err = strdup(p.err);
 	proc_free(&p);
 	return run_profile(dir);
+}
+
+static char *run(const char *dir, const char *const *args)
+{
+	return run_err(dir, args, NULL);
 }
 
 static const char *base(const char *path)
@@ -63,14 +71,15 @@ static bool is_fx_wrapper(const char *function)
 
 TEST(static_wrapper_under_many_callers)
 {
-	char dir[256], *profile, name[32], want[256];
+	char dir[256], *profile, name[32], want[256], *summary;
 	struct proc rep;
 	struct json *doc;
 	const struct json *w, *sites;
 	const char *wrapper;
 
 	tmp_dir(dir);
-	profile = run(dir, (const char *[]){ "--period", "1", "--", FX_WRAPPER, "many", NULL });
+	profile = run_err(dir, (const char *[]){ "--period", "1", "--", FX_WRAPPER, "many", NULL },
+			  &summary);
 
 	/* Without the rule: the wrapper is the one site, as sqlite3MemMalloc was. */
 	doc = leek_report_json(&rep, dir, (const char *[]){ "--no-auto-wrappers", profile, NULL });
@@ -122,6 +131,12 @@ TEST(static_wrapper_under_many_callers)
 	ASSERT_CONTAINS(rep.out, want);
 	ASSERT_CONTAINS(rep.out, "      fixture_wcall_11 [");
 	proc_free(&rep);
+	/* So does `leek run`'s summary, under its top sites. */
+	snprintf(want, sizeof(want), "  top sites      9.00 KiB  22.2%%  fixture_wcall_11 [");
+	ASSERT_CONTAINS(summary, want);
+	snprintf(want, sizeof(want), "  wrappers      %s [%s] (skipped)\n", wrapper, base(FX_WRAPPER));
+	ASSERT_CONTAINS(summary, want);
+	free(summary);
 
 	/* --alloc-fn with the name the report gave it (a location, MODULE+0xOFFSET, when it has no
 	 * symbol): the same sites, the wrapper now an allocator frame, nothing left to detect. */
