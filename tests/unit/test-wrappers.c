@@ -18,7 +18,7 @@
 #include "report.h"
 #include "wrappers.h"
 
-enum { A = 0, W = 1, W2 = 2, H = 3, X = 4, MAIN = 5, Y = 6, C1 = 10, D1 = 40, S1 = 70, MAX_ID = 100 };
+enum { A, W, W2, H, X, MAIN, Y, C1 = 10, D1 = 40, S1 = 70, MAX_ID = 100 };
 
 #define MAX_STACKS 256
 

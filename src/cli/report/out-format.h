@@ -14,8 +14,8 @@
 
 /* Each writes into buf (32 bytes are enough; 48 for an interval) and returns it. */
 const char *lk_fmt_bytes(char *buf, size_t size, double v);                  /* "56.4 MiB" */
-const char *lk_fmt_interval(char *buf, size_t size, const struct lk_estimate *e); /* "[37.2, 43.1] MiB",
-										   * "exact", "-" */
+/* "[37.2, 43.1] MiB", "exact", "-" */
+const char *lk_fmt_interval(char *buf, size_t size, const struct lk_estimate *e);
 const char *lk_fmt_count(char *buf, size_t size, double v);                  /* "1.5k" */
 const char *lk_fmt_time(char *buf, size_t size, double ns);                  /* "250 ms" */
 

@@ -1,5 +1,6 @@
 /* out-text.c: `leek report` for people: a header per section, then the ranked sites, in 100
- * columns (80 without --stacks), and the few lines `leek run` prints when its program ends.
+ * columns (80 without --stacks), or the tree (out-tree.c), and the few lines `leek run` prints
+ * when its program ends.
  *
  * Every estimate comes with its 95% interval and the samples behind it, and an estimate from too
  * few samples (lk_estimate.too_few) carries a '~', so that no number reads as more precise than

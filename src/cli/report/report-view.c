@@ -1,8 +1,9 @@
 /* report-view.c: what each view ranks by, and the ranking that ends a report (report.h).
  *
  * lk_report_rank() makes the sites (report-sites.c), finishes every sum (lk_estimate_finish:
- * the interval of a sum, never a sum of intervals), sums the processes' timelines on one real-time axis when merged, ranks the sites
- * by the view's figure and keeps the top ones. The order is total and stable (ties go by the
+ * the interval of a sum, never a sum of intervals), sums the processes' timelines on one
+ * real-time axis when merged, ranks the sites by the view's figure and keeps the top ones; or,
+ * in the tree view, makes and prunes the tree (tree.c) instead of the sites. The order is total and stable (ties go by the
  * site key), so text and JSON list the same sites in the same order on every run.
  *
  * Never: symbolize, read a profile, or print.

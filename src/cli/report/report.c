@@ -2,9 +2,9 @@
  *
  * Per stack of each profile: symbolize its frames (one chain of inlined frames per address,
  * flattened), note whether --focus/--ignore leave it out, find where the allocator's frames end
- * (funcs.h), and keep the stack with its estimates. lk_report_finish() makes the sites of every stack kept at once
- * (report-sites.c), so that the wrappers a section's stacks reveal are skipped in every one of
- * them, whichever file of a --merge it came from. Sums are valid across profiles with different
+ * (funcs.h), and keep the stack with its estimates. lk_report_finish() makes the sites of every
+ * stack kept at once (report-sites.c), so that the wrappers a section's stacks reveal are
+ * skipped in every one of them, whichever file of a --merge it came from. Sums are valid across profiles with different
  * periods because every estimate is already weighted.
  *
  * Never: read a profile's records (profile.c does, and keeps only per-stack state), or keep a

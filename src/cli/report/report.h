@@ -1,5 +1,7 @@
 /* report.h: what `leek report` shows, built from loaded profiles (report.c) and printed by
- * out-text.c, out-json.c and chart.c. report.c builds, report-view.c ranks.
+ * out-text.c, out-tree.c, out-json.c and chart.c. report.c builds, report-sites.c makes the sites
+ * (skipping the wrappers the stacks reveal), report-view.c ranks them, or makes the call tree
+ * (tree.h) in the tree view.
  *
  * A section is one process, or several merged (--merge). Building one: lk_report_new(), then
  * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
