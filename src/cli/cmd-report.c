@@ -21,9 +21,12 @@
 #include "util.h"
 
 #define DEFAULT_TOP 20
+#define DEFAULT_TREE_MIN_SHARE 0.005 /* pprof's default node fraction (-nodefraction) */
 
 static enum lk_view arg_view = LK_VIEW_LEAKS;
 static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
+static bool arg_no_auto_wrappers, arg_tree, arg_inverted, arg_objects, arg_min_share_set;
+static const char *arg_value;
 static const char *arg_at, *arg_age;
 static size_t arg_top = DEFAULT_TOP;
 static double arg_min_share;
@@ -45,22 +48,63 @@ static int fail(int r, const char *what)
 	return LK_EXIT_FILE;
 }
 
+static bool is_view(const char *name)
+{
+	return lk_view_from_name(name) >= 0 || strcmp(name, "tree") == 0;
+}
+
 static int set_view(const char *name)
 {
-	int v = lk_view_from_name(name);
+	bool tree = strcmp(name, "tree") == 0;
+	int v = tree ? (int)LK_VIEW_LEAKS : lk_view_from_name(name);
 
 	if (v < 0) {
-		lk_msg("report: unknown view '%s' (leaks, peak, inuse, alloc, old, growth, timeline)",
+		lk_msg("report: unknown view '%s' (leaks, peak, inuse, alloc, old, growth, timeline, "
+		       "tree)", name);
+		return -EINVAL;
+	}
+	if (arg_view_set && (tree != arg_tree || (enum lk_view)v != arg_view)) {
+		lk_msg("report: two views given: %s and %s", arg_tree ? "tree" : lk_view_name(arg_view),
 		       name);
 		return -EINVAL;
 	}
-	if (arg_view_set && (enum lk_view)v != arg_view) {
-		lk_msg("report: two views given: %s and %s", lk_view_name(arg_view), name);
-		return -EINVAL;
-	}
 	arg_view = (enum lk_view)v;
+	arg_tree = tree;
 	arg_view_set = true;
 	return 0;
+}
+
+/* tree --value: a view's figure, or pprof's name of one (inuse_space is live at the end). 0, or
+ * -EINVAL after printing why. */
+static int set_value(void)
+{
+	static const struct {
+		const char *name;
+		enum lk_view view;
+		bool objects;
+	} values[] = {
+		{ "leaks", LK_VIEW_LEAKS, false },        { "peak", LK_VIEW_PEAK, false },
+		{ "inuse", LK_VIEW_INUSE, false },        { "alloc", LK_VIEW_ALLOC, false },
+		{ "old", LK_VIEW_OLD, false },            { "inuse_space", LK_VIEW_LEAKS, false },
+		{ "inuse_objects", LK_VIEW_LEAKS, true }, { "alloc_space", LK_VIEW_ALLOC, false },
+		{ "alloc_objects", LK_VIEW_ALLOC, true },
+	};
+
+	if (!arg_tree) {
+		lk_msg("report: --value, --objects and --inverted belong to the tree view");
+		return -EINVAL;
+	}
+	if (!arg_value)
+		return 0;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		if (strcmp(arg_value, values[i].name) == 0) {
+			arg_view = values[i].view;
+			arg_objects |= values[i].objects;
+			return 0;
+		}
+	lk_msg("report: --value '%s': not one of leaks, peak, inuse, alloc, old, inuse_space, "
+	       "inuse_objects, alloc_space, alloc_objects", arg_value);
+	return -EINVAL;
 }
 
 static int parse_share(const char *s, double *ret)
@@ -94,7 +138,8 @@ static int add_pattern(enum lk_site_pattern which, const char *option, const cha
 static int parse_args(int argc, char *argv[])
 {
 	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_FOCUS, ARG_IGNORE,
-	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY };
+	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY,
+	       ARG_NO_AUTO_WRAPPERS, ARG_VALUE, ARG_OBJECTS, ARG_INVERTED };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "top", required_argument, NULL, 'n' },
@@ -111,6 +156,10 @@ static int parse_args(int argc, char *argv[])
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
+		{ "no-auto-wrappers", no_argument, NULL, ARG_NO_AUTO_WRAPPERS },
+		{ "value", required_argument, NULL, ARG_VALUE },
+		{ "objects", no_argument, NULL, ARG_OBJECTS },
+		{ "inverted", no_argument, NULL, ARG_INVERTED },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -138,6 +187,7 @@ static int parse_args(int argc, char *argv[])
 				lk_msg("report: --min-share: '%s' is not a percentage", optarg);
 				return LK_EXIT_USAGE;
 			}
+			arg_min_share_set = true;
 			break;
 		case ARG_FOCUS:
 		case ARG_IGNORE:
@@ -186,6 +236,18 @@ static int parse_args(int argc, char *argv[])
 			if (lk_cmd_max_memory("report", optarg))
 				return LK_EXIT_USAGE;
 			break;
+		case ARG_NO_AUTO_WRAPPERS:
+			arg_no_auto_wrappers = true;
+			break;
+		case ARG_VALUE:
+			arg_value = optarg;
+			break;
+		case ARG_OBJECTS:
+			arg_objects = true;
+			break;
+		case ARG_INVERTED:
+			arg_inverted = true;
+			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
 		default:
@@ -198,9 +260,16 @@ static int parse_args(int argc, char *argv[])
 		unsetenv("DEBUGINFOD_URLS");
 	/* `leek report --merge timeline FILE...`: a view after the options, unless a file has
 	 * that name. */
-	if (!arg_view_set && optind < argc && lk_view_from_name(argv[optind]) >= 0 &&
+	if (!arg_view_set && optind < argc && is_view(argv[optind]) &&
 	    access(argv[optind], F_OK) < 0)
 		set_view(argv[optind++]);
+	if ((arg_value || arg_objects || arg_inverted) && set_value() < 0)
+		return LK_EXIT_USAGE;
+	if (arg_tree && (arg_top_set || arg_stacks)) {
+		lk_msg("report: %s does not apply to the tree, which --min-share prunes",
+		       arg_top_set ? "--top" : "--stacks");
+		return LK_EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -208,8 +277,8 @@ static int parse_args(int argc, char *argv[])
 static int check_times(uint64_t *at_ns, uint64_t *age_ns)
 {
 	if ((arg_at && arg_view != LK_VIEW_INUSE) || (arg_age && arg_view != LK_VIEW_OLD)) {
-		lk_msg("report: %s belongs to the %s view", arg_at ? "--at" : "--age",
-		       arg_at ? "inuse" : "old");
+		lk_msg("report: %s belongs to the %s view (tree: --value %s)", arg_at ? "--at" : "--age",
+		       arg_at ? "inuse" : "old", arg_at ? "inuse" : "old");
 		return LK_EXIT_USAGE;
 	}
 	if (arg_view == LK_VIEW_INUSE && (!arg_at || lk_parse_duration(arg_at, at_ns) < 0)) {
@@ -250,6 +319,17 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 	return 0;
 }
 
+/* Finishes a section (its sites or its tree); 0, or < 0 after printing why, naming what. */
+static int finish(struct lk_report *r, const char *what)
+{
+	_cleanup_(freep) char *err = NULL;
+	int k = lk_report_finish(r, &err);
+
+	if (k < 0)
+		lk_error_of(what, k, err);
+	return k;
+}
+
 /* The JSON document starts with the first report, so that a file that cannot be read leaves
  * nothing on stdout that could pass for its report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
@@ -283,7 +363,7 @@ int lk_cmd_report(int argc, char *argv[])
 	int status = LK_EXIT_OK, k;
 
 	/* The view may come first, as a word: `leek report peak FILE`. */
-	if (argc > 1 && lk_view_from_name(argv[1]) >= 0) {
+	if (argc > 1 && is_view(argv[1])) {
 		set_view(argv[1]);
 		argv[1] = argv[0];
 		argv++;
@@ -311,10 +391,16 @@ int lk_cmd_report(int argc, char *argv[])
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
 		.top = arg_json && !arg_top_set ? 0 : arg_top,
-		.min_share = arg_min_share,
+		/* A tree in the terminal hides what is too small to read; JSON has it all. */
+		.min_share = arg_tree && !arg_json && !arg_min_share_set ? DEFAULT_TREE_MIN_SHARE
+									 : arg_min_share,
 		.merge = arg_merge,
 		.stacks = arg_stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
+		.no_auto_wrappers = arg_no_auto_wrappers,
+		.tree = arg_tree,
+		.inverted = arg_inverted,
+		.objects = arg_objects,
 		.filter = filter,
 	};
 
@@ -342,18 +428,19 @@ int lk_cmd_report(int argc, char *argv[])
 			continue;
 		}
 		if (one) {
-			k = lk_report_finish(one);
-			if (k >= 0)
-				k = print_report(one, nfiles, &doc, &first);
+			if (finish(one, path) < 0) {
+				status = LK_EXIT_FILE;
+				continue;
+			}
+			k = print_report(one, nfiles, &doc, &first);
 			if (k < 0)
 				return fail(k, path);
 		}
 	}
 	if (merged && merged->nprocs > 0) {
-		k = lk_report_finish(merged);
-		if (k >= 0)
-			k = print_report(merged, nfiles, &doc, &first);
-		if (k < 0)
+		if (finish(merged, "--merge") < 0)
+			status = LK_EXIT_FILE;
+		else if ((k = print_report(merged, nfiles, &doc, &first)) < 0)
 			return fail(k, "--merge");
 	}
 	if (doc)

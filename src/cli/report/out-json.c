@@ -161,15 +161,20 @@ static void boolean(struct lk_json_doc *d, const char *k, bool v)
 
 /* A number with that many decimals (0: rounded to an integer), or null. k may be NULL inside
  * an array. */
+void lk_json_write_number(FILE *f, double v, int decimals)
+{
+	if (!isfinite(v))
+		fputs("null", f);
+	else if (decimals == 0)
+		fprintf(f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
+	else
+		fprintf(f, "%.*f", decimals, v);
+}
+
 static void num(struct lk_json_doc *d, const char *k, double v, int decimals)
 {
 	value(d, k);
-	if (!isfinite(v))
-		fputs("null", d->f);
-	else if (decimals == 0)
-		fprintf(d->f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
-	else
-		fprintf(d->f, "%.*f", decimals, v);
+	lk_json_write_number(d->f, v, decimals);
 }
 
 static void seconds(struct lk_json_doc *d, const char *k, uint64_t ns)
@@ -191,7 +196,8 @@ static void estimate(struct lk_json_doc *d, const char *name, const struct lk_es
 	close_c(d, ']');
 }
 
-static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, bool site)
+/* kind: 0 a frame, 1 the site, 2 a wrapper the site skipped. */
+static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, int kind)
 {
 	open_c(d, '{', true);
 	str(d, "function", f->function);
@@ -203,8 +209,8 @@ static void frame(struct lk_json_doc *d, const struct lk_sym_frame *f, bool site
 		fputs("null", d->f);
 	str(d, "module", f->module);
 	boolean(d, "inlined", f->inlined);
-	if (site)
-		boolean(d, "site", true);
+	if (kind)
+		boolean(d, kind == 1 ? "site" : "wrapper", true);
 	close_c(d, '}');
 }
 
@@ -246,7 +252,10 @@ static void site(struct lk_json_doc *d, const struct lk_report_site *s, size_t r
 	key(d, "stack");
 	open_c(d, '[', false);
 	for (size_t i = 0; i < s->nframes; i++)
-		frame(d, s->stack[i], i == s->site_frame);
+		frame(d, s->stack[i],
+		      i == s->site_frame                                      ? 1
+		      : i < s->site_frame && !(s->funcs[i] & LK_FUNC_ALLOC) ? 2
+									    : 0);
 	close_c(d, ']');
 	close_c(d, '}');
 }
@@ -319,7 +328,43 @@ static void process(struct lk_json_doc *d, const struct lk_report_process *q)
 	totals(d, &q->totals, true);
 }
 
-/* view_total, sites, timeline: what a section holds besides its processes. */
+static void wrappers(struct lk_json_doc *d, const struct lk_report *r)
+{
+	key(d, "wrappers_skipped");
+	open_c(d, '[', false);
+	for (size_t i = 0; i < r->wrappers.n; i++) {
+		const struct lk_wrapper *w = &r->wrappers.list[i];
+		const struct lk_sym_frame *f = lk_funcs_frame(&r->funcs, w->func);
+		open_c(d, '{', true);
+		str(d, "function", f->function);
+		str(d, "file", f->file);
+		str(d, "module", f->module);
+		u64(d, "round", w->round);
+		u64(d, "depth", w->depth);
+		u64(d, "samples", w->samples);
+		num(d, "share", w->share, 6);
+		u64(d, "callers", w->callers);
+		num(d, "top_caller_share", w->top_share, 6);
+		close_c(d, '}');
+	}
+	close_c(d, ']');
+}
+
+/* The tree view's: the call tree, and what --min-share left out of it. */
+static void tree(struct lk_json_doc *d, const struct lk_report *r)
+{
+	u64(d, "stacks_filtered", r->stacks_filtered);
+	key(d, "tree");
+	open_c(d, '{', false);
+	u64(d, "nodes", lk_tree_nodes(r->tree));
+	u64(d, "pruned_nodes", r->tree_pruned.nodes);
+	num(d, "pruned_total", r->tree_pruned.total, 0);
+	value(d, "root");
+	lk_json_tree(d->f, d->depth, r);
+	close_c(d, '}');
+}
+
+/* view_total, sites, timeline (or the tree): what a section holds besides its processes. */
 static void body(struct lk_json_doc *d, const struct lk_report *r)
 {
 	key(d, "view_total");
@@ -328,8 +373,13 @@ static void body(struct lk_json_doc *d, const struct lk_report *r)
 	num(d, "objects", r->view_objects.value, 0);
 	u64(d, "samples", r->view_bytes.samples);
 	close_c(d, '}');
+	if (r->tree) {
+		tree(d, r);
+		return;
+	}
 	u64(d, "sites_total", r->sites_total);
 	u64(d, "stacks_filtered", r->stacks_filtered);
+	wrappers(d, r);
 	key(d, "sites");
 	open_c(d, '[', false);
 	for (size_t i = 0; i < r->nsites; i++)
@@ -361,13 +411,19 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 	open_c(d, '{', false);
 	str(d, "format", "leek-report");
 	u64(d, "version", 1);
-	str(d, "view", lk_view_name(o->view));
+	str(d, "view", lk_report_view_name(o));
 	key(d, "options");
 	open_c(d, '{', true);
 	seconds(d, "at_s", o->view == LK_VIEW_INUSE ? o->at_ns : UINT64_MAX);
 	seconds(d, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
 	u64(d, "top", o->top);
 	num(d, "min_share", o->min_share, 6);
+	if (o->tree) {
+		str(d, "value", lk_view_name(o->view));
+		boolean(d, "objects", o->objects);
+		boolean(d, "inverted", o->inverted);
+	} else
+		boolean(d, "auto_wrappers", !o->no_auto_wrappers);
 	close_c(d, '}');
 	boolean(d, "merged", o->merge);
 	if (per_process) {
