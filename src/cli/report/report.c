@@ -337,6 +337,10 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 			continue;
 		}
 		at = lk_site_pick(r->opts.filter, r->index->st.frames, n);
+		if (r->opts.on_stack &&
+		    (k = r->opts.on_stack->fn(r->opts.on_stack->ctx, profile, r->index->st.frames, n,
+					      at, &st[i])) < 0)
+			break;
 		s = find_site(r, n, at);
 		k = s ? add_to_site(r, s, &st[i], n, at) : -errno;
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
