@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # browse.py: loads a page in headless Chromium and drives it over the Chrome DevTools Protocol,
-# for tests/html/test-html.c. Standard library only (Debian's python3; no pip): a WebSocket
+# for tests/report/test-html.c. Standard library only (Debian's python3; no pip): a WebSocket
 # client of about 60 lines and the few CDP commands the tests need.
 #
 #   browse.py PAGE STEP...
@@ -11,11 +11,14 @@
 #   click=SEL@FX,FY    a real mouse click (moved, pressed, released) at the fraction FX, FY of
 #                      the first element matching the CSS selector SEL
 #   shot=PATH          a PNG screenshot of the whole page into PATH
+#   type=SEL@TEXT      focuses the element SEL, clears it and types TEXT (Input.insertText)
+#   sleep=MS           waits MS milliseconds (for the page's transitions)
 # Prints one JSON object: {"errors": [...], "requests": [...], "results": [...]}, where errors
 # are the page's console errors, uncaught exceptions and log entries of level error, and
 # requests every URL the page asked for that is not the page itself or data: (it must ask for
-# none). Exit status 0 when the steps ran (whatever the page did), 77 when no Chromium is
-# installed (the test then skips), 1 when the browser or a step failed.
+# none); a dialog (alert) counts as an error and is dismissed. Exit status 0 when the steps ran
+# (whatever the page did), 77 when no Chromium is installed (the test then skips), 1 when the
+# browser or a step failed.
 #
 # Chromium runs with a fresh profile in a temporary directory, its DevTools port chosen by the
 # kernel (--remote-debugging-port=0, read back from DevToolsActivePort) on 127.0.0.1, and is
@@ -122,6 +125,12 @@ class Page:
                 'description', d.get('text', '?')))
         elif method == 'Log.entryAdded' and p.get('entry', {}).get('level') == 'error':
             self.errors.append('log: ' + p['entry'].get('text', '?'))
+        elif method == 'Page.javascriptDialogOpening':
+            self.errors.append('dialog: ' + p.get('type', '?') + ': ' + p.get('message', ''))
+            # dismissed, or the page would wait for ever; the answer's id is none call() awaits
+            self.ws.send(json.dumps({'id': 1 << 40, 'sessionId': self.session,
+                                     'method': 'Page.handleJavaScriptDialog',
+                                     'params': {'accept': False}}))
         elif method == 'Network.requestWillBeSent':
             self.requests.append(p.get('request', {}).get('url', '?'))
         self.events.append(method)
@@ -246,6 +255,13 @@ def main(argv):
                 page.wait_for(arg)
             elif kind == 'click':
                 page.click(arg)
+            elif kind == 'sleep':
+                time.sleep(float(arg) / 1000)
+            elif kind == 'type':
+                sel, _, text = arg.partition('@')
+                page.evaluate('(() => { const e = document.querySelector(' + json.dumps(sel) +
+                              '); e.focus(); e.select(); })()')
+                page.call('Input.insertText', text=text)
             elif kind == 'shot':
                 r = page.call('Page.captureScreenshot', format='png', captureBeyondViewport=True)
                 with open(arg, 'wb') as f:
