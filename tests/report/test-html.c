@@ -169,6 +169,38 @@ static void write_hostile_profile(const char *path)
 	free(b.map);
 }
 
+/* -o FILE is created only once the report is made: a profile that cannot be read leaves none
+ * (exit 2), and two profiles without --merge are a usage error (one page shows one report). */
+TEST(output_only_for_a_report)
+{
+	char dir[256], page[300], bad[300], good[300];
+	struct proc p;
+
+	tmp_dir(dir);
+	snprintf(page, sizeof(page), "%s/out.html", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
+	snprintf(good, sizeof(good), "%s/good.lk", dir);
+	write_file(bad, "not a profile", 13);
+	write_hostile_profile(good);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "-o", page,
+							  bad, NULL }, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_EQ(count_files(dir, "out", ".html"), 0);
+	proc_free(&p);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "-o", page,
+							  good, good, NULL }, 60);
+	ASSERT_EQ(p.status, 1);
+	ASSERT_CONTAINS(p.err, "--merge");
+	ASSERT_EQ(count_files(dir, "out", ".html"), 0);
+	proc_free(&p);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "--merge",
+							  "-o", page, good, good, NULL }, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(count_files(dir, "out", ".html"), 1);
+	proc_free(&p);
+	tmp_dir_remove(dir);
+}
+
 /* Names from a profile stay text: the page holds exactly its own five scripts, nothing runs
  * (no dialog, no console error: the browse fails on either), no element comes from a name, and
  * the names show verbatim where they belong. */

@@ -64,6 +64,13 @@
 		if (a < 600) return s.toFixed(2) + ' s';
 		return (s / 60).toFixed(1) + ' min';
 	}
+	/* A tick of the time axis: the unit and decimals that tell ticks incr seconds apart. */
+	function fmtTick(s, incr) {
+		const [unit, name] = incr < 1e-3 ? [1e-6, 'us'] : incr < 1 ? [1e-3, 'ms']
+			: incr < 600 ? [1, 's'] : [60, 'min'];
+		const dec = Math.max(0, Math.min(6, Math.ceil(-Math.log10(incr / unit) - 1e-9)));
+		return (s / unit).toFixed(dec) + ' ' + name;
+	}
 	function fmtPct(x) {
 		return (100 * x).toFixed(1) + '%';
 	}
@@ -352,7 +359,7 @@
 			scales: { x: { time: false } },
 			cursor: { drag: { x: false, y: false } },
 			axes: [
-				{ values: (u, vals) => vals.map(fmtTime) },
+				{ values: (u, vals, axis, space, incr) => vals.map((v) => fmtTick(v, incr)) },
 				{ values: (u, vals) => vals.map(fmtBytes), size: 80 },
 			],
 			series: [
@@ -464,6 +471,18 @@
 			['live at end', (s) => s.live[0], (s) => estCells(s.live), '', 2],
 		], 1);
 	}
+
+	/* The graph and the chart follow the window's width (the tables do by themselves). */
+	let resizing = null;
+	window.addEventListener('resize', () => {
+		clearTimeout(resizing);
+		resizing = setTimeout(() => {
+			const w = Math.max(400, $('flame-graph').clientWidth);
+			if (fg && w !== fg.width()) fg.width(w).update();
+			if (chart) chart.setSize({ width: Math.max(400, $('chart').clientWidth),
+						   height: 280 });
+		}, 150);
+	});
 
 	fillSummary();
 	fillMetrics();
