@@ -11,6 +11,7 @@
 #   click=SEL@FX,FY    a real mouse click (moved, pressed, released) at the fraction FX, FY of
 #                      the first element matching the CSS selector SEL
 #   shot=PATH          a PNG screenshot of the whole page into PATH
+#   hover=SEL@FX,FY    the mouse moved to that point, no button pressed
 #   type=SEL@TEXT      focuses the element SEL, clears it and types TEXT (Input.insertText)
 #   sleep=MS           waits MS milliseconds (for the page's transitions)
 # Prints one JSON object: {"errors": [...], "requests": [...], "results": [...]}, where errors
@@ -183,7 +184,7 @@ class Page:
                 raise RuntimeError(f'{expr}: still false after {seconds} s')
             time.sleep(0.05)
 
-    def click(self, spec):
+    def click(self, spec, kinds=('mouseMoved', 'mousePressed', 'mouseReleased')):
         sel, _, at = spec.rpartition('@')
         fx, fy = (float(v) for v in at.split(','))
         r = self.evaluate('(() => { const e = document.querySelector(' + json.dumps(sel) +
@@ -193,7 +194,7 @@ class Page:
         if not r:
             raise RuntimeError(f'click: no element matches {sel}')
         x, y = r[0] + fx * r[2], r[1] + fy * r[3]
-        for kind in ('mouseMoved', 'mousePressed', 'mouseReleased'):
+        for kind in kinds:
             self.call('Input.dispatchMouseEvent', type=kind, x=x, y=y, button='left',
                       clickCount=0 if kind == 'mouseMoved' else 1)
 
@@ -255,6 +256,8 @@ def main(argv):
                 page.wait_for(arg)
             elif kind == 'click':
                 page.click(arg)
+            elif kind == 'hover':
+                page.click(arg, ('mouseMoved',))
             elif kind == 'sleep':
                 time.sleep(float(arg) / 1000)
             elif kind == 'type':

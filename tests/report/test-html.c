@@ -252,18 +252,24 @@ TEST(hostile_names_stay_text)
 }
 
 #ifdef FX_DIR
-/* `leek run --period 1` of a fixture into dir; the profile's path. */
-static char *run_fixture(const char *dir, const char *fixture)
+/* `leek run --period PERIOD` of a fixture into dir; the profile's path. */
+static char *run_fixture_period(const char *dir, const char *fixture, const char *period)
 {
 	struct proc p;
 	char out[300];
 
 	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
-	leek_run(&p, dir, (const char *const[]){ "--period", "1", "-o", out, "--", fixture, NULL },
+	leek_run(&p, dir, (const char *const[]){ "--period", period, "-o", out, "--", fixture, NULL },
 		 60);
 	ASSERT_EQ(p.status, 0);
 	proc_free(&p);
 	return run_profile(dir);
+}
+
+/* In exact mode: every allocation. */
+static char *run_fixture(const char *dir, const char *fixture)
+{
+	return run_fixture_period(dir, fixture, "1");
 }
 
 /* The page of fx-golden loads cleanly; its top site (as the JSON report ranks it) is a frame of
@@ -298,6 +304,59 @@ TEST(page_shows_the_top_site)
 	ASSERT_EQ(result_num(&b, 3, "value"), 300000 + 480 + 4096 + 5000 + 3000);
 	browsed_free(&b);
 	json_free(doc);
+	proc_free(&p);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* The interval that `leek report` prints for the site whose line names function ("[48.7, 69.4]
+ * MiB"), from its text report (the rank line comes right before the site's). */
+static char *text_interval(const char *report, const char *function)
+{
+	const char *at = strstr(report, function), *line, *open, *close;
+
+	ASSERT_TRUE(at);
+	while (at > report && at[-1] != '\n')
+		at--;
+	line = at - 1;
+	while (line > report && line[-1] != '\n')
+		line--;
+	open = memchr(line, '[', (size_t)(at - line));
+	close = open ? memchr(open, ']', (size_t)(at - open)) : NULL;
+	if (!open || !close)
+		FAIL("no interval before %s in:\n%s", function, report);
+	return strndup(open, (size_t)(close - open) + 5); /* "] MiB" */
+}
+
+/* Hovering a frame shows its value with the 95% interval, as the text report prints it for that
+ * site (one stack: the frame's and the site's estimate are the same), in a sampled profile where
+ * the interval is no point. */
+TEST(tooltip_shows_the_interval)
+{
+	char dir[256], *profile, *page, *interval;
+	struct proc p;
+	struct browsed b;
+
+	tmp_dir(dir);
+	profile = run_fixture_period(dir, FX("fx-growth"), "512K");
+	leek_report(&p, dir, (const char *const[]){ profile, NULL });
+	ASSERT_EQ(p.status, 0);
+	interval = text_interval(p.out, "fixture_grow_leak");
+	page = write_page(dir, "sampled", profile);
+	browse(&b, dir, page, "tooltip", (const char *const[]){
+		SETTLED, SLEEP,
+		"hover=#flame-graph g.frame[name=fixture_grow_leak] rect@0.5,0.5",
+		"eval=document.getElementById('tooltip').hidden",
+		"eval=document.getElementById('tooltip').textContent",
+		NULL });
+	ASSERT_TRUE(result(&b, 0)->type == JSON_FALSE);
+	ASSERT_CONTAINS(result_str(&b, 1), "fixture_grow_leak");
+	ASSERT_CONTAINS(result_str(&b, 1), "bytes live at the end: ");
+	ASSERT_CONTAINS(result_str(&b, 1), interval);
+	ASSERT_CONTAINS(result_str(&b, 1), " samples");
+	browsed_free(&b);
+	free(interval);
 	proc_free(&p);
 	free(page);
 	free(profile);

@@ -197,8 +197,10 @@
 		return METRICS[metric].label;
 	}
 
+	/* d3-flame-graph takes a tooltip as a function (called once with the graph's svg) with
+	 * show(event, d) and hide(); its own would show the names as markup. */
 	const tip = $('tooltip');
-	const tooltip = {
+	const tooltip = Object.assign(() => {}, {
 		show(event, d) {
 			const i = d.data.i, n = nodes[i], root = d3.select('#flame-graph g').datum();
 			tip.replaceChildren();
@@ -234,7 +236,7 @@
 		hide() {
 			tip.hidden = true;
 		},
-	};
+	});
 
 	let fg = null;
 	function drawFlame() {
