@@ -1,7 +1,7 @@
 /* flame-prune.c: prunes the HTML report's flame graph tree to what a page can draw (flame.h),
  * in lk_flame_finish().
  *
- * Pruning, in lk_flame_finish():
+ * Pruning, in lk_flame_finish(), once every node's sums include its children's:
  *   1. each node's share: the largest of its live, peak and allocated bytes over the root's,
  *      and of its live bytes at each bucket's end over the heap's highest point (one depth-first
  *      walk that sums the series of the stacks ending under it, one accumulator a depth);
@@ -201,11 +201,15 @@ int lk_flame_finish(struct lk_flame *f, const struct lk_flame_opts *o, unsigned 
 	f->nodes_before = f->n;
 	f->buckets = f->several_profiles ? 0
 		     : nbuckets < LK_TIMELINE_BUCKETS ? nbuckets : LK_TIMELINE_BUCKETS;
-	for (unsigned b = 0; b < f->buckets; b++) {
-		double sum = 0;
-		for (size_t i = 0; i < f->nseries; i++)
-			sum += f->series[i][b];
-		heap_max = sum > heap_max ? sum : heap_max;
+	for (size_t i = f->n; i-- > 1;) /* children after parents: sums from the leaves up */
+		lk_flame_add_sums(f->nodes[f->nodes[i].parent].v, f->nodes[i].v);
+	{
+		double heap[LK_TIMELINE_BUCKETS] = { 0 };
+		for (size_t i = 0; i < f->nseries; i++) /* row by row: 512 bytes each */
+			for (unsigned b = 0; b < f->buckets; b++)
+				heap[b] += f->series[i][b];
+		for (unsigned b = 0; b < f->buckets; b++)
+			heap_max = heap[b] > heap_max ? heap[b] : heap_max;
 	}
 	k = score(f, f->buckets, heap_max);
 	if (k < 0)
