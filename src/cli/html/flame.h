@@ -22,7 +22,7 @@
  * min_share of the whole (at a moment: of the heap's highest point); of those, the max_nodes
  * with the largest such share. The children a kept node loses are summed into one "other" node
  * under it, so every total stays whole. Memory comes from the budget (budget.h): the tree before
- * pruning costs about 200 bytes a node, and -E2BIG past the limit.
+ * pruning costs about 210 bytes a node, and -E2BIG past the limit.
  *
  * Never: read profiles, print, or keep a pointer to a stack's stats after the hook returns.
  */
