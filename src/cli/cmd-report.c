@@ -10,21 +10,28 @@
  * or keep a profile loaded after its section is built.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "commands.h"
+#include "html.h"
 #include "report.h"
 #include "util.h"
 
 #define DEFAULT_TOP 20
 #define DEFAULT_TREE_MIN_SHARE 0.005 /* pprof's default node fraction (-nodefraction) */
 
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static bool arg_view_set, arg_json, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
+static enum format arg_format = FORMAT_TEXT;
+static const char *arg_output;
+static bool arg_view_set, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
 static bool arg_no_auto_wrappers, arg_tree, arg_inverted, arg_objects, arg_min_share_set;
 static const char *arg_value;
 static const char *arg_at, *arg_age;
@@ -51,6 +58,17 @@ static int fail(int r, const char *what)
 static bool is_view(const char *name)
 {
 	return lk_view_from_name(name) >= 0 || strcmp(name, "tree") == 0;
+}
+
+/* A report that could not be made or written: why, unless said already (-EBADF). */
+static int report_failed(int r, const char *what)
+{
+	if (r == -E2BIG)
+		lk_msg("%s: the report needs more than %s of memory (--max-memory)", what,
+		       lk_budget_format((char[32]){ 0 }, 32, lk_budget_limit()));
+	else if (r != -EBADF)
+		lk_error(r, "report: %s", what);
+	return LK_EXIT_FILE;
 }
 
 static int set_view(const char *name)
@@ -152,6 +170,7 @@ static int parse_args(int argc, char *argv[])
 		{ "merge", no_argument, NULL, ARG_MERGE },
 		{ "stacks", no_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "debug-dir", required_argument, NULL, ARG_DEBUG_DIR },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
@@ -168,7 +187,7 @@ static int parse_args(int argc, char *argv[])
 	int c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "n:svf:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "n:svf:o:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_VIEW:
 			if (set_view(optarg) < 0)
@@ -213,11 +232,19 @@ static int parse_args(int argc, char *argv[])
 			arg_stacks = true;
 			break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				lk_msg("report: --format: '%s' is neither text nor json", optarg);
+			if (strcmp(optarg, "text") == 0)
+				arg_format = FORMAT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				arg_format = FORMAT_JSON;
+			else if (strcmp(optarg, "html") == 0)
+				arg_format = FORMAT_HTML;
+			else {
+				lk_msg("report: --format: '%s' is not text, json or html", optarg);
 				return LK_EXIT_USAGE;
 			}
-			arg_json = strcmp(optarg, "json") == 0;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case ARG_DEBUG_DIR:
 			dirs = reallocarray(arg_debug_dirs, arg_n_debug_dirs + 1, sizeof(*dirs));
@@ -268,6 +295,10 @@ static int parse_args(int argc, char *argv[])
 	if (arg_tree && (arg_top_set || arg_stacks)) {
 		lk_msg("report: %s does not apply to the tree, which --min-share prunes",
 		       arg_top_set ? "--top" : "--stacks");
+		return LK_EXIT_USAGE;
+	}
+	if (arg_tree && arg_format == FORMAT_HTML) {
+		lk_msg("report: the tree is text or json; the HTML page has it as flame graphs");
 		return LK_EXIT_USAGE;
 	}
 	return 0;
@@ -330,15 +361,58 @@ static int finish(struct lk_report *r, const char *what)
 	return k;
 }
 
+/* -o FILE: stdout goes to FILE from the first report on, so that a report that cannot be made
+ * leaves no file behind (nor an empty one over an older report). 0 or a negative errno. */
+static int open_output(void)
+{
+	int fd;
+
+	if (!arg_output)
+		return 0;
+	fd = open(arg_output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	fflush(stdout);
+	if (dup2(fd, STDOUT_FILENO) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	close(fd);
+	arg_output = NULL; /* opened */
+	return 0;
+}
+
+/* The HTML page of r, whose stacks went to flame (lk_flame_hook); 0 or a negative errno (-E2BIG:
+ * the budget). */
+static int print_html(const struct lk_report *r, struct lk_flame *flame)
+{
+	const struct lk_flame_opts fo = { .min_share = LK_FLAME_MIN_SHARE,
+					  .max_nodes = LK_FLAME_MAX_NODES };
+	int k = lk_flame_finish(flame, &fo, (unsigned)r->ntimeline);
+
+	if (k < 0)
+		return k;
+	lk_html_write(stdout, r, flame, &fo);
+	return 0;
+}
+
 /* The JSON document starts with the first report, so that a file that cannot be read leaves
  * nothing on stdout that could pass for its report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first)
+			bool *first, struct lk_flame *flame)
 {
 	bool was_first = *first;
+	int k;
 
 	*first = false;
-	if (!arg_json) {
+	if (was_first && (k = open_output()) < 0) {
+		lk_error(k, "report: cannot create '%s'", arg_output);
+		return -EBADF; /* said */
+	}
+	if (arg_format == FORMAT_HTML)
+		return print_html(r, flame);
+	if (arg_format == FORMAT_TEXT) {
 		if (!was_first)
 			putchar('\n');
 		lk_text_report(stdout, r);
@@ -355,6 +429,8 @@ int lk_cmd_report(int argc, char *argv[])
 	_cleanup_(filter_donep) struct lk_site_filter *filter = &arg_filter;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
+	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
+								 * the report and symbolizer */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
@@ -383,6 +459,10 @@ int lk_cmd_report(int argc, char *argv[])
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
+	if (arg_format == FORMAT_HTML && nfiles > 1 && !arg_merge) {
+		lk_msg("report: --format html shows one profile, or several with --merge");
+		return LK_EXIT_USAGE;
+	}
 
 	/* Block characters only where the terminal's locale can show them. */
 	setlocale(LC_CTYPE, "");
@@ -390,10 +470,14 @@ int lk_cmd_report(int argc, char *argv[])
 		.view = arg_view,
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
-		.top = arg_json && !arg_top_set ? 0 : arg_top,
+		.top = arg_top_set		   ? arg_top
+		       : arg_format == FORMAT_JSON ? 0
+		       : arg_format == FORMAT_HTML ? LK_HTML_TOP
+						   : arg_top,
 		/* A tree in the terminal hides what is too small to read; JSON has it all. */
-		.min_share = arg_tree && !arg_json && !arg_min_share_set ? DEFAULT_TREE_MIN_SHARE
-									 : arg_min_share,
+		.min_share = arg_tree && arg_format == FORMAT_TEXT && !arg_min_share_set
+				     ? DEFAULT_TREE_MIN_SHARE
+				     : arg_min_share,
 		.merge = arg_merge,
 		.stacks = arg_stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
@@ -404,6 +488,11 @@ int lk_cmd_report(int argc, char *argv[])
 		.filter = filter,
 	};
 
+	if (arg_format == FORMAT_HTML) {
+		if (lk_flame_new(&flame) < 0)
+			return fail(-ENOMEM, "--format html");
+		ro.on_stack = lk_flame_hook(flame);
+	}
 	k = lk_symbolizer_new(&sym);
 	if (k < 0)
 		return fail(k, "cannot start the symbolizer");
@@ -432,16 +521,16 @@ int lk_cmd_report(int argc, char *argv[])
 				status = LK_EXIT_FILE;
 				continue;
 			}
-			k = print_report(one, nfiles, &doc, &first);
+			k = print_report(one, nfiles, &doc, &first, flame);
 			if (k < 0)
-				return fail(k, path);
+				return report_failed(k, path);
 		}
 	}
 	if (merged && merged->nprocs > 0) {
 		if (finish(merged, "--merge") < 0)
 			status = LK_EXIT_FILE;
-		else if ((k = print_report(merged, nfiles, &doc, &first)) < 0)
-			return fail(k, "--merge");
+		else if ((k = print_report(merged, nfiles, &doc, &first, flame)) < 0)
+			return report_failed(k, "--merge");
 	}
 	if (doc)
 		lk_json_end(doc);

@@ -56,7 +56,7 @@ static size_t utf8_length(const unsigned char *s, size_t n)
 	return len;
 }
 
-void lk_json_write_string(FILE *f, const char *str, size_t len)
+static void write_string(FILE *f, const char *str, size_t len, bool in_html)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
@@ -72,15 +72,28 @@ void lk_json_write_string(FILE *f, const char *str, size_t len)
 			fputs("\\t", f);
 		else if (c == '\r')
 			fputs("\\r", f);
-		else if (c < 0x20 || c == 0x7f)
+		else if (c < 0x20 || c == 0x7f || (in_html && (c == '<' || c == '>' || c == '&')))
 			fprintf(f, "\\u%04x", c);
 		else if (n == 0)
 			fputs("\\ufffd", f); /* not UTF-8: one replacement character a byte */
+		else if (in_html && n == 3 && c == 0xe2 && s[i + 1] == 0x80 &&
+			 (s[i + 2] == 0xa8 || s[i + 2] == 0xa9))
+			fprintf(f, "\\u%04x", 0x2000 + (s[i + 2] & 0x3f)); /* U+2028, U+2029 */
 		else
 			fwrite(s + i, 1, n, f);
 		i += n ? n : 1;
 	}
 	fputc('"', f);
+}
+
+void lk_json_write_string(FILE *f, const char *str, size_t len)
+{
+	write_string(f, str, len, false);
+}
+
+void lk_json_write_string_in_html(FILE *f, const char *str, size_t len)
+{
+	write_string(f, str, len, true);
 }
 
 /* Before any value or key: the comma, and the line break outside one-line containers. */

@@ -281,6 +281,13 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		n = r->index->st.n;
 		filtered = !lk_site_wanted(r->opts.filter, r->index->st.frames, n);
 		r->stacks_filtered += filtered;
+		/* The hook sees the site the allocator list picks: the wrappers the stacks reveal
+		 * are known only once every stack is in (lk_report_finish). */
+		if (!filtered && r->opts.on_stack &&
+		    (k = r->opts.on_stack->fn(r->opts.on_stack->ctx, profile, r->index->st.frames, n,
+					      lk_site_pick(r->opts.filter, r->index->st.frames, n),
+					      &st[i])) < 0)
+			break;
 		k = keep_stack(r, &st[i], n, filtered);
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 			k = lk_u64map_put(&site_of, st[i].id, r->nstacks - 1);

@@ -45,6 +45,18 @@ const char *lk_view_name(enum lk_view v);
 int lk_view_from_name(const char *name); /* enum lk_view, or -EINVAL */
 const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "unknown" */
 
+/* A consumer of every stack a report keeps (after --focus and --ignore), such as the flame graph
+ * of the HTML report (src/cli/html/flame.h): lk_report_add() calls fn with the stack's frames,
+ * symbolized and flattened, innermost first (frames[site] its site, as site.h picks it), its
+ * estimates, and the symbolizer's number for its profile. The frames stay valid as long as the
+ * report and its symbolizer; the stats only during the call. A negative return stops
+ * lk_report_add() with it (-E2BIG: the memory budget, reported as the sites' is). */
+struct lk_report_stack_hook {
+	int (*fn)(void *ctx, uint32_t profile, const struct lk_sym_frame *const *frames, size_t n,
+		  size_t site, const struct lk_stack_stats *st);
+	void *ctx;
+};
+
 struct lk_report_opts {
 	enum lk_view view;
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
@@ -60,6 +72,7 @@ struct lk_report_opts {
 			   * leave out its stacks without any (`leek run`'s summary, which prints
 			   * the view's figure alone, and need not symbolize every stack) */
 	const struct lk_site_filter *filter;
+	const struct lk_report_stack_hook *on_stack; /* NULL: none */
 };
 
 /* One stack of a section, symbolized and kept until the report is freed: the sites, the tree
@@ -200,6 +213,10 @@ void lk_json_write_string(FILE *f, const char *s, size_t len);
 /* A JSON number with that many decimals (0: rounded to an integer, never "-0"), or null for one
  * that is not finite. */
 void lk_json_write_number(FILE *f, double v, int decimals);
+/* The same, for a JSON text inside an HTML <script> element: '<', '>' and '&' as \u escapes too
+ * (so no "</script" or "<!--" can end or disturb the element), and U+2028 and U+2029, which
+ * older JavaScript parsers take for line ends inside a string. */
+void lk_json_write_string_in_html(FILE *f, const char *s, size_t len);
 
 /* chart.c: the timeline as a chart, 80 columns wide. */
 void lk_chart_timeline(FILE *f, const struct lk_timeline_point *p, size_t n, bool ascii);
