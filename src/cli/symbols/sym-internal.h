@@ -122,8 +122,10 @@ void lk_sym_warn(struct lk_symbolizer *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* ---- demangle.c ---- */
-/* The demangled name of a C++ or Rust symbol, interned; name itself (interned) otherwise. */
-const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name);
+/* The demangled name of a C++ or Rust symbol, interned; name itself (interned) otherwise. If
+ * raw is not NULL, *raw gets name interned (the same pointer as the result when nothing was
+ * demangled). */
+const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name, const char **raw);
 
 /* ---- sym-file.c ---- */
 /* The object for (path, build-id), shared by every module that names the same file. */
