@@ -91,6 +91,7 @@ static int parse_args(int argc, char *argv[])
 		{ "format", required_argument, NULL, 'f' },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "help", no_argument, NULL, 'h' },
+		{ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN },
 		LK_INPUT_OPTIONS,
 		{},
 	};

@@ -28,11 +28,12 @@ enum {
 	LK_INPUT_MAX_MEMORY,
 };
 
-/* The rows of a getopt_long table for the options above. */
+/* The rows of a getopt_long table for the options above, but --alloc-fn, which only a command
+ * that picks allocation sites takes ({ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN }
+ * in its own table). */
 #define LK_INPUT_OPTIONS                                                                           \
 	{ "focus", required_argument, NULL, LK_INPUT_FOCUS },                                      \
 	{ "ignore", required_argument, NULL, LK_INPUT_IGNORE },                                    \
-	{ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN },                                \
 	{ "merge", no_argument, NULL, LK_INPUT_MERGE },                                            \
 	{ "debug-dir", required_argument, NULL, LK_INPUT_DEBUG_DIR },                              \
 	{ "debuginfod", no_argument, NULL, LK_INPUT_DEBUGINFOD },                                  \
