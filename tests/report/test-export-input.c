@@ -38,6 +38,19 @@ static bool exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
+/* pb_threads' profile of `events` events, 2 threads, drawn from seed, written to dir/name; its
+ * path in path (300 bytes). */
+static void threads_profile(const char *dir, const char *name, uint64_t seed, size_t events,
+			    bool crash, char *path)
+{
+	struct pbuf b = { 0 };
+
+	pb_threads(&b, seed, events, 2, 4096, crash, NULL);
+	snprintf(path, 300, "%s/%s", dir, name);
+	write_file(path, b.p, b.len);
+	free(b.p);
+}
+
 /* The sample profile cut inside each record, and a file that is no profile: export's stderr and
  * status are report's, word for word, and no output appears. */
 TEST(damaged_input_as_report)
@@ -112,13 +125,10 @@ TEST(intact_sample)
 TEST(damaged_among_good)
 {
 	char dir[256], good[300], bad[300], out[320];
-	struct pbuf b = { 0 };
 	struct pb_sample s;
 
 	tmp_dir(dir);
-	pb_threads(&b, 1, 2000, 2, 4096, false, NULL);
-	snprintf(good, sizeof(good), "%s/good.lk", dir);
-	write_file(good, b.p, b.len);
+	threads_profile(dir, "good.lk", 1, 2000, false, good);
 	pb_build_sample(&s);
 	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
 	write_file(bad, s.b.p, s.off[3] + 1);
@@ -132,7 +142,6 @@ TEST(damaged_among_good)
 	leek(dir, (const char *const[]){ "export", "--merge", "-o", out, bad, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_TRUE(exists(out));
-	free(b.p);
 	free(s.b.p);
 	tmp_dir_remove(dir);
 }
@@ -158,15 +167,12 @@ static uint64_t report_total(const char *dir, const char *view, const char *path
 TEST(threads_profile_totals)
 {
 	char dir[256], path[300], out[320];
-	struct pbuf b = { 0 };
 	struct pprof_raw r;
 	struct pprof_header h;
 
 	need_go();
 	tmp_dir(dir);
-	pb_threads(&b, 7, 20000, 4, 4096, true, NULL);
-	snprintf(path, sizeof(path), "%s/t.lk", dir);
-	write_file(path, b.p, b.len);
+	threads_profile(dir, "t.lk", 7, 20000, true, path);
 	leek(dir, (const char *const[]){ "export", path, NULL });
 	if (res.status != 0)
 		FAIL("export: exit %d, stderr:\n%s", res.status, res.err);
@@ -191,7 +197,6 @@ TEST(threads_profile_totals)
 	ASSERT_TRUE(h.strings_valid);
 	ASSERT_STREQ(h.default_sample_type, "inuse_space");
 	pprof_raw_free(&r);
-	free(b.p);
 	tmp_dir_remove(dir);
 }
 
@@ -267,12 +272,9 @@ TEST(usage_errors)
 		{ { "export", NULL }, "no profile given" },
 	};
 	char dir[256], path[300];
-	struct pbuf b = { 0 };
 
 	tmp_dir(dir);
-	pb_threads(&b, 3, 100, 1, 4096, false, NULL);
-	snprintf(path, sizeof(path), "%s/p.lk", dir);
-	write_file(path, b.p, b.len);
+	threads_profile(dir, "p.lk", 3, 100, false, path);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *args[8];
 		for (size_t k = 0; k < 8; k++)
@@ -290,7 +292,6 @@ TEST(usage_errors)
 			     "--ignore\0--debug-dir\0--debuginfod\0--max-memory\0";
 	     *o; o += strlen(o) + 1)
 		ASSERT_CONTAINS(res.out, o);
-	free(b.p);
 	tmp_dir_remove(dir);
 }
 
@@ -299,13 +300,10 @@ TEST(usage_errors)
 TEST(output_names)
 {
 	char dir[256], sub[300], path[300], out[340];
-	struct pbuf b = { 0 };
 	struct stat st;
 
 	tmp_dir(dir);
-	pb_threads(&b, 5, 500, 1, 4096, false, NULL);
-	snprintf(path, sizeof(path), "%s/p.lk.gz", dir); /* raw bytes under a .gz name: read */
-	write_file(path, b.p, b.len);
+	threads_profile(dir, "p.lk.gz", 5, 500, false, path); /* raw bytes under a .gz name */
 	leek(dir, (const char *const[]){ "export", path, NULL });
 	ASSERT_EQ(res.status, 0);
 	snprintf(out, sizeof(out), "%s/p.lk.pb.gz", dir);
@@ -327,6 +325,5 @@ TEST(output_names)
 	leek(dir, (const char *const[]){ "export", "-o", "-", path, NULL });
 	ASSERT_EQ(res.status, 0);
 	ASSERT_TRUE(res.out_len > 2 && (uint8_t)res.out[0] == 0x1f && (uint8_t)res.out[1] == 0x8b);
-	free(b.p);
 	tmp_dir_remove(dir);
 }

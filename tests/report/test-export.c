@@ -203,7 +203,16 @@ TEST(pprof_exact_totals_and_header)
 	ASSERT_STREQ(h.period_type, "space");
 	ASSERT_STREQ(h.period_unit, "bytes");
 	ASSERT_EQ(h.period, 1);
-	/* JSON's seconds have 6 decimals: within a microsecond. */
+	/* The start to the nanosecond, as `leek dump` prints the header; the duration within
+	 * JSON's microsecond. */
+	struct proc dump;
+	unsigned long long sec, nsec;
+	leek_exec(&dump, dir, NULL, (const char *const[]){ "dump", prof, NULL }, 60);
+	ASSERT_EQ(dump.status, 0);
+	ASSERT_TRUE(strstr(dump.out, " start_realtime=") &&
+		    sscanf(strstr(dump.out, " start_realtime=") + 16, "%llu.%9llu", &sec, &nsec) == 2);
+	ASSERT_EQ(h.time_nanos, (int64_t)(sec * 1000000000 + nsec));
+	proc_free(&dump);
 	ASSERT_NEAR((double)h.time_nanos / 1e9, get_num(proc0, "start_realtime_s"), 1e-6);
 	ASSERT_NEAR((double)h.duration_nanos / 1e9, get_num(report_totals(doc), "duration_s"),
 		    1e-6);
@@ -357,6 +366,16 @@ TEST(pprof_sampled_end_peak_and_time)
 		pprof_raw(dir, out, NULL, &r);
 		expect_totals(dir, out, want, 0.5 * (double)r.nsamples + 1);
 		ASSERT_EQ(r.period, 524288);
+		if (c == 0) { /* about a second: the duration to JSON's microsecond */
+			struct pprof_header h;
+			struct json *doc = leek_report_json(&p, dir, (const char *const[]){ prof, NULL });
+			pprof_decode_header(out, &h);
+			ASSERT_TRUE(h.duration_nanos > 500000000);
+			ASSERT_NEAR((double)h.duration_nanos / 1e9,
+				    get_num(report_totals(doc), "duration_s"), 1e-6);
+			json_free(doc);
+			proc_free(&p);
+		}
 		if (cases[c].at && !strcmp(cases[c].at, "peak"))
 			ASSERT_STREQ(r.comments[0], "inuse: live at the peak of each profile's heap");
 		else if (cases[c].at)
