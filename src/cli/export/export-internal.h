@@ -35,7 +35,8 @@ struct lk_gzip {
 	z_stream z;
 	FILE *f;
 	int err; /* the first error: -ENOMEM, or -EIO for f's (its errno is lost to fwrite) */
-	unsigned char out[64 << 10];
+	size_t nin;
+	unsigned char in[64 << 10], out[64 << 10];
 };
 int lk_gzip_open(struct lk_gzip *g, FILE *f, int level); /* 0 or -ENOMEM */
 void lk_gzip_write(struct lk_gzip *g, const void *p, size_t n); /* errors wait in g->err */

@@ -26,8 +26,9 @@ struct lk_idset {
 	size_t used, cap;
 	struct lk_idset_entry *entry; /* n of them, in the order added */
 	size_t n, entry_cap;
-	uint32_t *slot;               /* open addressing by hash: entry number + 1, 0 empty; at
-				       * most half full, nslots a power of two */
+	uint64_t *slot;               /* open addressing by hash: the entry's hash << 32 | its
+				       * number + 1, 0 empty (a probe reads no entry whose hash
+				       * differs); at most half full, nslots a power of two */
 	size_t nslots;
 };
 

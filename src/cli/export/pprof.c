@@ -236,12 +236,13 @@ static int pprof_process(void *w, const struct lk_export_process *proc)
 
 static int add_function(struct lk_pprof *p, const struct lk_sym_frame *f, uint32_t *ret)
 {
-	struct lk_pprof_function key;
+	struct lk_pprof_function key = { .file = 0 }; /* string 0 is "" */
 	int r = string(p, f->function, &key.name);
 
-	if (r >= 0)
-		r = string(p, f->symbol ? f->symbol : f->function, &key.system_name);
-	if (r >= 0)
+	key.system_name = key.name;
+	if (r >= 0 && f->symbol && f->symbol != f->function)
+		r = string(p, f->symbol, &key.system_name);
+	if (r >= 0 && f->file)
 		r = string(p, f->file, &key.file);
 	if (r >= 0)
 		r = lk_idset_add(&p->functions, &key, sizeof(key), ret, NULL);
