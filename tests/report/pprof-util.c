@@ -350,9 +350,18 @@ void pprof_decode_header(const char *file, struct pprof_header *h)
 	if (n < 0 || gzclose(gz) != Z_OK)
 		FAIL("%s is not a whole gzip stream", file);
 	Perftools__Profiles__Profile *m = perftools__profiles__profile__unpack(NULL, len, buf);
-	free(buf);
 	if (!m)
 		FAIL("%s: protobuf-c cannot unpack the profile", file);
+	/* The message packed whole, as protobuf-c packs it: the same bytes as the file's, which
+	 * leek writes a field at a time. */
+	size_t size = perftools__profiles__profile__get_packed_size(m);
+	uint8_t *whole = malloc(size ? size : 1);
+	if (!whole)
+		FAIL("out of memory");
+	bool canonical = perftools__profiles__profile__pack(m, whole) == size && size == len &&
+			 memcmp(whole, buf, len) == 0;
+	free(whole);
+	free(buf);
 	size_t ns = m->n_string_table;
 	bool ok = ns > 0 && m->string_table[0][0] == 0 && index_ok(m->default_sample_type, ns) &&
 		  index_ok(m->drop_frames, ns) && index_ok(m->keep_frames, ns) && m->period_type &&
@@ -378,6 +387,7 @@ void pprof_decode_header(const char *file, struct pprof_header *h)
 		.period = m->period,
 		.nstrings = ns,
 		.strings_valid = ok,
+		.canonical = canonical,
 	};
 	if (ok) {
 		h->period_type = strdup(m->string_table[m->period_type->type]);

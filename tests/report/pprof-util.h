@@ -84,6 +84,7 @@ struct pprof_header {
 	size_t nstrings;
 	bool strings_valid; /* string_table[0] is "" and every string index in the message is
 			     * within the table */
+	bool canonical;     /* the bytes are those of the message packed whole by protobuf-c */
 };
 void pprof_decode_header(const char *file, struct pprof_header *h);
 

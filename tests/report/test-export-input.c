@@ -195,6 +195,7 @@ TEST(threads_profile_totals)
 	}
 	pprof_decode_header(out, &h);
 	ASSERT_TRUE(h.strings_valid);
+	ASSERT_TRUE(h.canonical);
 	ASSERT_STREQ(h.default_sample_type, "inuse_space");
 	pprof_raw_free(&r);
 	tmp_dir_remove(dir);
@@ -248,6 +249,7 @@ TEST(hostile_names_escaped)
 		ASSERT_TRUE(!strchr(r.text, '\x1b'));
 		pprof_decode_header(out, &h);
 		ASSERT_TRUE(h.strings_valid);
+	ASSERT_TRUE(h.canonical);
 		pprof_raw_free(&r);
 	}
 	tmp_dir_remove(dir);

@@ -199,6 +199,7 @@ TEST(pprof_exact_totals_and_header)
 
 	pprof_decode_header(out, &h);
 	ASSERT_TRUE(h.strings_valid);
+	ASSERT_TRUE(h.canonical);
 	ASSERT_STREQ(h.default_sample_type, "inuse_space");
 	ASSERT_STREQ(h.period_type, "space");
 	ASSERT_STREQ(h.period_unit, "bytes");

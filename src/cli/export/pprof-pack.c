@@ -1,12 +1,16 @@
 /* pprof-pack.c: a pprof export's tables (pprof.h) as one profile.proto message, packed by
  * protobuf-c (the code protoc-c generates from third_party/pprof/profile.proto) straight into a
- * gzip stream (gzip.c): the packed message is never whole in memory.
+ * gzip stream (gzip.c).
  *
- * protobuf-c packs C structs that point at one another, so the tables are laid out again for it:
- * a struct and a pointer per sample, mapping, location, line and function, and a pointer per
- * string, all from the memory budget, freed once the message is out; the location ids, values
- * and strings themselves are pointed at where they are. docs/performance.md ("Exporting") has
- * what that costs on a large profile.
+ * The message goes out a field at a time. protobuf-c packs C structs that point at one another,
+ * and laying out the whole Profile for one call took a struct and a pointer per sample, location,
+ * line, function and string: about 200 bytes a distinct frame, 250 MB on bench/export.sh's
+ * profile of 1.15 million. A message is the concatenation of its fields, and a repeated field's
+ * elements may come one by one (the protobuf encoding), so each element is packed on its own
+ * from one struct reused for all, behind its tag and length: the same bytes as one pack of the
+ * whole, in the same field order, and memory that no longer grows with the tables. The strings
+ * of string_table are written as protobuf writes a string field; the tags are the generated
+ * descriptor's.
  *
  * Never: modify the tables, or print.
  */
@@ -23,192 +27,188 @@
  * its file was 5% larger: varints and small ids leave deflate's longer search little to find. */
 #define GZIP_LEVEL 1
 
-/* Every table allocated for the message, to free after it. */
-struct tables {
-	struct {
-		void *p;
-		size_t bytes;
-	} a[16];
-	size_t n;
-};
-
-/* n zeroed elements of size bytes from the budget (n may be 0); NULL: errno ENOMEM or E2BIG. */
-static void *table(struct tables *t, size_t n, size_t size)
-{
-	void *p = lk_budget_calloc(n ? n : 1, size);
-
-	if (p) {
-		t->a[t->n].p = p;
-		t->a[t->n++].bytes = (n ? n : 1) * size;
-	}
-	return p;
-}
-
-static void tables_free(struct tables *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		lk_budget_free(t->a[i].p, t->a[i].bytes);
-}
-
-struct gzip_buffer {
+struct out {
 	ProtobufCBuffer base;
 	struct lk_gzip *g;
 };
 
-static void gzip_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+static void append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
 {
-	lk_gzip_write(((struct gzip_buffer *)b)->g, data, len);
+	lk_gzip_write(((struct out *)b)->g, data, len);
 }
 
-static int lay_samples(const struct lk_pprof *p, struct tables *t, Perftools__Profiles__Profile *m)
+/* A field's tag, or a length, as a varint (protobuf's encoding). */
+static size_t varint(uint8_t *b, uint64_t v)
 {
-	Perftools__Profiles__Sample *s = table(t, p->nsamples, sizeof(*s));
-	Perftools__Profiles__Sample **ps = table(t, p->nsamples, sizeof(*ps));
-	Perftools__Profiles__Label *base = table(t, 1, sizeof(*base));
-	Perftools__Profiles__Label **pbase = table(t, 1, sizeof(*pbase));
+	size_t n = 0;
 
-	if (!s || !ps || !base || !pbase)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	perftools__profiles__label__init(base);
-	base->key = p->base_key;
-	base->str = p->base_true;
-	pbase[0] = base;
+	for (; v >= 0x80; v >>= 7)
+		b[n++] = (uint8_t)(v | 0x80);
+	b[n++] = (uint8_t)v;
+	return n;
+}
+
+/* The number of Profile's field `name`, from the generated descriptor. */
+static uint32_t field(const char *name)
+{
+	return protobuf_c_message_descriptor_get_field_by_name(
+		       &perftools__profiles__profile__descriptor, name)->id;
+}
+
+/* A length-delimited field (wire type 2): its tag, its length, then len bytes (data, or if data
+ * is NULL the message m packed). */
+static void put(struct out *o, uint32_t number, const void *data, size_t len,
+		const ProtobufCMessage *m)
+{
+	uint8_t head[20];
+	size_t n = varint(head, (uint64_t)number << 3 | 2);
+
+	n += varint(head + n, len);
+	lk_gzip_write(o->g, head, n);
+	if (data)
+		lk_gzip_write(o->g, data, len);
+	else
+		protobuf_c_message_pack_to_buffer(m, &o->base);
+}
+
+static void put_message(struct out *o, uint32_t number, const ProtobufCMessage *m)
+{
+	put(o, number, NULL, protobuf_c_message_get_packed_size(m), m);
+}
+
+static void put_sample_types(const struct lk_pprof *p, struct out *o)
+{
+	uint32_t number = field("sample_type");
+	Perftools__Profiles__ValueType t;
+
+	for (unsigned i = 0; i < _LK_EXPORT_VALUE_MAX; i++) {
+		perftools__profiles__value_type__init(&t);
+		t.type = p->type_names[i];
+		t.unit = p->type_units[i];
+		put_message(o, number, &t.base);
+	}
+}
+
+static void put_samples(const struct lk_pprof *p, struct out *o)
+{
+	uint32_t number = field("sample");
+	Perftools__Profiles__Label base, *labels[1] = { &base };
+	Perftools__Profiles__Sample s;
+
+	perftools__profiles__label__init(&base);
+	base.key = p->base_key;
+	base.str = p->base_true;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct lk_pprof_sample *x = &p->samples[i];
-		perftools__profiles__sample__init(&s[i]);
-		s[i].n_location_id = x->locs.n;
-		s[i].location_id = p->locs + x->locs.first;
-		s[i].n_value = _LK_EXPORT_VALUE_MAX;
-		s[i].value = (int64_t *)x->value;
+		perftools__profiles__sample__init(&s);
+		s.n_location_id = x->locs.n;
+		s.location_id = p->locs + x->locs.first;
+		s.n_value = _LK_EXPORT_VALUE_MAX;
+		s.value = (int64_t *)x->value;
 		if (x->base) {
-			s[i].n_label = 1;
-			s[i].label = pbase;
+			s.n_label = 1;
+			s.label = labels;
 		}
-		ps[i] = &s[i];
+		put_message(o, number, &s.base);
 	}
-	m->n_sample = p->nsamples;
-	m->sample = ps;
-	return 0;
 }
 
-static int lay_mappings(const struct lk_pprof *p, struct tables *t, Perftools__Profiles__Profile *m)
+static void put_mappings(const struct lk_pprof *p, struct out *o)
 {
-	size_t n = p->mappings.n;
-	Perftools__Profiles__Mapping *x = table(t, n, sizeof(*x)), **px = table(t, n, sizeof(*px));
+	uint32_t number = field("mapping");
+	Perftools__Profiles__Mapping m;
 
-	if (!x || !px)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->mappings.n; i++) {
 		struct lk_pprof_mapping k;
 		memcpy(&k, lk_idset_get(&p->mappings, (uint32_t)i, NULL), sizeof(k));
-		perftools__profiles__mapping__init(&x[i]);
-		x[i].id = i + 1;
-		x[i].memory_start = k.start;
-		x[i].memory_limit = k.limit;
-		x[i].file_offset = 0; /* the first PT_LOAD's, at memory_start (pprof.c) */
-		x[i].filename = k.file;
-		x[i].build_id = k.build_id;
-		x[i].has_functions = x[i].has_filenames = true;
-		x[i].has_line_numbers = x[i].has_inline_frames = true;
-		px[i] = &x[i];
+		perftools__profiles__mapping__init(&m);
+		m.id = i + 1;
+		m.memory_start = k.start;
+		m.memory_limit = k.limit;
+		m.file_offset = 0; /* the first PT_LOAD's, at memory_start (pprof.c) */
+		m.filename = k.file;
+		m.build_id = k.build_id;
+		m.has_functions = m.has_filenames = true;
+		m.has_line_numbers = m.has_inline_frames = true;
+		put_message(o, number, &m.base);
 	}
-	m->n_mapping = n;
-	m->mapping = px;
-	return 0;
 }
 
-static int lay_locations(const struct lk_pprof *p, struct tables *t,
-			 Perftools__Profiles__Profile *m)
+/* 0, or -ENOMEM / -E2BIG for the lines of the longest chain. */
+static int put_locations(const struct lk_pprof *p, struct out *o)
 {
-	size_t n = p->locations.n;
-	Perftools__Profiles__Location *x = table(t, n, sizeof(*x)), **px = table(t, n, sizeof(*px));
-	Perftools__Profiles__Line *l = table(t, p->nlines, sizeof(*l));
-	Perftools__Profiles__Line **pl = table(t, p->nlines, sizeof(*pl));
+	uint32_t number = field("location"), most = 0;
+	Perftools__Profiles__Location l;
+	Perftools__Profiles__Line *lines, **plines;
 
-	if (!x || !px || !l || !pl)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	for (size_t i = 0; i < p->nlines; i++) {
-		perftools__profiles__line__init(&l[i]);
-		l[i].function_id = p->lines[i].function;
-		l[i].line = p->lines[i].line;
-		pl[i] = &l[i];
+	for (size_t i = 0; i < p->locations.n; i++)
+		most = p->loc_lines[i].n > most ? p->loc_lines[i].n : most;
+	lines = lk_budget_calloc(most + 1, sizeof(*lines));
+	plines = lk_budget_calloc(most + 1, sizeof(*plines));
+	if (!lines || !plines) {
+		int r = errno == E2BIG ? -E2BIG : -ENOMEM;
+		lk_budget_free(lines, lines ? (most + 1) * sizeof(*lines) : 0);
+		lk_budget_free(plines, plines ? (most + 1) * sizeof(*plines) : 0);
+		return r;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->locations.n; i++) {
 		struct lk_pprof_location k;
+		const struct lk_pprof_span *span = &p->loc_lines[i];
 		memcpy(&k, lk_idset_get(&p->locations, (uint32_t)i, NULL), sizeof(k));
-		perftools__profiles__location__init(&x[i]);
-		x[i].id = i + 1;
-		x[i].mapping_id = k.mapping;
-		x[i].address = k.address;
-		x[i].n_line = p->loc_lines[i].n;
-		x[i].line = pl + p->loc_lines[i].first;
-		px[i] = &x[i];
+		perftools__profiles__location__init(&l);
+		l.id = i + 1;
+		l.mapping_id = k.mapping;
+		l.address = k.address;
+		for (uint32_t j = 0; j < span->n; j++) {
+			perftools__profiles__line__init(&lines[j]);
+			lines[j].function_id = p->lines[span->first + j].function;
+			lines[j].line = p->lines[span->first + j].line;
+			plines[j] = &lines[j];
+		}
+		l.n_line = span->n;
+		l.line = plines;
+		put_message(o, number, &l.base);
 	}
-	m->n_location = n;
-	m->location = px;
+	lk_budget_free(lines, (most + 1) * sizeof(*lines));
+	lk_budget_free(plines, (most + 1) * sizeof(*plines));
 	return 0;
 }
 
-static int lay_functions(const struct lk_pprof *p, struct tables *t,
-			 Perftools__Profiles__Profile *m)
+static void put_functions(const struct lk_pprof *p, struct out *o)
 {
-	size_t n = p->functions.n;
-	Perftools__Profiles__Function *x = table(t, n, sizeof(*x)), **px = table(t, n, sizeof(*px));
+	uint32_t number = field("function");
+	Perftools__Profiles__Function f;
 
-	if (!x || !px)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->functions.n; i++) {
 		struct lk_pprof_function k;
 		memcpy(&k, lk_idset_get(&p->functions, (uint32_t)i, NULL), sizeof(k));
-		perftools__profiles__function__init(&x[i]);
-		x[i].id = i + 1;
-		x[i].name = k.name;
-		x[i].system_name = k.system_name;
-		x[i].filename = k.file;
-		px[i] = &x[i];
+		perftools__profiles__function__init(&f);
+		f.id = i + 1;
+		f.name = k.name;
+		f.system_name = k.system_name;
+		f.filename = k.file;
+		put_message(o, number, &f.base);
 	}
-	m->n_function = n;
-	m->function = px;
-	return 0;
 }
 
-static int lay_strings(const struct lk_pprof *p, struct tables *t, Perftools__Profiles__Profile *m)
+static void put_strings(const struct lk_pprof *p, struct out *o)
 {
-	char **s = table(t, p->strings.n, sizeof(*s));
-	int64_t *c = table(t, p->ncomments, sizeof(*c));
+	uint32_t number = field("string_table");
 
-	if (!s || !c)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	for (size_t i = 0; i < p->strings.n; i++)
-		s[i] = (char *)lk_idset_get(&p->strings, (uint32_t)i, NULL);
-	for (size_t i = 0; i < p->ncomments; i++)
-		c[i] = p->comments[i];
-	m->n_string_table = p->strings.n;
-	m->string_table = s;
-	m->n_comment = p->ncomments;
-	m->comment = c;
-	return 0;
+	for (size_t i = 0; i < p->strings.n; i++) {
+		size_t len;
+		const char *s = lk_idset_get(&p->strings, (uint32_t)i, &len);
+		put(o, number, s, len, NULL);
+	}
 }
 
-int lk_pprof_pack(const struct lk_pprof *p, FILE *f)
+/* Fields 7 to 14: one Profile without its repeated messages, packed as it is. */
+static void put_rest(const struct lk_pprof *p, struct out *o)
 {
 	Perftools__Profiles__Profile m;
-	Perftools__Profiles__ValueType types[_LK_EXPORT_VALUE_MAX], *ptypes[_LK_EXPORT_VALUE_MAX];
 	Perftools__Profiles__ValueType period;
-	struct tables t = { .n = 0 };
-	struct lk_gzip *g = NULL;
-	int r;
 
 	perftools__profiles__profile__init(&m);
-	for (unsigned i = 0; i < _LK_EXPORT_VALUE_MAX; i++) {
-		perftools__profiles__value_type__init(&types[i]);
-		types[i].type = p->type_names[i];
-		types[i].unit = p->type_units[i];
-		ptypes[i] = &types[i];
-	}
-	m.n_sample_type = _LK_EXPORT_VALUE_MAX;
-	m.sample_type = ptypes;
-	m.default_sample_type = p->type_names[LK_EXPORT_INUSE_SPACE];
 	perftools__profiles__value_type__init(&period);
 	period.type = p->period_type;
 	period.unit = p->period_unit;
@@ -216,26 +216,36 @@ int lk_pprof_pack(const struct lk_pprof *p, FILE *f)
 	m.period = (int64_t)p->period;
 	m.time_nanos = (int64_t)p->start_ns;
 	m.duration_nanos = (int64_t)(p->end_ns - p->start_ns);
+	m.n_comment = p->ncomments;
+	m.comment = p->comments;
+	m.default_sample_type = p->type_names[LK_EXPORT_INUSE_SPACE];
+	perftools__profiles__profile__pack_to_buffer(&m, &o->base);
+}
 
-	r = lay_samples(p, &t, &m);
-	if (r >= 0)
-		r = lay_mappings(p, &t, &m);
-	if (r >= 0)
-		r = lay_locations(p, &t, &m);
-	if (r >= 0)
-		r = lay_functions(p, &t, &m);
-	if (r >= 0)
-		r = lay_strings(p, &t, &m);
-	if (r >= 0 && !(g = malloc(sizeof(*g)))) /* deflate's window and 64 KiB: a fixed size */
-		r = -ENOMEM;
-	if (r >= 0)
-		r = lk_gzip_open(g, f, GZIP_LEVEL);
-	if (r >= 0) {
-		struct gzip_buffer b = { .base = { .append = gzip_append }, .g = g };
-		perftools__profiles__profile__pack_to_buffer(&m, &b.base);
-		r = lk_gzip_close(g);
+int lk_pprof_pack(const struct lk_pprof *p, FILE *f)
+{
+	struct lk_gzip *g = malloc(sizeof(*g)); /* deflate's window and 128 KiB: a fixed size */
+	struct out o = { .base = { .append = append } };
+	int r;
+
+	if (!g)
+		return -ENOMEM;
+	r = lk_gzip_open(g, f, GZIP_LEVEL);
+	if (r < 0) {
+		free(g);
+		return r;
 	}
+	o.g = g;
+	put_sample_types(p, &o);
+	put_samples(p, &o);
+	put_mappings(p, &o);
+	r = put_locations(p, &o);
+	put_functions(p, &o);
+	put_strings(p, &o);
+	put_rest(p, &o);
+	int k = lk_gzip_close(g);
+	if (r >= 0)
+		r = k;
 	free(g);
-	tables_free(&t);
 	return r;
 }

@@ -68,7 +68,7 @@ struct lk_pprof {
 	uint64_t *locs;                     /* every sample's location ids, one after the other */
 	size_t nlocs, locs_cap;
 
-	uint32_t *comments;                 /* strings */
+	int64_t *comments;                  /* strings (int64_t: the proto's type) */
 	size_t ncomments, comments_cap;
 	uint64_t period;                    /* the first profile's */
 	uint64_t start_ns, end_ns;          /* real time: the earliest start, the latest end */
