@@ -172,6 +172,11 @@ static int check_outputs(size_t nfiles)
 		       nfiles);
 		return LK_EXIT_USAGE;
 	}
+	if (arg_format->binary && arg_output && !strcmp(arg_output, "-") && isatty(STDOUT_FILENO)) {
+		lk_msg("export: not writing %s's binary to a terminal (-o FILE, or a pipe)",
+		       arg_format->name);
+		return LK_EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -206,12 +211,7 @@ static int write_output(struct lk_export *x, const char *input, const char *out)
 	FILE *f;
 	int fd, k;
 
-	if (strcmp(out, "-") == 0) {
-		if (arg_format->binary && isatty(STDOUT_FILENO)) {
-			lk_msg("export: not writing %s's binary to a terminal (-o FILE, or a pipe)",
-			       arg_format->name);
-			return LK_EXIT_USAGE;
-		}
+	if (strcmp(out, "-") == 0) { /* check_outputs: not a terminal, for a binary format */
 		k = lk_export_write(x, stdout);
 		if (k < 0) {
 			lk_error(k, "export: cannot write the %s output", arg_format->name);
@@ -225,7 +225,7 @@ static int write_output(struct lk_export *x, const char *input, const char *out)
 	}
 	fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
 	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		lk_error(-errno, "export: cannot create '%s'", tmp);
+		lk_error(-errno, "export: cannot write '%s'", out);
 		if (fd >= 0) {
 			close(fd);
 			unlink(tmp);

@@ -168,6 +168,17 @@ TEST(pprof_exact_totals_and_header)
 	ASSERT_EQ(want[1], 480 + 300000 + 80000 + 8192 + 100 + 5000 + 0 + 3000); /* fx-golden.c */
 	expect_totals(dir, out, want, 0);
 
+	/* At the peak, in exact mode: the peak view's totals, exactly. */
+	{
+		char peak[340];
+		int64_t want_peak[PPROF_VALUES];
+		snprintf(peak, sizeof(peak), "%s.peak.pb.gz", out);
+		leek_export(&p, dir, (const char *const[]){ "--at", "peak", "-o", peak, prof, NULL });
+		proc_free(&p);
+		report_totals4(dir, "peak", NULL, (const char *const[]){ prof, NULL }, want_peak);
+		expect_totals(dir, peak, want_peak, 0);
+	}
+
 	pprof_raw(dir, out, NULL, &r);
 	/* fixture_leak_small: 10 x 48 bytes, leaked; fixture_free_all: 20 x 4000, all freed. */
 	const struct pprof_sample *s = sample_of(&r, "fixture_leak_small");
@@ -509,6 +520,12 @@ TEST(pprof_diff_base)
 			ASSERT_TRUE(d.samples[i].base ? d.samples[i].v[k] <= 0
 						      : d.samples[i].v[k] >= 0);
 	ASSERT_CONTAINS(d.text, "Comment: base pid ");
+	/* ... and the report's totals of NEW minus BASE's, within rounding. */
+	int64_t rn[PPROF_VALUES], rb[PPROF_VALUES];
+	report_totals4(dir, "leaks", NULL, (const char *const[]){ new, NULL }, rn);
+	report_totals4(dir, "leaks", NULL, (const char *const[]){ base, NULL }, rb);
+	for (int i = 0; i < PPROF_VALUES; i++)
+		ASSERT_NEAR(pprof_raw_sum(&d, i), rn[i] - rb[i], 0.5 * (double)d.nsamples + 1);
 	pprof_raw_free(&d);
 	pprof_raw_free(&n);
 	pprof_raw_free(&b);
