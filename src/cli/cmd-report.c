@@ -20,6 +20,7 @@
 #include "budget.h"
 #include "commands.h"
 #include "html.h"
+#include "input.h"
 #include "report.h"
 #include "util.h"
 
@@ -31,21 +32,19 @@ enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
 static enum lk_view arg_view = LK_VIEW_LEAKS;
 static enum format arg_format = FORMAT_TEXT;
 static const char *arg_output;
-static bool arg_view_set, arg_merge, arg_stacks, arg_ascii, arg_top_set, arg_debuginfod;
+static bool arg_view_set, arg_stacks, arg_ascii, arg_top_set;
 static bool arg_no_auto_wrappers, arg_tree, arg_inverted, arg_objects, arg_min_share_set;
 static const char *arg_value;
 static const char *arg_at, *arg_age;
 static size_t arg_top = DEFAULT_TOP;
 static double arg_min_share;
-static struct lk_site_filter arg_filter;
-static char **arg_debug_dirs;
-static size_t arg_n_debug_dirs;
+static struct lk_input arg_input = { .command = "report" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
 
-static void filter_donep(struct lk_site_filter **f)
+static void input_donep(struct lk_input **in)
 {
-	lk_site_filter_done(*f);
+	lk_input_done(*in);
 }
 
 /* Out of memory, or a write that failed: one line, and the file status. */
@@ -140,51 +139,32 @@ static int parse_share(const char *s, double *ret)
 	return 0;
 }
 
-static int add_pattern(enum lk_site_pattern which, const char *option, const char *pattern)
-{
-	char err[256] = "";
-	int r = lk_site_filter_add(&arg_filter, which, pattern, err, sizeof(err));
-
-	if (r == -EINVAL)
-		lk_msg("report: %s '%s': %s", option, pattern, err);
-	else if (r < 0)
-		lk_error(r, "report: %s", option);
-	return r;
-}
-
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_FOCUS, ARG_IGNORE,
-	       ARG_ALLOC_FN, ARG_MERGE, ARG_DEBUG_DIR, ARG_ASCII, ARG_DEBUGINFOD, ARG_MAX_MEMORY,
-	       ARG_NO_AUTO_WRAPPERS, ARG_VALUE, ARG_OBJECTS, ARG_INVERTED };
+	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MIN_SHARE, ARG_ASCII, ARG_NO_AUTO_WRAPPERS,
+	       ARG_VALUE, ARG_OBJECTS, ARG_INVERTED };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "top", required_argument, NULL, 'n' },
 		{ "min-share", required_argument, NULL, ARG_MIN_SHARE },
-		{ "focus", required_argument, NULL, ARG_FOCUS },
-		{ "ignore", required_argument, NULL, ARG_IGNORE },
-		{ "alloc-fn", required_argument, NULL, ARG_ALLOC_FN },
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "age", required_argument, NULL, ARG_AGE },
-		{ "merge", no_argument, NULL, ARG_MERGE },
 		{ "stacks", no_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "debug-dir", required_argument, NULL, ARG_DEBUG_DIR },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
-		{ "debuginfod", no_argument, NULL, ARG_DEBUGINFOD },
-		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "no-auto-wrappers", no_argument, NULL, ARG_NO_AUTO_WRAPPERS },
 		{ "value", required_argument, NULL, ARG_VALUE },
 		{ "objects", no_argument, NULL, ARG_OBJECTS },
 		{ "inverted", no_argument, NULL, ARG_INVERTED },
 		{ "help", no_argument, NULL, 'h' },
+		{ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN },
+		LK_INPUT_OPTIONS,
 		{},
 	};
 	uint64_t v;
-	char **dirs;
-	int c;
+	int c, k;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "n:svf:o:h", options, NULL)) >= 0) {
@@ -208,24 +188,11 @@ static int parse_args(int argc, char *argv[])
 			}
 			arg_min_share_set = true;
 			break;
-		case ARG_FOCUS:
-		case ARG_IGNORE:
-		case ARG_ALLOC_FN:
-			if (add_pattern(c == ARG_FOCUS    ? LK_SITE_FOCUS
-					: c == ARG_IGNORE ? LK_SITE_IGNORE
-							  : LK_SITE_ALLOC_FN,
-					options[c == ARG_FOCUS ? 3 : c == ARG_IGNORE ? 4 : 5].name,
-					optarg) < 0)
-				return LK_EXIT_USAGE;
-			break;
 		case ARG_AT:
 			arg_at = optarg;
 			break;
 		case ARG_AGE:
 			arg_age = optarg;
-			break;
-		case ARG_MERGE:
-			arg_merge = true;
 			break;
 		case 's':
 		case 'v':
@@ -246,22 +213,8 @@ static int parse_args(int argc, char *argv[])
 		case 'o':
 			arg_output = optarg;
 			break;
-		case ARG_DEBUG_DIR:
-			dirs = reallocarray(arg_debug_dirs, arg_n_debug_dirs + 1, sizeof(*dirs));
-			if (!dirs)
-				return LK_EXIT_USAGE;
-			arg_debug_dirs = dirs;
-			arg_debug_dirs[arg_n_debug_dirs++] = optarg;
-			break;
 		case ARG_ASCII:
 			arg_ascii = true;
-			break;
-		case ARG_DEBUGINFOD:
-			arg_debuginfod = true;
-			break;
-		case ARG_MAX_MEMORY:
-			if (lk_cmd_max_memory("report", optarg))
-				return LK_EXIT_USAGE;
 			break;
 		case ARG_NO_AUTO_WRAPPERS:
 			arg_no_auto_wrappers = true;
@@ -278,13 +231,10 @@ static int parse_args(int argc, char *argv[])
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
 		default:
-			return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
+			if ((k = lk_input_option(&arg_input, c, optarg)))
+				return k;
 		}
 	}
-	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it for login
-	 * shells): a report must not wait on the network unless asked to. */
-	if (!arg_debuginfod)
-		unsetenv("DEBUGINFOD_URLS");
 	/* `leek report --merge timeline FILE...`: a view after the options, unless a file has
 	 * that name. */
 	if (!arg_view_set && optind < argc && is_view(argv[optind]) &&
@@ -323,16 +273,6 @@ static int check_times(uint64_t *at_ns, uint64_t *age_ns)
 	return 0;
 }
 
-/* Prints the symbolizer's warnings not printed yet. */
-static void print_warnings(const struct lk_symbolizer *sym, size_t *printed)
-{
-	const char *const *w;
-	size_t n = lk_symbolizer_warnings(sym, &w);
-
-	for (; *printed < n; (*printed)++)
-		lk_msg("warning: %s", w[*printed]);
-}
-
 /* Loads one file and adds it to r; 0, or LK_EXIT_FILE after printing why. */
 static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t index,
 		    const char *path, const struct lk_profile_opts *po)
@@ -340,14 +280,7 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 	_cleanup_(freep) char *err = NULL;
 	int k = lk_report_add_file(r, sym, index, path, po, &err);
 
-	if (k < 0) {
-		lk_error_of(path, k, err);
-		return LK_EXIT_FILE;
-	}
-	if (!r->procs[r->nprocs - 1].totals.trailer)
-		lk_msg("%s: warning: no trailer: reported up to its last complete record (the "
-		       "process crashed, was killed or exec'd)", path);
-	return 0;
+	return lk_input_loaded(path, k, err, k < 0 || r->procs[r->nprocs - 1].totals.trailer);
 }
 
 /* Finishes a section (its sites or its tree); 0, or < 0 after printing why, naming what. */
@@ -418,7 +351,7 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 		lk_text_report(stdout, r);
 		return 0;
 	}
-	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_merge, doc) < 0)
+	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
 		return -ENOMEM;
 	lk_json_report(*doc, r);
 	return 0;
@@ -426,7 +359,7 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 
 int lk_cmd_report(int argc, char *argv[])
 {
-	_cleanup_(filter_donep) struct lk_site_filter *filter = &arg_filter;
+	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
 	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
@@ -455,11 +388,10 @@ int lk_cmd_report(int argc, char *argv[])
 	/* Only old looks at the blocks live at the end one by one (their ages): the other views
 	 * spare the list, 40 bytes a live block, and its sort. */
 	po.no_live_list = arg_view != LK_VIEW_OLD;
-	_cleanup_(freep) char **debug_dirs = arg_debug_dirs; /* parse_args' array */
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
-	if (arg_format == FORMAT_HTML && nfiles > 1 && !arg_merge) {
+	if (arg_format == FORMAT_HTML && nfiles > 1 && !in->merge) {
 		lk_msg("report: --format html shows one profile, or several with --merge");
 		return LK_EXIT_USAGE;
 	}
@@ -478,14 +410,14 @@ int lk_cmd_report(int argc, char *argv[])
 		.min_share = arg_tree && arg_format == FORMAT_TEXT && !arg_min_share_set
 				     ? DEFAULT_TREE_MIN_SHARE
 				     : arg_min_share,
-		.merge = arg_merge,
+		.merge = in->merge,
 		.stacks = arg_stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
 		.no_auto_wrappers = arg_no_auto_wrappers,
 		.tree = arg_tree,
 		.inverted = arg_inverted,
 		.objects = arg_objects,
-		.filter = filter,
+		.filter = &in->filter,
 	};
 
 	if (arg_format == FORMAT_HTML) {
@@ -493,17 +425,10 @@ int lk_cmd_report(int argc, char *argv[])
 			return fail(-ENOMEM, "--format html");
 		ro.on_stack = lk_flame_hook(flame);
 	}
-	k = lk_symbolizer_new(&sym);
-	if (k < 0)
-		return fail(k, "cannot start the symbolizer");
-	for (size_t i = 0; i < arg_n_debug_dirs; i++) {
-		k = lk_symbolizer_add_debug_dir(sym, debug_dirs[i]);
-		if (k < 0) {
-			lk_error(k, "report: --debug-dir '%s'", debug_dirs[i]);
-			return LK_EXIT_USAGE;
-		}
-	}
-	if (arg_merge && lk_report_new(&ro, &merged) < 0)
+	k = lk_input_symbolizer(in, &sym);
+	if (k)
+		return k;
+	if (in->merge && lk_report_new(&ro, &merged) < 0)
 		return fail(-ENOMEM, "--merge");
 	for (size_t i = 0; i < nfiles; i++) {
 		_cleanup_(lk_report_freep) struct lk_report *one = NULL;
@@ -511,7 +436,7 @@ int lk_cmd_report(int argc, char *argv[])
 		if (!merged && lk_report_new(&ro, &one) < 0)
 			return fail(-ENOMEM, path);
 		k = add_file(merged ?: one, sym, (uint32_t)i, path, &po);
-		print_warnings(sym, &warned);
+		lk_input_warnings(sym, &warned);
 		if (k != 0) {
 			status = LK_EXIT_FILE;
 			continue;

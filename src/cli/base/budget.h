@@ -40,6 +40,9 @@ void *lk_budget_malloc(size_t bytes);
 void *lk_budget_calloc(size_t n, size_t size);
 void *lk_budget_realloc(void *p, size_t old_bytes, size_t bytes);
 void lk_budget_free(void *p, size_t bytes);
+/* An array *p of *cap elements of elem bytes, grown (doubling, from 8) to hold at least need:
+ * 0, or -E2BIG (the budget) or -ENOMEM with *p and *cap as they were. */
+int lk_budget_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* The same accounting without the allocation: 0 or -E2BIG (nothing taken). */
 int lk_budget_take(size_t bytes);

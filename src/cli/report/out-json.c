@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "util.h"
 
 #define MAX_DEPTH 16
 
@@ -27,35 +28,6 @@ struct lk_json_doc {
 	bool after_key;
 };
 
-/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not one. */
-static size_t utf8_length(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong forms */
-		hi = c == 0xed ? 0x9f : 0xbf; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		lo = c == 0xf0 ? 0x90 : 0x80;
-		hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
-	} else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
 static void write_string(FILE *f, const char *str, size_t len, bool in_html)
 {
 	const unsigned char *s = (const unsigned char *)str;
@@ -63,7 +35,7 @@ static void write_string(FILE *f, const char *str, size_t len, bool in_html)
 	fputc('"', f);
 	for (size_t i = 0; i < len;) {
 		unsigned char c = s[i];
-		size_t n = utf8_length(s + i, len - i);
+		size_t n = lk_utf8_length(str + i, len - i);
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
 		else if (c == '\n')
