@@ -1,8 +1,9 @@
 /* cmd-diff.c: `leek diff [OPTIONS] BASE NEW` and `leek diff --from T1 [--to T2] FILE...`: the
  * change at each allocation site, between two profiles (or groups of them) or two moments.
  *
- * Each file is aggregated by profile.c and symbolized by one symbolizer for every file, as
- * `leek report` does; src/cli/diff/ matches the sites of the two sides, tests and ranks the
+ * Each file is read as `leek report` reads it (input.c: the same options, symbolizer and
+ * messages), aggregated by profile.c and symbolized by one symbolizer for every file;
+ * src/cli/diff/ matches the sites of the two sides, tests and ranks the
  * changes, and prints them. A profile that cannot be read gets one "leek: FILE: offset N: ..."
  * line and exit status 2, and then nothing is printed on stdout: a diff with a side missing
  * would pass for a real one. The status says nothing of what changed (docs/json.md has the
@@ -17,15 +18,21 @@
 #include "budget.h"
 #include "commands.h"
 #include "diff.h"
-#include "site-args.h"
+#include "input.h"
 #include "util.h"
 
 static const char *arg_at, *arg_from, *arg_to, *arg_by;
 static char **arg_base; /* --base FILE..., pointers into argv */
 static size_t arg_n_base;
-static struct lk_site_args arg_sites;
+static bool arg_json;
+static struct lk_input arg_input = { .command = "diff" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
+
+static void input_donep(struct lk_input **in)
+{
+	lk_input_done(*in);
+}
 
 static int parse_args(int argc, char *argv[])
 {
@@ -36,15 +43,17 @@ static int parse_args(int argc, char *argv[])
 		{ "to", required_argument, NULL, ARG_TO },
 		{ "base", required_argument, NULL, ARG_BASE },
 		{ "by", required_argument, NULL, ARG_BY },
+		{ "format", required_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
-		LK_SITE_OPTIONS,
+		LK_INPUT_OPTIONS,
+		LK_INPUT_SITE_OPTIONS,
 		{},
 	};
 	char **base;
 	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, SITE_SHORT_OPTIONS "h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_AT:
 			arg_at = optarg;
@@ -67,13 +76,17 @@ static int parse_args(int argc, char *argv[])
 			arg_base = base;
 			arg_base[arg_n_base++] = optarg;
 			break;
+		case 'f':
+			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+				lk_msg("diff: --format: '%s' is neither text nor json", optarg);
+				return LK_EXIT_USAGE;
+			}
+			arg_json = strcmp(optarg, "json") == 0;
+			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "diff", HELP_SHOWN);
 		default:
-			k = lk_site_args_option(&arg_sites, "diff", c, optarg);
-			if (k == LK_SITE_ARGS_UNKNOWN)
-				return lk_cmd_usage(stderr, "diff", LK_EXIT_USAGE);
-			if (k)
+			if ((k = lk_input_option(&arg_input, c, optarg)))
 				return k;
 		}
 	}
@@ -151,18 +164,12 @@ static int add_file(struct lk_diff *d, unsigned side, struct lk_symbolizer *sym,
 	struct lk_report *r = d->side[side];
 	int k = lk_diff_add_file(d, side, sym, index, path, &err);
 
-	if (k < 0) {
-		lk_error_of(path, k, err);
-		return LK_EXIT_FILE;
-	}
-	if (!r->procs[r->nprocs - 1].totals.trailer)
-		lk_site_args_no_trailer(path);
-	return 0;
+	return lk_input_loaded(path, k, err, k < 0 || r->procs[r->nprocs - 1].totals.trailer);
 }
 
 int lk_cmd_diff(int argc, char *argv[])
 {
-	_cleanup_(lk_site_args_donep) struct lk_site_args *sites = &arg_sites;
+	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
 	_cleanup_(freep) char **base = NULL;
@@ -182,12 +189,13 @@ int lk_cmd_diff(int argc, char *argv[])
 	nfiles = argc - optind;
 	if (make_opts(nfiles, &o))
 		return LK_EXIT_USAGE;
-	o.top = lk_site_args_top(sites);
-	o.min_share = sites->min_share;
-	o.stacks = sites->stacks;
-	o.filter = &sites->filter;
+	o.top = in->top_set ? in->top : arg_json ? 0 : LK_INPUT_TOP_DEFAULT;
+	o.min_share = in->min_share;
+	o.stacks = in->stacks;
+	o.no_auto_wrappers = in->no_auto_wrappers;
+	o.filter = &in->filter;
 
-	k = lk_site_args_symbolizer(sites, "diff", &sym);
+	k = lk_input_symbolizer(in, &sym);
 	if (k)
 		return k;
 	k = lk_diff_new(&o, &d);
@@ -196,12 +204,12 @@ int lk_cmd_diff(int argc, char *argv[])
 	/* Every file is read, so that each one that cannot be is named. */
 	for (size_t i = 0; i < arg_n_base; i++, index++) {
 		status |= add_file(d, 0, sym, index, base[i]);
-		lk_site_args_warnings(sym, &warned);
+		lk_input_warnings(sym, &warned);
 	}
 	for (int i = 0; i < nfiles; i++, index++) {
 		unsigned side = o.mode == LK_DIFF_PROFILES && (arg_n_base || i > 0);
 		status |= add_file(d, side, sym, index, argv[optind + i]);
-		lk_site_args_warnings(sym, &warned);
+		lk_input_warnings(sym, &warned);
 	}
 	if (status)
 		return LK_EXIT_FILE;
@@ -214,7 +222,7 @@ int lk_cmd_diff(int argc, char *argv[])
 	}
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
-	if (sites->json)
+	if (arg_json)
 		lk_diff_json(stdout, d);
 	else
 		lk_diff_text(stdout, d);

@@ -10,23 +10,38 @@
  * or keep a profile loaded after its section is built.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "commands.h"
+#include "html.h"
+#include "input.h"
 #include "report.h"
-#include "site-args.h"
 #include "util.h"
 
+#define DEFAULT_TREE_MIN_SHARE 0.005 /* pprof's default node fraction (-nodefraction) */
+
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static bool arg_view_set, arg_merge, arg_ascii;
+static enum format arg_format = FORMAT_TEXT;
+static const char *arg_output;
+static bool arg_view_set, arg_ascii, arg_tree, arg_inverted, arg_objects;
+static const char *arg_value;
 static const char *arg_at, *arg_age;
-static struct lk_site_args arg_sites;
+static struct lk_input arg_input = { .command = "report" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
+
+static void input_donep(struct lk_input **in)
+{
+	lk_input_done(*in);
+}
 
 /* Out of memory, or a write that failed: one line, and the file status. */
 static int fail(int r, const char *what)
@@ -35,42 +50,100 @@ static int fail(int r, const char *what)
 	return LK_EXIT_FILE;
 }
 
+static bool is_view(const char *name)
+{
+	return lk_view_from_name(name) >= 0 || strcmp(name, "tree") == 0;
+}
+
+/* A report that could not be made or written: why, unless said already (-EBADF). */
+static int report_failed(int r, const char *what)
+{
+	if (r == -E2BIG)
+		lk_msg("%s: the report needs more than %s of memory (--max-memory)", what,
+		       lk_budget_format((char[32]){ 0 }, 32, lk_budget_limit()));
+	else if (r != -EBADF)
+		lk_error(r, "report: %s", what);
+	return LK_EXIT_FILE;
+}
+
 static int set_view(const char *name)
 {
-	int v = lk_view_from_name(name);
+	bool tree = strcmp(name, "tree") == 0;
+	int v = tree ? (int)LK_VIEW_LEAKS : lk_view_from_name(name);
 
 	if (v < 0) {
-		lk_msg("report: unknown view '%s' (leaks, peak, inuse, alloc, old, growth, timeline)",
+		lk_msg("report: unknown view '%s' (leaks, peak, inuse, alloc, old, growth, timeline, "
+		       "tree)", name);
+		return -EINVAL;
+	}
+	if (arg_view_set && (tree != arg_tree || (enum lk_view)v != arg_view)) {
+		lk_msg("report: two views given: %s and %s", arg_tree ? "tree" : lk_view_name(arg_view),
 		       name);
 		return -EINVAL;
 	}
-	if (arg_view_set && (enum lk_view)v != arg_view) {
-		lk_msg("report: two views given: %s and %s", lk_view_name(arg_view), name);
-		return -EINVAL;
-	}
 	arg_view = (enum lk_view)v;
+	arg_tree = tree;
 	arg_view_set = true;
 	return 0;
+}
+
+/* tree --value: a view's figure, or pprof's name of one (inuse_space is live at the end). 0, or
+ * -EINVAL after printing why. */
+static int set_value(void)
+{
+	static const struct {
+		const char *name;
+		enum lk_view view;
+		bool objects;
+	} values[] = {
+		{ "leaks", LK_VIEW_LEAKS, false },        { "peak", LK_VIEW_PEAK, false },
+		{ "inuse", LK_VIEW_INUSE, false },        { "alloc", LK_VIEW_ALLOC, false },
+		{ "old", LK_VIEW_OLD, false },            { "inuse_space", LK_VIEW_LEAKS, false },
+		{ "inuse_objects", LK_VIEW_LEAKS, true }, { "alloc_space", LK_VIEW_ALLOC, false },
+		{ "alloc_objects", LK_VIEW_ALLOC, true },
+	};
+
+	if (!arg_tree) {
+		lk_msg("report: --value, --objects and --inverted belong to the tree view");
+		return -EINVAL;
+	}
+	if (!arg_value)
+		return 0;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		if (strcmp(arg_value, values[i].name) == 0) {
+			arg_view = values[i].view;
+			arg_objects |= values[i].objects;
+			return 0;
+		}
+	lk_msg("report: --value '%s': not one of leaks, peak, inuse, alloc, old, inuse_space, "
+	       "inuse_objects, alloc_space, alloc_objects", arg_value);
+	return -EINVAL;
 }
 
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_MERGE, ARG_ASCII };
+	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_ASCII, ARG_VALUE, ARG_OBJECTS, ARG_INVERTED };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "age", required_argument, NULL, ARG_AGE },
-		{ "merge", no_argument, NULL, ARG_MERGE },
+		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
+		{ "value", required_argument, NULL, ARG_VALUE },
+		{ "objects", no_argument, NULL, ARG_OBJECTS },
+		{ "inverted", no_argument, NULL, ARG_INVERTED },
 		{ "help", no_argument, NULL, 'h' },
-		LK_SITE_OPTIONS,
+		LK_INPUT_OPTIONS,
+		LK_INPUT_MERGE_OPTION,
+		LK_INPUT_SITE_OPTIONS,
 		{},
 	};
 	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, SITE_SHORT_OPTIONS "h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:o:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_VIEW:
 			if (set_view(optarg) < 0)
@@ -82,27 +155,56 @@ static int parse_args(int argc, char *argv[])
 		case ARG_AGE:
 			arg_age = optarg;
 			break;
-		case ARG_MERGE:
-			arg_merge = true;
+		case 'f':
+			if (strcmp(optarg, "text") == 0)
+				arg_format = FORMAT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				arg_format = FORMAT_JSON;
+			else if (strcmp(optarg, "html") == 0)
+				arg_format = FORMAT_HTML;
+			else {
+				lk_msg("report: --format: '%s' is not text, json or html", optarg);
+				return LK_EXIT_USAGE;
+			}
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case ARG_ASCII:
 			arg_ascii = true;
 			break;
+		case ARG_VALUE:
+			arg_value = optarg;
+			break;
+		case ARG_OBJECTS:
+			arg_objects = true;
+			break;
+		case ARG_INVERTED:
+			arg_inverted = true;
+			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "report", HELP_SHOWN);
 		default:
-			k = lk_site_args_option(&arg_sites, "report", c, optarg);
-			if (k == LK_SITE_ARGS_UNKNOWN)
-				return lk_cmd_usage(stderr, "report", LK_EXIT_USAGE);
-			if (k)
+			if ((k = lk_input_option(&arg_input, c, optarg)))
 				return k;
 		}
 	}
 	/* `leek report --merge timeline FILE...`: a view after the options, unless a file has
 	 * that name. */
-	if (!arg_view_set && optind < argc && lk_view_from_name(argv[optind]) >= 0 &&
+	if (!arg_view_set && optind < argc && is_view(argv[optind]) &&
 	    access(argv[optind], F_OK) < 0)
 		set_view(argv[optind++]);
+	if ((arg_value || arg_objects || arg_inverted) && set_value() < 0)
+		return LK_EXIT_USAGE;
+	if (arg_tree && (arg_input.top_set || arg_input.stacks)) {
+		lk_msg("report: %s does not apply to the tree, which --min-share prunes",
+		       arg_input.top_set ? "--top" : "--stacks");
+		return LK_EXIT_USAGE;
+	}
+	if (arg_tree && arg_format == FORMAT_HTML) {
+		lk_msg("report: the tree is text or json; the HTML page has it as flame graphs");
+		return LK_EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -110,8 +212,8 @@ static int parse_args(int argc, char *argv[])
 static int check_times(uint64_t *at_ns, uint64_t *age_ns)
 {
 	if ((arg_at && arg_view != LK_VIEW_INUSE) || (arg_age && arg_view != LK_VIEW_OLD)) {
-		lk_msg("report: %s belongs to the %s view", arg_at ? "--at" : "--age",
-		       arg_at ? "inuse" : "old");
+		lk_msg("report: %s belongs to the %s view (tree: --value %s)", arg_at ? "--at" : "--age",
+		       arg_at ? "inuse" : "old", arg_at ? "inuse" : "old");
 		return LK_EXIT_USAGE;
 	}
 	if (arg_view == LK_VIEW_INUSE && (!arg_at || lk_parse_duration(arg_at, at_ns) < 0)) {
@@ -132,30 +234,78 @@ static int add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t ind
 	_cleanup_(freep) char *err = NULL;
 	int k = lk_report_add_file(r, sym, index, path, po, &err);
 
-	if (k < 0) {
-		lk_error_of(path, k, err);
-		return LK_EXIT_FILE;
+	return lk_input_loaded(path, k, err, k < 0 || r->procs[r->nprocs - 1].totals.trailer);
+}
+
+/* Finishes a section (its sites or its tree); 0, or < 0 after printing why, naming what. */
+static int finish(struct lk_report *r, const char *what)
+{
+	_cleanup_(freep) char *err = NULL;
+	int k = lk_report_finish(r, &err);
+
+	if (k < 0)
+		lk_error_of(what, k, err);
+	return k;
+}
+
+/* -o FILE: stdout goes to FILE from the first report on, so that a report that cannot be made
+ * leaves no file behind (nor an empty one over an older report). 0 or a negative errno. */
+static int open_output(void)
+{
+	int fd;
+
+	if (!arg_output)
+		return 0;
+	fd = open(arg_output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (fd < 0)
+		return -errno;
+	fflush(stdout);
+	if (dup2(fd, STDOUT_FILENO) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
 	}
-	if (!r->procs[r->nprocs - 1].totals.trailer)
-		lk_site_args_no_trailer(path);
+	close(fd);
+	arg_output = NULL; /* opened */
+	return 0;
+}
+
+/* The HTML page of r, whose stacks went to flame (lk_flame_hook); 0 or a negative errno (-E2BIG:
+ * the budget). */
+static int print_html(const struct lk_report *r, struct lk_flame *flame)
+{
+	const struct lk_flame_opts fo = { .min_share = LK_FLAME_MIN_SHARE,
+					  .max_nodes = LK_FLAME_MAX_NODES };
+	int k = lk_flame_finish(flame, &fo, (unsigned)r->ntimeline);
+
+	if (k < 0)
+		return k;
+	lk_html_write(stdout, r, flame, &fo);
 	return 0;
 }
 
 /* The JSON document starts with the first report, so that a file that cannot be read leaves
  * nothing on stdout that could pass for its report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first)
+			bool *first, struct lk_flame *flame)
 {
 	bool was_first = *first;
+	int k;
 
 	*first = false;
-	if (!arg_sites.json) {
+	if (was_first && (k = open_output()) < 0) {
+		lk_error(k, "report: cannot create '%s'", arg_output);
+		return -EBADF; /* said */
+	}
+	if (arg_format == FORMAT_HTML)
+		return print_html(r, flame);
+	if (arg_format == FORMAT_TEXT) {
 		if (!was_first)
 			putchar('\n');
 		lk_text_report(stdout, r);
 		return 0;
 	}
-	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_merge, doc) < 0)
+	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
 		return -ENOMEM;
 	lk_json_report(*doc, r);
 	return 0;
@@ -163,9 +313,11 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 
 int lk_cmd_report(int argc, char *argv[])
 {
-	_cleanup_(lk_site_args_donep) struct lk_site_args *sites = &arg_sites;
+	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
+	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
+								 * the report and symbolizer */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
@@ -174,7 +326,7 @@ int lk_cmd_report(int argc, char *argv[])
 	int status = LK_EXIT_OK, k;
 
 	/* The view may come first, as a word: `leek report peak FILE`. */
-	if (argc > 1 && lk_view_from_name(argv[1]) >= 0) {
+	if (argc > 1 && is_view(argv[1])) {
 		set_view(argv[1]);
 		argv[1] = argv[0];
 		argv++;
@@ -193,6 +345,10 @@ int lk_cmd_report(int argc, char *argv[])
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
+	if (arg_format == FORMAT_HTML && nfiles > 1 && !in->merge) {
+		lk_msg("report: --format html shows one profile, or several with --merge");
+		return LK_EXIT_USAGE;
+	}
 
 	/* Block characters only where the terminal's locale can show them. */
 	setlocale(LC_CTYPE, "");
@@ -200,18 +356,33 @@ int lk_cmd_report(int argc, char *argv[])
 		.view = arg_view,
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
-		.top = lk_site_args_top(sites),
-		.min_share = sites->min_share,
-		.merge = arg_merge,
-		.stacks = sites->stacks,
+		.top = in->top_set		   ? in->top
+		       : arg_format == FORMAT_JSON ? 0
+		       : arg_format == FORMAT_HTML ? LK_HTML_TOP
+						   : LK_INPUT_TOP_DEFAULT,
+		/* A tree in the terminal hides what is too small to read; JSON has it all. */
+		.min_share = arg_tree && arg_format == FORMAT_TEXT && !in->min_share_set
+				     ? DEFAULT_TREE_MIN_SHARE
+				     : in->min_share,
+		.merge = in->merge,
+		.stacks = in->stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
-		.filter = &sites->filter,
+		.no_auto_wrappers = in->no_auto_wrappers,
+		.tree = arg_tree,
+		.inverted = arg_inverted,
+		.objects = arg_objects,
+		.filter = &in->filter,
 	};
 
-	k = lk_site_args_symbolizer(sites, "report", &sym);
+	if (arg_format == FORMAT_HTML) {
+		if (lk_flame_new(&flame) < 0)
+			return fail(-ENOMEM, "--format html");
+		ro.on_stack = lk_flame_hook(flame);
+	}
+	k = lk_input_symbolizer(in, &sym);
 	if (k)
 		return k;
-	if (arg_merge && lk_report_new(&ro, &merged) < 0)
+	if (in->merge && lk_report_new(&ro, &merged) < 0)
 		return fail(-ENOMEM, "--merge");
 	for (size_t i = 0; i < nfiles; i++) {
 		_cleanup_(lk_report_freep) struct lk_report *one = NULL;
@@ -219,25 +390,26 @@ int lk_cmd_report(int argc, char *argv[])
 		if (!merged && lk_report_new(&ro, &one) < 0)
 			return fail(-ENOMEM, path);
 		k = add_file(merged ?: one, sym, (uint32_t)i, path, &po);
-		lk_site_args_warnings(sym, &warned);
+		lk_input_warnings(sym, &warned);
 		if (k != 0) {
 			status = LK_EXIT_FILE;
 			continue;
 		}
 		if (one) {
-			k = lk_report_finish(one);
-			if (k >= 0)
-				k = print_report(one, nfiles, &doc, &first);
+			if (finish(one, path) < 0) {
+				status = LK_EXIT_FILE;
+				continue;
+			}
+			k = print_report(one, nfiles, &doc, &first, flame);
 			if (k < 0)
-				return fail(k, path);
+				return report_failed(k, path);
 		}
 	}
 	if (merged && merged->nprocs > 0) {
-		k = lk_report_finish(merged);
-		if (k >= 0)
-			k = print_report(merged, nfiles, &doc, &first);
-		if (k < 0)
-			return fail(k, "--merge");
+		if (finish(merged, "--merge") < 0)
+			status = LK_EXIT_FILE;
+		else if ((k = print_report(merged, nfiles, &doc, &first, flame)) < 0)
+			return report_failed(k, "--merge");
 	}
 	if (doc)
 		lk_json_end(doc);

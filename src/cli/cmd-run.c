@@ -355,7 +355,7 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (k >= 0)
 		k = lk_report_add(r, sym, index, path, p, &err);
 	if (k >= 0)
-		k = lk_report_finish(r);
+		k = lk_report_finish(r, &err);
 	if (threaded)
 		pthread_join(th, NULL);
 	else if (compress)

@@ -97,14 +97,32 @@ char *run_profile(const char *dir)
 const struct json *report_section(const struct json *doc)
 {
 	/* One file, or --merge: the document is the section. Several files: one section per
-	 * process, in "processes". */
-	if (json_get(doc, "sites"))
+	 * process, in "processes". A section has "sites", or in the tree view a "tree". */
+	if (json_get(doc, "sites") || json_get(doc, "tree"))
 		return doc;
-	const struct json *procs = json_get(doc, "processes");
+	const struct json *procs = json_get(doc, "processes"), *p = json_at(procs, 0);
 	if (!procs || procs->type != JSON_ARRAY || procs->len != 1 ||
-	    !json_get(json_at(procs, 0), "sites"))
-		FAIL("the report has no single section with \"sites\"");
-	return json_at(procs, 0);
+	    !(json_get(p, "sites") || json_get(p, "tree")))
+		FAIL("the report has no single section with \"sites\" or \"tree\"");
+	return p;
+}
+
+const struct json *report_tree(const struct json *doc)
+{
+	const struct json *t = json_get(report_section(doc), "tree");
+
+	if (!t || t->type != JSON_OBJECT || !json_get(t, "root"))
+		FAIL("\"tree\" is not an object with a \"root\"");
+	return t;
+}
+
+const struct json *report_wrappers(const struct json *doc)
+{
+	const struct json *w = json_get(report_section(doc), "wrappers_skipped");
+
+	if (!w || w->type != JSON_ARRAY)
+		FAIL("\"wrappers_skipped\" is not an array");
+	return w;
 }
 
 const struct json *report_sites(const struct json *doc)

@@ -41,6 +41,8 @@ char *run_profile(const char *dir);
 const struct json *report_section(const struct json *doc);        /* the only section */
 const struct json *report_sites(const struct json *doc);          /* its sites, an array */
 const struct json *report_totals(const struct json *doc);
+const struct json *report_wrappers(const struct json *doc);       /* "wrappers_skipped" */
+const struct json *report_tree(const struct json *doc);           /* the tree view's "tree" */
 const struct json *site_stack(const struct json *site);           /* frames, innermost first */
 const struct json *site_frame(const struct json *site);           /* the site's own frame */
 const char *frame_function(const struct json *frame);

@@ -17,12 +17,13 @@
  *   - Cut at about 20 offsets (inside the header, a MODULE, an ALLOC, at boundaries):
  *     `leek dump --summary`, `leek report`, `leek diff CUT CUT` and `leek diff --from=0 CUT` exit
  *     0 with the "no trailer" warning (dump's naming the end offset) at a boundary, or 2 with
- *     "offset N" inside a record; never a signal.
+ *     "offset N" inside a record; never a signal. `leek export` says what report says, word for
+ *     word, with its status.
  *   - 2000 single-bit flips and 500 overwrites of 1 to 16 random bytes, with a fixed seed: the
  *     reader ends, or fails with a message ("offset N: ..." unless it is not a leek profile),
  *     after at most one record per byte, at increasing offsets inside the file; lk_reader_skip
- *     gives the same result. 31 of them (every 83rd) through the four commands: exit 0 or 2,
- *     never a signal (or the 1 of a sanitizer report).
+ *     gives the same result. 31 of them (every 83rd) through the binaries: exit 0 or 2, never
+ *     a signal (or the 1 of a sanitizer report), and export's stderr and status report's.
  *   - The same profile compressed (read-z.c), with zstd (what `leek run` writes, here in blocks
  *     of 61 bytes so that a cut leaves some of them whole) and with gzip (what it wrote before),
  *     cut at every byte: a prefix of the raw records, or an error with a message; the trailer
@@ -224,6 +225,24 @@ static void expect_survived(const char *what)
 		FAIL("%s: %s: exit %d, stderr:\n%.3000s", what, res.argv0, res.status, res.err);
 }
 
+/* `leek export --format folded` of path says what `leek report` of it said (in res), word for
+ * word, with the same status; res is export's then. */
+static void same_as_report(const char *dir, const char *path, const char *what)
+{
+	char *err = strdup(res.err);
+	int status = res.status;
+
+	if (!err)
+		FAIL("out of memory");
+	proc_free(&res);
+	leek_exec(&res, dir, NULL,
+		  (const char *const[]){ "export", "--format", "folded", path, NULL }, 30);
+	if (res.status != status || strcmp(res.err, err) != 0)
+		FAIL("%s: export: exit %d, stderr:\n%s\nreport: exit %d, stderr:\n%s", what,
+		     res.status, res.err, status, err);
+	free(err);
+}
+
 /* header: bytes before the first record; cut: the length of the cut file. */
 static void binaries_on_cut(const char *dir, const uint8_t *data, const struct readout *full,
 			    uint64_t header, size_t cut)
@@ -234,7 +253,7 @@ static void binaries_on_cut(const char *dir, const uint8_t *data, const struct r
 
 	snprintf(path, sizeof(path), "%s/cut.lk", dir);
 	write_file(path, data, cut);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		snprintf(what, sizeof(what), "cut at %zu of %" PRIu64 " (header %" PRIu64 ")", cut,
 			 full->end, header);
 		if (i == 0)
@@ -242,6 +261,8 @@ static void binaries_on_cut(const char *dir, const uint8_t *data, const struct r
 		else if (i == 1)
 			leek(dir, "report", NULL, path);
 		else if (i == 2)
+			same_as_report(dir, path, what);
+		else if (i == 3)
 			leek_diff_itself(dir, path);
 		else
 			leek(dir, "diff", "--from=0", path);
@@ -411,6 +432,7 @@ static void damage_randomly(const char *name, const uint8_t *data, size_t len, s
 			expect_survived(what);
 			leek(dir, "report", NULL, path);
 			expect_survived(what);
+			same_as_report(dir, path, what);
 			leek_diff_itself(dir, path);
 			expect_survived(what);
 			leek(dir, "diff", "--from=0", path);

@@ -1,6 +1,7 @@
 /* test-diff-run.c: `leek diff` of real profiles: fixtures/fx-diff.c run twice under `leek run`
  * with different amounts, in exact mode and at the default period, and once with two phases for
- * --from/--to.
+ * --from/--to; fixtures/fx-wrapper.c run with few and with many callers of its wrapper, for the
+ * wrappers that both sides skip alike.
  *
  * The diff's figures must be those of `leek report` for each profile (its growth view, which
  * lists every site), and its changes their difference; it must flag the sites whose amounts
@@ -17,6 +18,10 @@
 #include "files.h"
 #include "harness.h"
 #include "report-util.h"
+
+#ifndef FX_WRAPPER
+#error "meson passes FX_WRAPPER, fx-wrapper stripped of its symbols (or not, without objcopy)"
+#endif
 
 /* `leek run [--period 1] --seed SEED -o DIR/NAME.%p.lk -- fx-diff ARGS...`: the profile. */
 static char *run_fx(const char *dir, const char *name, bool exact, const char *seed,
@@ -194,4 +199,103 @@ TEST(two_moments_exact)
 TEST(two_moments_sampled)
 {
 	two_moments(false);
+}
+
+/* `leek run --period 1 -o DIR/NAME.%p.lk -- fx-wrapper HOW`: the profile. */
+static char *run_wrapper(const char *dir, const char *name, const char *how)
+{
+	char out[300], prefix[64];
+	struct proc p;
+
+	snprintf(out, sizeof(out), "%s/%s.%%p.lk", dir, name);
+	leek_run(&p, dir, (const char *[]){ "--period", "1", "-o", out, "--", FX_WRAPPER, how, NULL },
+		 60);
+	if (p.status != 0)
+		FAIL("leek run fx-wrapper %s: exit %d, stderr:\n%s", how, p.status, p.err);
+	proc_free(&p);
+	snprintf(prefix, sizeof(prefix), "%s.", name);
+	return find_one(dir, prefix, "");
+}
+
+/* fx-wrapper's callers, fixture_wcall_K: K + 1 blocks of 64 (K + 1) bytes with "many", 20 blocks
+ * of 100 bytes for K < 3 with "few". */
+static double wcall_bytes(bool many, unsigned k)
+{
+	return many ? 64.0 * (k + 1) * (k + 1) : k < 3 ? 2000 : 0;
+}
+
+/* A wrapper list (base or new side of a diff, or a report's) is the one of `leek report --merge`
+ * of both files: one wrapper, with the same samples. */
+static void expect_wrappers(const struct json *list, const struct json *merged)
+{
+	ASSERT_EQ(list->len, 1);
+	ASSERT_EQ(merged->len, 1);
+	ASSERT_STREQ(get_str(json_at(list, 0), "function"), get_str(json_at(merged, 0), "function"));
+	ASSERT_EQ(get_u64(json_at(list, 0), "samples"), get_u64(json_at(merged, 0), "samples"));
+}
+
+/* fx-wrapper few keeps its wrapper as the site (3 callers: too few for the rule), fx-wrapper many
+ * has it skipped (12 callers). Decided on each side alone, the diff would compare the wrapper
+ * (6000 bytes, then gone) with the twelve callers (all new). Decided over both sides' stacks
+ * together (138 samples under 12 callers), both sides skip it: the callers are the sites on both,
+ * fixture_wcall_0..2 going from 2000 bytes each to 64, 256 and 576, and the wrapper is the one
+ * `leek report --merge` of the two files finds. --no-auto-wrappers keeps it on both sides. */
+TEST(wrappers_decided_over_both_sides)
+{
+	char dir[256], *few, *many, name[32];
+	struct json *d, *m, *keep;
+	const struct json *sites, *stack;
+	struct proc p, q, r, t;
+
+	tmp_dir(dir);
+	few = run_wrapper(dir, "few", "few");
+	many = run_wrapper(dir, "many", "many");
+	d = leek_diff_json(&p, dir, (const char *[]){ few, many, NULL });
+	m = leek_report_json(&q, dir, (const char *[]){ "--merge", few, many, NULL });
+	expect_wrappers(json_get(json_get(d, "base"), "wrappers_skipped"), report_wrappers(m));
+	expect_wrappers(json_get(json_get(d, "new"), "wrappers_skipped"), report_wrappers(m));
+	sites = json_get(d, "sites");
+	ASSERT_EQ(sites->len, 12);
+	for (size_t i = 0; i < sites->len; i++) {
+		const char *f = get_str(json_at(sites, i), "function");
+		unsigned k;
+		if (sscanf(f, "fixture_wcall_%u", &k) != 1 || k > 11)
+			FAIL("site %zu is %s, not one of fx-wrapper's callers", i + 1, f);
+		ASSERT_EQ(get_num(diff_change(json_at(sites, i), "live"), "base_bytes"),
+			  wcall_bytes(false, k));
+		ASSERT_EQ(get_num(diff_change(json_at(sites, i), "live"), "new_bytes"),
+			  wcall_bytes(true, k));
+		/* The site's stack names the wrapper it skipped, as the report's does. */
+		stack = json_get(json_at(sites, i), "stack");
+		ASSERT_TRUE(get_bool(json_at(stack, 0), "wrapper"));
+		ASSERT_STREQ(get_str(json_at(stack, 0), "function"),
+			     get_str(json_at(report_wrappers(m), 0), "function"));
+	}
+	/* The text names it too. */
+	leek_diff(&r, dir, (const char *[]){ few, many, NULL });
+	snprintf(name, sizeof(name), "\n             %.16s", get_str(json_at(report_wrappers(m), 0),
+								   "function"));
+	if (r.status != 0 || !strstr(r.out, "wrappers     skipped, by what the stacks of both sides") ||
+	    !strstr(r.out, name))
+		FAIL("leek diff: exit %d, no wrapper line; stdout:\n%s", r.status, r.out);
+
+	keep = leek_diff_json(&t, dir, (const char *[]){ "--no-auto-wrappers", few, many, NULL });
+	ASSERT_EQ(json_get(json_get(keep, "options"), "auto_wrappers")->type, JSON_FALSE);
+	ASSERT_EQ(json_get(json_get(keep, "new"), "wrappers_skipped")->len, 0);
+	sites = json_get(keep, "sites");
+	ASSERT_EQ(sites->len, 1);
+	ASSERT_STREQ(get_str(json_at(sites, 0), "function"),
+		     get_str(json_at(report_wrappers(m), 0), "function"));
+	ASSERT_EQ(get_num(diff_change(json_at(sites, 0), "live"), "base_bytes"), 6000);
+	ASSERT_EQ(get_num(diff_change(json_at(sites, 0), "live"), "new_bytes"), 41600);
+	json_free(d);
+	json_free(m);
+	json_free(keep);
+	proc_free(&p);
+	proc_free(&q);
+	proc_free(&r);
+	proc_free(&t);
+	free(few);
+	free(many);
+	tmp_dir_remove(dir);
 }

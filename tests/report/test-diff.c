@@ -504,8 +504,12 @@ TEST(usage_errors)
 		{ "--by", "alloc", "--from", "1s", "a.lk" },  /* allocated between is no change */
 		{ "--from", "2s", "--to", "1s", "a.lk" },
 		{ "--format", "xml", "a.lk", "b.lk" },
+		{ "--format", "html", "a.lk", "b.lk" },      /* report's, not diff's */
 		{ "--top", "many", "a.lk", "b.lk" },
+		{ "--min-share", "200", "a.lk", "b.lk" },
 		{ "--focus", "(", "a.lk", "b.lk" },
+		{ "--alloc-fn", "(", "a.lk", "b.lk" },
+		{ "--merge", "a.lk", "b.lk" },                /* each side is merged anyway */
 		{ "--bogus", "a.lk", "b.lk" },
 		{ NULL },                                     /* nothing at all */
 	};

@@ -78,6 +78,17 @@ static const struct lk_sym_frame frames[] = {
 	{ .function = "handle\x01\xff", .file = NULL, .line = 0, .module = "/usr/bin/srv" },
 };
 static const struct lk_sym_frame *const stack[] = { &frames[0], &frames[1], &frames[2] };
+/* Function ids: frames[0] an allocator frame; in the second stack frames[2] came after a
+ * wrapper, frames[3], which the report lists as skipped. */
+static const uint32_t funcs[] = { 0 | LK_FUNC_ALLOC, 1, 2 };
+static const struct lk_sym_frame wrapper = { .function = "libsqlite3.so.0+0xa7503",
+					     .module = "/usr/lib/libsqlite3.so.0" };
+static const struct lk_sym_frame *const wrapped[] = { &wrapper, &frames[2] };
+static const uint32_t wrapped_funcs[] = { 3, 2 };
+static const struct lk_sym_frame *firsts[] = { &frames[0], &frames[1], &frames[2], &wrapper };
+static struct lk_wrapper skipped[] = {
+	{ .func = 3, .round = 1, .samples = 40, .share = 0.8, .callers = 12, .top_share = 0.25 },
+};
 
 static struct lk_estimate est(double value, double var, uint64_t samples)
 {
@@ -103,13 +114,13 @@ static void fill(struct lk_report *r, struct lk_report_process *q, struct lk_rep
 	q->totals.losses[LK_CNT_ARENA_FULL] = 3;
 	q->totals.losses[LK_CNT_SAMPLES] = 10;
 	s[0] = (struct lk_report_site){
-		.stack = (const struct lk_sym_frame **)stack, .nframes = 3, .site_frame = 1,
-		.nstacks = 2, .live_bytes = est(3e5, 1e9, 25), .alloc_bytes = est(6e5, 1e9, 30),
+		.stack = (const struct lk_sym_frame **)stack, .funcs = funcs, .nframes = 3,
+		.site_frame = 1, .nstacks = 2, .live_bytes = est(3e5, 1e9, 25), .alloc_bytes = est(6e5, 1e9, 30),
 		.growth = { LK_TREND_GROWING, 0.99, 1024.5 }, .share = 0.75, .oldest_age_ns = -1,
 	};
 	s[1] = (struct lk_report_site){
-		.stack = (const struct lk_sym_frame **)stack + 2, .nframes = 1, .site_frame = 0,
-		.nstacks = 1, .live_bytes = est(1e5, 1e10, 1),
+		.stack = (const struct lk_sym_frame **)wrapped, .funcs = wrapped_funcs, .nframes = 2,
+		.site_frame = 1, .nstacks = 1, .live_bytes = est(1e5, 1e10, 1),
 		.growth = { LK_TREND_UNKNOWN, NAN, -0.0 }, .share = 0.25, .oldest_age_ns = -1,
 	};
 	s[1].live_bytes.too_few = true;
@@ -119,6 +130,8 @@ static void fill(struct lk_report *r, struct lk_report_process *q, struct lk_rep
 		.opts = { .view = LK_VIEW_LEAKS }, .procs = q, .nprocs = 1, .totals = q->totals,
 		.view_bytes = est(4e5, 1e10, 3), .sites = s, .nsites = 2, .sites_total = 5,
 		.timeline = tl, .ntimeline = 2,
+		.funcs = { .first = firsts, .n = 4 },
+		.wrappers = { .list = skipped, .n = 1 },
 	};
 }
 
@@ -204,7 +217,20 @@ TEST(document_one_process)
 	ASSERT_STREQ(json_str(json_path(v, "sites.1.trend")), "unknown");
 	ASSERT_EQ(json_path(v, "sites.1.trend_confidence")->type, JSON_NULL);
 	ASSERT_TRUE(json_u64(json_path(v, "sites.1.slope_bytes_per_s"), &n) && n == 0);
+	ASSERT_EQ(json_path(v, "sites.1.stack.0.wrapper")->type, JSON_TRUE);
+	ASSERT_EQ(json_path(v, "sites.1.stack.1.site")->type, JSON_TRUE);
+	ASSERT_TRUE(json_path(v, "sites.0.stack.0.wrapper") == NULL); /* an allocator frame */
 	ASSERT_TRUE(json_u64(json_get(v, "sites_total"), &n) && n == 5);
+	ASSERT_EQ(json_path(v, "options.auto_wrappers")->type, JSON_TRUE);
+	ASSERT_EQ(json_get(v, "wrappers_skipped")->len, 1);
+	ASSERT_STREQ(json_str(json_path(v, "wrappers_skipped.0.function")),
+		     "libsqlite3.so.0+0xa7503");
+	ASSERT_STREQ(json_str(json_path(v, "wrappers_skipped.0.module")), "/usr/lib/libsqlite3.so.0");
+	ASSERT_EQ(json_path(v, "wrappers_skipped.0.file")->type, JSON_NULL);
+	ASSERT_TRUE(json_u64(json_path(v, "wrappers_skipped.0.callers"), &n) && n == 12);
+	ASSERT_TRUE(json_u64(json_path(v, "wrappers_skipped.0.samples"), &n) && n == 40);
+	ASSERT_TRUE(json_u64(json_path(v, "wrappers_skipped.0.round"), &n) && n == 1);
+	ASSERT_TRUE(json_path(v, "wrappers_skipped.0.share")->num == 0.8);
 	ASSERT_EQ(json_get(v, "timeline")->len, 2);
 	ASSERT_TRUE(json_u64(json_path(v, "timeline.1.rss_bytes"), &n) && n == 2 << 20);
 	json_free(v);

@@ -167,6 +167,98 @@ TEST(alloc_fn_adds_wrappers)
 	ASSERT_TRUE(!alloc(&f, "my_alloc", PROG));
 }
 
+/* The wrappers of well-known libraries, in any module (allocators.c says why each is there). */
+TEST(library_wrappers)
+{
+	static const char *const names[] = {
+		"xmalloc", "xcalloc", "xrealloc", "xstrdup", "xmemdup", "xmemdupz", "xstrfmt",
+		"x2nrealloc", "xpalloc",
+		"g_malloc", "g_malloc0", "g_realloc", "g_try_malloc", "g_try_malloc0_n", "g_malloc_n",
+		"g_slice_alloc", "g_slice_alloc0", "g_strdup", "g_strdup_printf", "g_memdup2",
+		"PyMem_Malloc", "PyMem_Calloc", "PyMem_Realloc", "PyMem_RawMalloc", "PyMem_RawCalloc",
+		"PyMem_RawRealloc", "PyObject_Malloc", "PyObject_Calloc", "PyObject_Realloc",
+		"_PyObject_Malloc", "_PyMem_RawMalloc", "_PyMem_DebugRawAlloc", "_PyMem_DebugMalloc",
+		"_PyObject_GC_New", "_PyObject_GC_NewVar", "PyType_GenericAlloc", "pymalloc_alloc",
+		"sqlite3_malloc", "sqlite3_malloc64", "sqlite3_realloc64", "sqlite3Malloc",
+		"sqlite3MallocZero", "sqlite3Realloc", "sqlite3DbMallocRaw", "sqlite3DbMallocRawNN",
+		"sqlite3DbMallocZero", "sqlite3DbRealloc", "sqlite3MemMalloc", "sqlite3DbStrDup",
+		"sqlite3MPrintf",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!alloc(NULL, names[i], PROG) || !alloc(NULL, names[i], "/usr/lib/libx.so.1"))
+			FAIL("%s is not an allocator frame", names[i]);
+	/* Their neighbours allocate as part of their own work: sites. */
+	static const char *const not[] = {
+		"g_strsplit", "g_hash_table_insert", "PyList_New", "PyUnicode_New", "list_resize",
+		"sqlite3BtreeInsert", "sqlite3VdbeExec", "sqlite3_prepare_v2", "gc_alloc",
+		"xmalloc_wrapper", "PyMem_Free", "sqlite3_free",
+	};
+	for (size_t i = 0; i < sizeof(not) / sizeof(not[0]); i++)
+		if (alloc(NULL, not[i], PROG))
+			FAIL("%s is an allocator frame", not[i]);
+}
+
+/* --alloc-fn (and --focus, --ignore) MODULE+0xOFFSET: the frame at that offset of that module,
+ * as the symbolizer names a frame without a symbol, whether or not it has one; any other
+ * pattern is a regex, and a regex over such a name works as over any other. */
+TEST(alloc_fn_by_location)
+{
+	const char *sqlite = "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0";
+	struct lk_sym_frame nosym = { .function = "libsqlite3.so.0+0xa7503", .module = sqlite,
+				      .offset = 0xa7503 },
+			    named = nosym, next = nosym, other = nosym,
+			    cxx = { .function = "libstdc++.so.6+0x9a1b2",
+				    .module = "/usr/lib/libstdc++.so.6", .offset = 0x9a1b2 };
+	const struct lk_sym_frame *stack[] = { &nosym, &next, &cxx };
+	struct lk_site_filter f = {};
+
+	named.function = "sqlite3MemMalloc_with_debug_info";
+	next.function = "libsqlite3.so.0+0xa7504";
+	next.offset = 0xa7504;
+	other.module = "/opt/libsqlite3.so.0.old";
+	ASSERT_TRUE(!lk_site_is_allocator(&f, &nosym));
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "libsqlite3.so.0+0xa7503", NULL, 0));
+	ASSERT_TRUE(f.rules[LK_SITE_ALLOC_FN][0].location);
+	ASSERT_TRUE(lk_site_is_allocator(&f, &nosym));
+	ASSERT_TRUE(lk_site_is_allocator(&f, &named));   /* the address, whatever its name */
+	ASSERT_TRUE(!lk_site_is_allocator(&f, &next));   /* one byte on */
+	ASSERT_TRUE(!lk_site_is_allocator(&f, &other));  /* another file */
+	ASSERT_EQ(lk_site_pick(&f, stack, 3), 1);
+	lk_site_filter_done(&f);
+
+	/* A path, upper-case hex digits, and a module whose name holds a '+'. */
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN,
+				     "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0+0xA7503", NULL, 0));
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "libstdc++.so.6+0x9a1b2", NULL, 0));
+	ASSERT_TRUE(lk_site_is_allocator(&f, &nosym));
+	ASSERT_TRUE(!lk_site_is_allocator(&f, &other));
+	ASSERT_TRUE(lk_site_is_allocator(&f, &cxx));
+	lk_site_filter_done(&f);
+
+	/* Not a location: a regex, which a symbol-less frame's name can match too. */
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, "^libsqlite3\\.so\\.0\\+0xa750[0-9]$",
+				     NULL, 0));
+	ASSERT_TRUE(!f.rules[LK_SITE_ALLOC_FN][0].location);
+	ASSERT_TRUE(lk_site_is_allocator(&f, &nosym));
+	ASSERT_TRUE(lk_site_is_allocator(&f, &next));
+	ASSERT_TRUE(!lk_site_is_allocator(&f, &named));
+	lk_site_filter_done(&f);
+	static const char *const regexes[] = { "lib.so+0x", "lib.so+0x12g", "lib.so+0x1 ",
+					       "lib.so+0x11111111111111111" };
+	for (size_t i = 0; i < sizeof(regexes) / sizeof(regexes[0]); i++) {
+		ASSERT_OK(lk_site_filter_add(&f, LK_SITE_ALLOC_FN, regexes[i], NULL, 0));
+		ASSERT_TRUE(!f.rules[LK_SITE_ALLOC_FN][i].location);
+	}
+	lk_site_filter_done(&f);
+
+	/* --focus by location. */
+	ASSERT_OK(lk_site_filter_add(&f, LK_SITE_FOCUS, "libstdc++.so.6+0x9a1b2", NULL, 0));
+	ASSERT_TRUE(lk_site_wanted(&f, stack, 3));
+	ASSERT_TRUE(!lk_site_wanted(&f, stack, 2));
+	lk_site_filter_done(&f);
+}
+
 TEST(bad_regex)
 {
 	struct lk_site_filter f = {};
@@ -366,7 +458,7 @@ TEST(shown_only_ranks_the_same)
 		struct lk_report **r = pass ? &shown : &all;
 		ASSERT_OK(lk_report_new(&o, r));
 		ASSERT_OK(lk_report_add(*r, sym, 0, "x.lk", p, NULL));
-		ASSERT_OK(lk_report_finish(*r));
+		ASSERT_OK(lk_report_finish(*r, NULL));
 	}
 	ASSERT_EQ(all->nsites, 10);
 	ASSERT_EQ(shown->nsites, all->nsites);
@@ -421,7 +513,7 @@ TEST(report_takes_from_the_budget)
 	ASSERT_OK(lk_report_new(&o, &r));
 	ASSERT_OK(lk_report_add(r, sym, 0, "x.lk", p, &err));
 	ASSERT_TRUE(lk_budget_used() > loaded + 40000 * 64);
-	ASSERT_OK(lk_report_finish(r));
+	ASSERT_OK(lk_report_finish(r, NULL));
 	ASSERT_EQ(r->nsites, 10);
 	lk_report_free(r);
 	ASSERT_EQ(lk_budget_used(), loaded);

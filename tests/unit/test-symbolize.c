@@ -358,6 +358,7 @@ TEST(stripped_copy_uses_symbol_table)
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_EQ(n, 1);
 	ASSERT_STREQ(f[0].function, "fix_lib_outer");
+	ASSERT_TRUE(f[0].symbol == f[0].function); /* nothing to demangle: the same string */
 	ASSERT_TRUE(!f[0].file);
 	ASSERT_EQ(f[0].line, 0);
 	ASSERT_TRUE(!f[0].inlined);
@@ -369,6 +370,7 @@ TEST(stripped_copy_uses_symbol_table)
 		ASSERT_STREQ(f[0].function, "fix::mangled(unsigned long)");
 	else
 		ASSERT_STREQ(f[0].function, "_ZN3fix7mangledEm");
+	ASSERT_STREQ(f[0].symbol, "_ZN3fix7mangledEm"); /* pprof's system_name */
 
 	/* Rust: the hash and rustc's ".llvm." suffix dropped, the escapes decoded. */
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->rust.ret - 1, &f, &n));
@@ -523,6 +525,7 @@ TEST(fifos_never_opened)
 	ASSERT_OK(lk_symbolize(s, 0, 1, sites->leaf.ret - 1, &f, &n));
 	ASSERT_EQ(n, 1);
 	ASSERT_STREQ(f[0].function, "fix_lib_outer");
+	ASSERT_TRUE(f[0].symbol == f[0].function); /* nothing to demangle: the same string */
 	ASSERT_TRUE(!f[0].file);
 	ASSERT_EQ(lk_symbolizer_warnings(s, &w), 0);
 

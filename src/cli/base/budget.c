@@ -126,6 +126,26 @@ void *lk_budget_realloc(void *p, size_t old_bytes, size_t bytes)
 	return q;
 }
 
+int lk_budget_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	size_t n = *cap ? *cap : 8, bytes;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		if (__builtin_mul_overflow(n, 2, &n))
+			return -ENOMEM;
+	if (__builtin_mul_overflow(n, elem, &bytes))
+		return -ENOMEM;
+	q = lk_budget_realloc(*p, *cap * elem, bytes);
+	if (!q)
+		return errno == E2BIG ? -E2BIG : -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
 void lk_budget_free(void *p, size_t bytes)
 {
 	if (!p)

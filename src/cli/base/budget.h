@@ -8,8 +8,9 @@
  * functions below, which take its bytes from one budget before they allocate them and give them
  * back when they are freed: the live set (profile-live.c), the stack, frame, module and segment
  * tables (profile-tables.c), the list of the blocks live at the end (profile-result.c), a
- * report's sites, stack copies and synthetic frames (report.c, site.c), and the symbolizer's
- * answers, names, caches and tables (symbols/sym-pool.c). A take beyond the limit allocates
+ * report's stacks, sites, call tree and synthetic frames (report.c, report-sites.c, tree.c,
+ * site.c), the function ids and wrapper rule over its stacks (symbols/funcs.c, wrappers.c), and
+ * the symbolizer's answers, names, caches and tables (symbols/sym-pool.c). A take beyond the limit allocates
  * nothing and fails with E2BIG, which the readers turn into "offset N: the profile needs more
  * than 256 MiB of memory to read (--max-memory; ... so far)".
  *
@@ -39,6 +40,9 @@ void *lk_budget_malloc(size_t bytes);
 void *lk_budget_calloc(size_t n, size_t size);
 void *lk_budget_realloc(void *p, size_t old_bytes, size_t bytes);
 void lk_budget_free(void *p, size_t bytes);
+/* An array *p of *cap elements of elem bytes, grown (doubling, from 8) to hold at least need:
+ * 0, or -E2BIG (the budget) or -ENOMEM with *p and *cap as they were. */
+int lk_budget_grow(void **p, size_t *cap, size_t need, size_t elem);
 
 /* The same accounting without the allocation: 0 or -E2BIG (nothing taken). */
 int lk_budget_take(size_t bytes);

@@ -132,6 +132,34 @@ int lk_parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
+size_t lk_utf8_length(const char *str, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)str;
+	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong forms */
+		hi = c == 0xed ? 0x9f : 0xbf; /* no surrogates */
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		lo = c == 0xf0 ? 0x90 : 0x80;
+		hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
+	} else
+		return 0;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
 void lk_print_escaped(FILE *f, const char *s, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {

@@ -54,6 +54,10 @@ int lk_open_regular(int dirfd, const char *path, struct stat *ret_st);
 int lk_parse_size(const char *s, uint64_t *ret);
 int lk_parse_u64(const char *s, uint64_t *ret); /* decimal only */
 
+/* The length of the valid UTF-8 sequence at s (at most n bytes, n >= 1), or 0 if it is not one:
+ * no overlong form, no surrogate, nothing above U+10FFFF. */
+size_t lk_utf8_length(const char *s, size_t n);
+
 /* Prints len bytes with every byte outside printable ASCII, and the backslash, as \xNN. */
 void lk_print_escaped(FILE *f, const char *s, size_t len);
 /* Prints NUL-separated arguments space-separated, quoting those a shell would split. */

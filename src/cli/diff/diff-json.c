@@ -2,8 +2,8 @@
  *
  * The output is a contract with scripts, as `leek report`'s is: a key keeps its name, type and
  * meaning within a version, new keys may be added, and the sites come in the diff's ranking, so
- * two runs over the same profiles print the same bytes. PROCESS, TOTALS and FRAME are the report's
- * own (out-json.c). Every site carries "significant": scripts need not redo the test.
+ * two runs over the same profiles print the same bytes. PROCESS, TOTALS, WRAPPER and FRAME are the
+ * report's own (out-json.c). Every site carries "significant": scripts need not redo the test.
  *
  * Never: write JSON but through json-write.h, or a change without its interval.
  */
@@ -54,24 +54,13 @@ static void figures(struct lk_json *j, const struct lk_diff *d, const struct lk_
 		change(j, "alloc", alloc);
 }
 
-static void processes(struct lk_json *j, const struct lk_report *r)
-{
-	lk_json_key(j, "processes");
-	lk_json_open(j, '[', false);
-	for (size_t i = 0; i < r->nprocs; i++) {
-		lk_json_open(j, '{', false);
-		lk_json_process(j, &r->procs[i]);
-		lk_json_close(j, '}');
-	}
-	lk_json_close(j, ']');
-}
-
 static void side(struct lk_json *j, const char *name, const struct lk_report *r, uint64_t period)
 {
 	lk_json_key(j, name);
 	lk_json_open(j, '{', false);
 	lk_json_u64(j, "period", period);
-	processes(j, r);
+	lk_json_processes(j, r);
+	lk_json_wrappers(j, r);
 	lk_json_close(j, '}');
 }
 
@@ -85,7 +74,7 @@ static void site(struct lk_json *j, const struct lk_diff *d, const struct lk_dif
 	lk_json_num(j, "share", s->share, 6);
 	figures(j, d, &s->live, &s->alloc);
 	lk_json_u64(j, "stacks", s->nstacks);
-	lk_json_stack(j, s->stack, s->nframes, s->site_frame);
+	lk_json_stack(j, s->stack, s->funcs, s->nframes, s->site_frame);
 	lk_json_close(j, '}');
 }
 
@@ -114,10 +103,12 @@ void lk_diff_json(FILE *f, const struct lk_diff *d)
 	lk_json_u64(&j, "top", o->top);
 	lk_json_num(&j, "min_share", o->min_share, 6);
 	lk_json_num(&j, "fdr", LK_CHANGE_FDR, 6);
+	lk_json_bool(&j, "auto_wrappers", !o->no_auto_wrappers);
 	lk_json_close(&j, '}');
 	if (moments) {
 		lk_json_u64(&j, "period", d->period[0]);
-		processes(&j, d->side[0]);
+		lk_json_processes(&j, d->side[0]);
+		lk_json_wrappers(&j, d->side[0]);
 	} else {
 		side(&j, "base", d->side[0], d->period[0]);
 		side(&j, "new", d->side[1], d->period[1]);

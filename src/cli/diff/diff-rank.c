@@ -82,7 +82,8 @@ static bool compare_site(struct lk_diff *d, struct lk_diff_site *s, const struct
 {
 	const struct lk_report_site *shown = n ? n : b;
 
-	*s = (struct lk_diff_site){ .stack = shown->stack, .nframes = shown->nframes,
+	*s = (struct lk_diff_site){ .stack = shown->stack, .funcs = shown->funcs,
+				    .nframes = shown->nframes,
 				    .site_frame = shown->site_frame, .nstacks = shown->nstacks };
 	if (d->opts.mode == LK_DIFF_MOMENTS) {
 		const struct lk_window *w = &n->window;
@@ -260,9 +261,13 @@ int lk_diff_finish(struct lk_diff *d)
 	size_t keep = 0;
 	int k;
 
-	k = lk_report_finish(d->side[0]);
+	/* Two profiles: one decision of which frames are wrappers, so that both sides' sites are
+	 * cut alike (docs/design.md, "Comparing profiles"); two moments are one report already. */
+	k = d->side[1] != d->side[0] ? lk_report_share_wrappers(d->side, 2) : 0;
+	if (k >= 0)
+		k = lk_report_finish(d->side[0], NULL);
 	if (k >= 0 && d->side[1] != d->side[0])
-		k = lk_report_finish(d->side[1]);
+		k = lk_report_finish(d->side[1], NULL);
 	if (k >= 0)
 		k = join(d);
 	if (k >= 0)

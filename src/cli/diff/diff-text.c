@@ -6,14 +6,14 @@
  * estimates, once the number of sites compared is taken into account. Each side's estimate
  * carries a '~' when it stands on too few samples, as in `leek report`.
  *
- * Never: print a string from a profile or a debug file unescaped (text-format.h), or a number
+ * Never: print a string from a profile or a debug file unescaped (out-format.h), or a number
  * without its unit.
  */
 #include <inttypes.h>
 #include <math.h>
 
 #include "diff.h"
-#include "text-format.h"
+#include "out-format.h"
 
 /* What the two sides are called in this diff, as table heads and in the header. */
 struct names {
@@ -27,12 +27,12 @@ static void names_of(const struct lk_diff *d, struct names *n)
 
 	if (moments) {
 		snprintf(n->base, sizeof(n->base), "at %s",
-			 lk_text_time(a, sizeof(a), (double)d->opts.from_ns));
+			 lk_fmt_time(a, sizeof(a), (double)d->opts.from_ns));
 		if (d->opts.at_ns == UINT64_MAX)
 			snprintf(n->new, sizeof(n->new), "at the end");
 		else
 			snprintf(n->new, sizeof(n->new), "at %s",
-				 lk_text_time(a, sizeof(a), (double)d->opts.at_ns));
+				 lk_fmt_time(a, sizeof(a), (double)d->opts.at_ns));
 	} else {
 		snprintf(n->base, sizeof(n->base), "base");
 		snprintf(n->new, sizeof(n->new), "new");
@@ -65,7 +65,7 @@ static void print_period(FILE *f, uint64_t period)
 	if (period <= 1)
 		fputs("exact", f);
 	else
-		fprintf(f, "%s", lk_text_bytes(a, sizeof(a), (double)period));
+		fprintf(f, "%s", lk_fmt_bytes(a, sizeof(a), (double)period));
 }
 
 /* A figure of the whole: each side's estimate and the change, with its test. */
@@ -84,13 +84,46 @@ static void print_whole(FILE *f, const char *label, const struct lk_diff_change 
 	lk_text_estimate(f, &c->base);
 	fprintf(f, "\n%-12s %s: ", "", n->new);
 	lk_text_estimate(f, &c->new);
-	fprintf(f, "\n%-12s change %s %s", "", lk_text_change(a, sizeof(a), c->change.value),
-		lk_text_change_interval(b, sizeof(b), c->change.lo, c->change.hi));
+	fprintf(f, "\n%-12s change %s %s", "", lk_fmt_change(a, sizeof(a), c->change.value),
+		lk_fmt_change_interval(b, sizeof(b), c->change.lo, c->change.hi));
 	if (c->tested && c->change.p < 1e-4)
 		fprintf(f, ", %ssignificant (p < 0.0001)", c->significant ? "" : "not ");
 	else if (c->tested)
 		fprintf(f, ", %ssignificant (p %.2g)", c->significant ? "" : "not ", c->change.p);
 	fputc('\n', f);
+}
+
+/* Whether r's wrapper w is in the list of the other side o (the same function). */
+static bool listed(const struct lk_report *o, const struct lk_report *r, const struct lk_wrapper *w)
+{
+	for (size_t i = 0; i < o->wrappers.n; i++)
+		if (lk_site_func_compare(lk_funcs_frame(&o->funcs, o->wrappers.list[i].func),
+					 lk_funcs_frame(&r->funcs, w->func)) == 0)
+			return true;
+	return false;
+}
+
+/* The wrappers the sites skip: found over the stacks of both sides together (report.h,
+ * lk_report_share_wrappers), each side listing those it has; the new side's, then the base's
+ * that the new side does not have. */
+static void print_wrappers(FILE *f, const struct lk_diff *d)
+{
+	const struct lk_report *side[2] = { d->side[1], d->side[0] };
+	bool any = false;
+
+	for (size_t k = 0; k < (side[0] == side[1] ? 1 : 2); k++)
+		for (size_t i = 0; i < side[k]->wrappers.n; i++) {
+			const struct lk_wrapper *w = &side[k]->wrappers.list[i];
+			if (k == 1 && listed(side[0], side[1], w))
+				continue;
+			if (!any)
+				fputs("wrappers     skipped, by what the stacks of both sides show "
+				      "(--no-auto-wrappers keeps them):\n", f);
+			fputs("             ", f);
+			lk_text_frame(f, lk_funcs_frame(&side[k]->funcs, w->func), false);
+			fputc('\n', f);
+			any = true;
+		}
 }
 
 static void print_header(FILE *f, const struct lk_diff *d, const struct names *n)
@@ -104,7 +137,7 @@ static void print_header(FILE *f, const struct lk_diff *d, const struct names *n
 		fputs("== diff: live bytes at each profile's peak ==\n", f);
 	else if (d->opts.when == LK_DIFF_AT)
 		fprintf(f, "== diff: live bytes %s after each profile's start ==\n",
-			lk_text_time(a, sizeof(a), (double)d->opts.at_ns));
+			lk_fmt_time(a, sizeof(a), (double)d->opts.at_ns));
 	else
 		fputs("== diff: live bytes at the end ==\n", f);
 	if (moments) {
@@ -131,6 +164,7 @@ static void print_header(FILE *f, const struct lk_diff *d, const struct names *n
 		fprintf(f, "; %zu stack%s left out by --focus/--ignore", d->stacks_filtered,
 			d->stacks_filtered == 1 ? "" : "s");
 	fputs(".\n", f);
+	print_wrappers(f, d);
 }
 
 /* An estimate in a column: "~1.20 MiB", or "-" without a sample. */
@@ -140,7 +174,7 @@ static const char *cell(char *buf, size_t size, const struct lk_estimate *e)
 
 	if (!e->samples)
 		return snprintf(buf, size, "-"), buf;
-	snprintf(buf, size, "%s%s", e->too_few ? "~" : "", lk_text_bytes(a, sizeof(a), e->value));
+	snprintf(buf, size, "%s%s", e->too_few ? "~" : "", lk_fmt_bytes(a, sizeof(a), e->value));
 	return buf;
 }
 
@@ -149,7 +183,7 @@ static const char *marked(char *buf, size_t size, const struct lk_diff_change *c
 	char a[32];
 
 	snprintf(buf, size, "%s %s", c->significant ? "*" : " ",
-		 lk_text_change(a, sizeof(a), c->change.value));
+		 lk_fmt_change(a, sizeof(a), c->change.value));
 	return buf;
 }
 
@@ -178,11 +212,11 @@ static void print_sites(FILE *f, const struct lk_diff *d, const struct names *n)
 		fprintf(f, "%3zu %11s  %11s  %12s  %-28s %12s\n      ", i + 1,
 			cell(a, sizeof(a), &x->base), cell(b, sizeof(b), &x->new),
 			marked(c, sizeof(c), x),
-			lk_text_change_interval(e, sizeof(e), x->change.lo, x->change.hi), g);
-		lk_text_site(f, s->stack[s->site_frame], false);
+			lk_fmt_change_interval(e, sizeof(e), x->change.lo, x->change.hi), g);
+		lk_text_frame(f, s->stack[s->site_frame], false);
 		fputc('\n', f);
 		if (d->opts.stacks)
-			lk_text_stack(f, s->stack, s->nframes, s->site_frame, s->nstacks);
+			lk_text_stack(f, s->stack, s->funcs, s->nframes, s->site_frame, s->nstacks);
 	}
 	fputs("\n  * a significant change; ~ an estimate from too few samples to be more than an "
 	      "order\n    of magnitude\n", f);

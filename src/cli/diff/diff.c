@@ -34,6 +34,7 @@ int lk_diff_new(const struct lk_diff_opts *o, struct lk_diff **ret)
 		.at_ns = o->at_ns,
 		.merge = true,
 		.stacks = o->stacks,
+		.no_auto_wrappers = o->no_auto_wrappers,
 		.all_sites = true,
 		.filter = o->filter,
 	};

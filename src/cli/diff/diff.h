@@ -49,6 +49,7 @@ struct lk_diff_opts {
 	double min_share;          /* sites whose change is below this fraction of the larger side's
 				    * total go */
 	bool stacks;               /* the text shows each site's stack */
+	bool no_auto_wrappers;     /* skip only the listed allocator frames (report.h) */
 	const struct lk_site_filter *filter;
 };
 
@@ -64,6 +65,7 @@ struct lk_diff_change {
 struct lk_diff_site {
 	const struct lk_sym_frame *const *stack; /* the heaviest stack of the new side's site, or
 						  * of the base's if new has none */
+	const uint32_t *funcs;                   /* its frames' function ids (report.h) */
 	size_t nframes, site_frame, nstacks;     /* of that side's site */
 	struct lk_diff_change live;
 	struct lk_diff_change alloc;             /* moments: new is what was allocated between the

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "json-write.h"
+#include "util.h"
 
 void lk_json_init(struct lk_json *j, FILE *f)
 {
@@ -22,43 +23,14 @@ void lk_json_strn(struct lk_json *j, const char *k, const char *s, size_t len)
 	lk_json_write_string(j->f, s, len);
 }
 
-/* The length of the valid UTF-8 sequence at s (at most n bytes), or 0 if it is not one. */
-static size_t utf8_length(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t len;
-	unsigned char lo = 0x80, hi = 0xbf;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		len = 3;
-		lo = c == 0xe0 ? 0xa0 : 0x80; /* no overlong forms */
-		hi = c == 0xed ? 0x9f : 0xbf; /* no surrogates */
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		len = 4;
-		lo = c == 0xf0 ? 0x90 : 0x80;
-		hi = c == 0xf4 ? 0x8f : 0xbf; /* nothing above U+10FFFF */
-	} else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
-void lk_json_write_string(FILE *f, const char *str, size_t len)
+static void write_string(FILE *f, const char *str, size_t len, bool in_html)
 {
 	const unsigned char *s = (const unsigned char *)str;
 
 	fputc('"', f);
 	for (size_t i = 0; i < len;) {
 		unsigned char c = s[i];
-		size_t n = utf8_length(s + i, len - i);
+		size_t n = lk_utf8_length(str + i, len - i);
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
 		else if (c == '\n')
@@ -67,15 +39,38 @@ void lk_json_write_string(FILE *f, const char *str, size_t len)
 			fputs("\\t", f);
 		else if (c == '\r')
 			fputs("\\r", f);
-		else if (c < 0x20 || c == 0x7f)
+		else if (c < 0x20 || c == 0x7f || (in_html && (c == '<' || c == '>' || c == '&')))
 			fprintf(f, "\\u%04x", c);
 		else if (n == 0)
 			fputs("\\ufffd", f); /* not UTF-8: one replacement character a byte */
+		else if (in_html && n == 3 && c == 0xe2 && s[i + 1] == 0x80 &&
+			 (s[i + 2] == 0xa8 || s[i + 2] == 0xa9))
+			fprintf(f, "\\u%04x", 0x2000 + (s[i + 2] & 0x3f)); /* U+2028, U+2029 */
 		else
 			fwrite(s + i, 1, n, f);
 		i += n ? n : 1;
 	}
 	fputc('"', f);
+}
+
+void lk_json_write_string(FILE *f, const char *str, size_t len)
+{
+	write_string(f, str, len, false);
+}
+
+void lk_json_write_string_in_html(FILE *f, const char *str, size_t len)
+{
+	write_string(f, str, len, true);
+}
+
+void lk_json_write_number(FILE *f, double v, int decimals)
+{
+	if (!isfinite(v))
+		fputs("null", f);
+	else if (decimals == 0)
+		fprintf(f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
+	else
+		fprintf(f, "%.*f", decimals, v);
 }
 
 /* Before any value or key: the comma, and the line break outside one-line containers. */
@@ -156,12 +151,7 @@ void lk_json_bool(struct lk_json *j, const char *k, bool v)
 void lk_json_num(struct lk_json *j, const char *k, double v, int decimals)
 {
 	lk_json_value(j, k);
-	if (!isfinite(v))
-		fputs("null", j->f);
-	else if (decimals == 0)
-		fprintf(j->f, "%.0f", round(v) + 0.0); /* + 0.0: never "-0" */
-	else
-		fprintf(j->f, "%.*f", decimals, v);
+	lk_json_write_number(j->f, v, decimals);
 }
 
 void lk_json_seconds(struct lk_json *j, const char *k, uint64_t ns)

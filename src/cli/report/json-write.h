@@ -1,6 +1,7 @@
 /* json-write.h: a JSON writer for leek's documents (docs/json.md): `leek report`'s (out-json.c)
  * and `leek diff`'s (src/cli/diff/diff-json.c), laid out alike: two spaces a level, and
- * containers opened "one line" kept on one line.
+ * containers opened "one line" kept on one line; and the string and number writers that the
+ * tree (out-tree.c) and the HTML page (src/cli/html) use for their own layouts.
  *
  * The writer only writes: the caller opens and closes what it opened. Strings are escaped, with
  * U+FFFD for each byte that is not part of valid UTF-8; numbers that are not finite are null.
@@ -46,5 +47,12 @@ void lk_json_estimate(struct lk_json *j, const char *name, const struct lk_estim
 
 /* A JSON string: quotes, escapes, and U+FFFD for each byte that is not part of valid UTF-8. */
 void lk_json_write_string(FILE *f, const char *s, size_t len);
+/* The same, for a JSON text inside an HTML <script> element: '<', '>' and '&' as \u escapes too
+ * (so no "</script" or "<!--" can end or disturb the element), and U+2028 and U+2029, which
+ * older JavaScript parsers take for line ends inside a string. */
+void lk_json_write_string_in_html(FILE *f, const char *s, size_t len);
+/* A JSON number with that many decimals (0: rounded to an integer, never "-0"), or null for one
+ * that is not finite. */
+void lk_json_write_number(FILE *f, double v, int decimals);
 
 #endif /* LEEK_JSON_WRITE_H */

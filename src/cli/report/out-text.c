@@ -1,21 +1,28 @@
 /* out-text.c: `leek report` for people: a header per section, then the ranked sites, in 100
- * columns (80 without --stacks), and the few lines `leek run` prints when its program ends.
+ * columns (80 without --stacks), or the tree (out-tree.c), and the few lines `leek run` prints
+ * when its program ends.
  *
  * Every estimate comes with its 95% interval and the samples behind it, and an estimate from too
  * few samples (lk_estimate.too_few) carries a '~', so that no number reads as more precise than
- * it is. Byte figures are the bytes the program asked for, in binary units (KiB, MiB), written
- * as text-format.h writes them.
+ * it is. Byte figures are the bytes the program asked for, in binary units (KiB, MiB).
  *
- * Never: print a string from a profile or a debug file unescaped (lk_text_escaped: a file name
+ * Never: print a string from a profile or a debug file unescaped (lk_print_escaped: a file name
  * could hold terminal escapes), or a number without its unit.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
+#include "out-format.h"
 #include "report.h"
-#include "text-format.h"
 #include "util.h"
+
+static void print_cmdline(FILE *f, const struct lk_report_process *q)
+{
+	lk_print_cmdline(f, q->cmdline, q->cmdline_len);
+	if (q->flags & LK_HDR_CMDLINE_CUT)
+		fputs(" [cut]", f);
+}
 
 static void print_header(FILE *f, const struct lk_report *r)
 {
@@ -32,7 +39,7 @@ static void print_header(FILE *f, const struct lk_report *r)
 		fprintf(f, ", pid %" PRIu32 " (ppid %" PRIu32 ")%s%s ==\ncommand      ", q->pid,
 			q->ppid, q->flags & LK_HDR_FORKED ? ", forked" : "",
 			q->flags & LK_HDR_CONTINUED ? ", continued after its file was cut" : "");
-		lk_text_cmdline(f, q);
+		print_cmdline(f, q);
 		fputc('\n', f);
 	} else {
 		fprintf(f, "== merged: %zu processes ==\n", r->nprocs);
@@ -44,25 +51,25 @@ static void print_header(FILE *f, const struct lk_report *r)
 			fputc('\n', f);
 		}
 	}
-	fprintf(f, "duration     %s, ", lk_text_time(a, sizeof(a), (double)t->duration_ns));
+	fprintf(f, "duration     %s, ", lk_fmt_time(a, sizeof(a), (double)t->duration_ns));
 	if (r->periods_differ)
 		fputs("several periods", f);
 	else if (t->period <= 1)
 		fputs("exact (period 1: every allocation)", f);
 	else
-		fprintf(f, "period %s", lk_text_bytes(b, sizeof(b), (double)t->period));
+		fprintf(f, "period %s", lk_fmt_bytes(b, sizeof(b), (double)t->period));
 	fprintf(f, ", %" PRIu64 " samples, %" PRIu64 " frees\nallocated    ", t->samples, t->frees);
 	lk_text_estimate(f, &t->alloc_bytes);
-	fprintf(f, "; %s objects\n%s", lk_text_count(a, sizeof(a), t->alloc_objects.value),
+	fprintf(f, "; %s objects\n%s", lk_fmt_count(a, sizeof(a), t->alloc_objects.value),
 		r->nprocs > 1 ? "peak (sum)   " : "peak         ");
 	lk_text_estimate(f, &t->peak_bytes);
 	if (t->peak_ns != UINT64_MAX && t->peak_bytes.samples)
-		fprintf(f, "; at %s", lk_text_time(a, sizeof(a), (double)t->peak_ns));
+		fprintf(f, "; at %s", lk_fmt_time(a, sizeof(a), (double)t->peak_ns));
 	fputs("\nlive at end  ", f);
 	lk_text_estimate(f, &t->live_bytes_end);
 	fprintf(f, "; %s objects\nmax RSS      %s%s\nlosses      ",
-		lk_text_count(a, sizeof(a), t->live_objects_end.value),
-		lk_text_bytes(b, sizeof(b), (double)t->max_rss), r->nprocs > 1 ? " (sum)" : "");
+		lk_fmt_count(a, sizeof(a), t->live_objects_end.value),
+		lk_fmt_bytes(b, sizeof(b), (double)t->max_rss), r->nprocs > 1 ? " (sum)" : "");
 	for (unsigned i = 1; i <= LK_CNT_MAX; i++) {
 		const char *name = lk_counter_name(i);
 		if (!t->losses[i] || i == LK_CNT_SAMPLES || i == LK_CNT_FREES)
@@ -79,38 +86,66 @@ static void print_header(FILE *f, const struct lk_report *r)
 		      "is its last\n             complete record\n", f);
 }
 
-/* The view's title line, with the total its shares are of. */
-static void print_view(FILE *f, const struct lk_report *r)
+/* The wrappers the sites skip because the stacks showed them to be (wrappers.h). */
+static void print_wrappers(FILE *f, const struct lk_report *r)
+{
+	const struct lk_wrappers *w = &r->wrappers;
+
+	if (!w->n)
+		return;
+	fputs("Skipped as wrappers, by what the stacks show (--no-auto-wrappers keeps them):\n", f);
+	for (size_t i = 0; i < w->n; i++) {
+		const struct lk_wrapper *x = &w->list[i];
+		fputs("  ", f);
+		lk_text_frame(f, lk_funcs_frame(&r->funcs, x->func), false);
+		if (x->depth)
+			fputs(": the only caller of the one above\n", f);
+		else
+			fprintf(f, ": the site of %.1f%% of the samples, under %zu callers\n",
+				100 * x->share, x->callers);
+	}
+}
+
+void lk_text_view_title(FILE *f, const struct lk_report *r)
 {
 	const struct lk_report_opts *o = &r->opts;
 	char a[32];
 
-	fprintf(f, "\n%s: ", lk_view_name(o->view));
 	switch (o->view) {
 	case LK_VIEW_PEAK:
 		if (r->totals.peak_ns != UINT64_MAX)
-			fprintf(f, "heap live at its peak, %s after start: ",
-				lk_text_time(a, sizeof(a), (double)r->totals.peak_ns));
+			fprintf(f, "heap live at its peak, %s after start",
+				lk_fmt_time(a, sizeof(a), (double)r->totals.peak_ns));
 		else
-			fputs("heap live at each process's own peak: ", f);
+			fputs("heap live at each process's own peak", f);
 		break;
 	case LK_VIEW_INUSE:
-		fprintf(f, "heap live %s after start: ", lk_text_time(a, sizeof(a), (double)o->at_ns));
+		fprintf(f, "heap live %s after start", lk_fmt_time(a, sizeof(a), (double)o->at_ns));
 		break;
 	case LK_VIEW_ALLOC:
-		fputs("allocated in all, freed or not: ", f);
+		fputs("allocated in all, freed or not", f);
 		break;
 	case LK_VIEW_OLD:
-		fprintf(f, "live at the end, allocated more than %s before it: ",
-			lk_text_time(a, sizeof(a), (double)o->age_ns));
+		fprintf(f, "live at the end, allocated more than %s before it",
+			lk_fmt_time(a, sizeof(a), (double)o->age_ns));
 		break;
 	case LK_VIEW_GROWTH:
-		fputs("live at the end, sites by trend: ", f);
+		fputs("live at the end, sites by trend", f);
 		break;
 	default:
-		fputs("heap live at the end: ", f);
+		fputs("heap live at the end", f);
 		break;
 	}
+}
+
+/* The view's title line, with the total its shares are of. */
+static void print_view(FILE *f, const struct lk_report *r)
+{
+	const struct lk_report_opts *o = &r->opts;
+
+	fprintf(f, "\n%s: ", lk_view_name(o->view));
+	lk_text_view_title(f, r);
+	fputs(": ", f);
 	lk_text_estimate(f, &r->view_bytes);
 	fprintf(f, "\n%zu site%s", r->sites_total, r->sites_total == 1 ? "" : "s");
 	if (r->nsites < r->sites_total)
@@ -124,8 +159,8 @@ static void print_view(FILE *f, const struct lk_report *r)
 			break;
 		}
 	fputs(".\n", f);
+	print_wrappers(f, r);
 }
-
 
 static void print_sites(FILE *f, const struct lk_report *r)
 {
@@ -152,24 +187,24 @@ static void print_sites(FILE *f, const struct lk_report *r)
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct lk_report_site *s = &r->sites[i];
 		const struct lk_estimate *e = lk_report_figure(s, v);
-		snprintf(c, sizeof(c), "%s%s", e->too_few ? "~" : "", lk_text_bytes(a, sizeof(a), e->value));
+		snprintf(c, sizeof(c), "%s%s", e->too_few ? "~" : "", lk_fmt_bytes(a, sizeof(a), e->value));
 		fprintf(f, "%3zu %11s  %-22s %5.1f%% %8s %8" PRIu64, i + 1, c,
-			lk_text_interval(b, sizeof(b), e), 100 * s->share,
-			lk_text_count(d, sizeof(d), lk_report_figure_objects(s, v)->value), e->samples);
+			lk_fmt_interval(b, sizeof(b), e), 100 * s->share,
+			lk_fmt_count(d, sizeof(d), lk_report_figure_objects(s, v)->value), e->samples);
 		if (v == LK_VIEW_LEAKS)
 			fprintf(f, "  %s", lk_trend_name(s->growth.trend));
 		else if (v == LK_VIEW_GROWTH) {
 			snprintf(c, sizeof(c), "%s (%.0f%%)", lk_trend_name(s->growth.trend),
 				 100 * s->growth.confidence);
 			fprintf(f, "  %-19s %s%s/s", c, s->growth.slope_bytes_s < 0 ? "-" : "+",
-				lk_text_bytes(a, sizeof(a), fabs(s->growth.slope_bytes_s)));
+				lk_fmt_bytes(a, sizeof(a), fabs(s->growth.slope_bytes_s)));
 		} else if (v == LK_VIEW_OLD && s->oldest_age_ns >= 0)
-			fprintf(f, "  %7s", lk_text_time(a, sizeof(a), (double)s->oldest_age_ns));
+			fprintf(f, "  %7s", lk_fmt_time(a, sizeof(a), (double)s->oldest_age_ns));
 		fputs("\n      ", f);
-		lk_text_site(f, s->stack[s->site_frame], false);
+		lk_text_frame(f, s->stack[s->site_frame], false);
 		fputc('\n', f);
 		if (r->opts.stacks)
-			lk_text_stack(f, s->stack, s->nframes, s->site_frame, s->nstacks);
+			lk_text_stack(f, s->stack, s->funcs, s->nframes, s->site_frame, s->nstacks);
 	}
 }
 
@@ -178,6 +213,10 @@ void lk_text_report(FILE *f, const struct lk_report *r)
 	char a[32], b[32];
 
 	print_header(f, r);
+	if (r->tree) {
+		lk_text_tree(f, r);
+		return;
+	}
 	if (r->opts.view != LK_VIEW_TIMELINE) {
 		print_view(f, r);
 		print_sites(f, r);
@@ -186,8 +225,8 @@ void lk_text_report(FILE *f, const struct lk_report *r)
 	fputc('\n', f);
 	lk_chart_timeline(f, r->timeline, r->ntimeline, r->opts.ascii);
 	if (r->totals.peak_ns != UINT64_MAX)
-		fprintf(f, "peak %s at %s; ", lk_text_bytes(a, sizeof(a), r->totals.peak_bytes.value),
-			lk_text_time(b, sizeof(b), (double)r->totals.peak_ns));
+		fprintf(f, "peak %s at %s; ", lk_fmt_bytes(a, sizeof(a), r->totals.peak_bytes.value),
+			lk_fmt_time(b, sizeof(b), (double)r->totals.peak_ns));
 	fprintf(f, "x: time since %s start\n", r->nprocs > 1 ? "the first process's" : "the");
 }
 
@@ -201,11 +240,11 @@ void lk_text_run_summary(FILE *f, const struct lk_report *r)
 	lk_text_escaped(f, q->path);
 	fputs(": ", f);
 	lk_text_escaped(f, lk_site_basename(q->exe));
-	fprintf(f, ", pid %" PRIu32 ", %s, ", q->pid, lk_text_time(a, sizeof(a), (double)t->duration_ns));
+	fprintf(f, ", pid %" PRIu32 ", %s, ", q->pid, lk_fmt_time(a, sizeof(a), (double)t->duration_ns));
 	if (t->samples == 0 && t->period > 1)
 		/* No sample: with 95% confidence it allocated less than 3 T (docs/sampling.md 5). */
 		fprintf(f, "no sample (it allocated less than about %s)",
-			lk_text_bytes(b, sizeof(b), 3.0 * (double)t->period));
+			lk_fmt_bytes(b, sizeof(b), 3.0 * (double)t->period));
 	else
 		fprintf(f, "%" PRIu64 " sample%s", t->samples, t->samples == 1 ? "" : "s");
 	fputs(t->trailer ? "\n" : ", no trailer (crashed, killed or exec'd)\n", f);
@@ -215,15 +254,20 @@ void lk_text_run_summary(FILE *f, const struct lk_report *r)
 	lk_text_estimate(f, &t->alloc_bytes);
 	fputs("\n  peak          ", f);
 	lk_text_estimate(f, &t->peak_bytes);
-	fprintf(f, "; at %s\n  live at end   ", lk_text_time(a, sizeof(a), (double)t->peak_ns));
+	fprintf(f, "; at %s\n  live at end   ", lk_fmt_time(a, sizeof(a), (double)t->peak_ns));
 	lk_text_estimate(f, &t->live_bytes_end);
 	fputc('\n', f);
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct lk_report_site *s = &r->sites[i];
 		snprintf(b, sizeof(b), "%s%s", s->live_bytes.too_few ? "~" : "",
-			 lk_text_bytes(a, sizeof(a), s->live_bytes.value));
+			 lk_fmt_bytes(a, sizeof(a), s->live_bytes.value));
 		fprintf(f, "  %-13s %9s %5.1f%%  ", i == 0 ? "top sites" : "", b, 100 * s->share);
-		lk_text_site(f, s->stack[s->site_frame], false);
+		lk_text_frame(f, s->stack[s->site_frame], false);
 		fputc('\n', f);
+	}
+	for (size_t i = 0; i < r->wrappers.n; i++) {
+		fprintf(f, "  %-13s ", i == 0 ? "wrappers" : "");
+		lk_text_frame(f, lk_funcs_frame(&r->funcs, r->wrappers.list[i].func), false);
+		fputs(i == 0 ? " (skipped)\n" : "\n", f);
 	}
 }

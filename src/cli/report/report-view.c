@@ -1,8 +1,9 @@
 /* report-view.c: what each view ranks by, and the ranking that ends a report (report.h).
  *
- * lk_report_rank() finishes every sum (lk_estimate_finish: the interval of a sum, never a sum of
- * intervals), sums the processes' timelines on one real-time axis when merged, ranks the sites
- * by the view's figure and keeps the top ones. The order is total and stable (ties go by the
+ * lk_report_rank() makes the sites (report-sites.c), finishes every sum (lk_estimate_finish:
+ * the interval of a sum, never a sum of intervals), sums the processes' timelines on one
+ * real-time axis when merged, ranks the sites by the view's figure and keeps the top ones; or,
+ * in the tree view, makes and prunes the tree (tree.c) instead of the sites. The order is total and stable (ties go by the
  * site key), so text and JSON list the same sites in the same order on every run.
  *
  * Never: symbolize, read a profile, or print.
@@ -24,6 +25,11 @@ static const char *const view_names[_LK_VIEW_MAX] = {
 const char *lk_view_name(enum lk_view v)
 {
 	return (unsigned)v < _LK_VIEW_MAX ? view_names[v] : "?";
+}
+
+const char *lk_report_view_name(const struct lk_report_opts *o)
+{
+	return o->tree ? "tree" : lk_view_name(o->view);
 }
 
 int lk_view_from_name(const char *name)
@@ -180,6 +186,21 @@ static int merge_timelines(struct lk_report *r)
 	return 0;
 }
 
+/* The tree view: the call tree of the view's figure, pruned by --min-share of its total. */
+static int make_tree(struct lk_report *r)
+{
+	const struct lk_tree_opts o = { .view = r->opts.view, .objects = r->opts.objects,
+					.inverted = r->opts.inverted };
+	const struct lk_estimate *total = r->opts.objects ? &r->view_objects : &r->view_bytes;
+	int k = lk_tree_build(r, &o, &r->tree);
+
+	if (k < 0)
+		return k;
+	if (r->opts.min_share > 0)
+		lk_tree_prune(r->tree, r->opts.min_share * total->value, &r->tree_pruned);
+	return 0;
+}
+
 int lk_report_rank(struct lk_report *r)
 {
 	size_t keep = 0;
@@ -203,6 +224,11 @@ int lk_report_rank(struct lk_report *r)
 		r->ntimeline = r->procs[0].ntimeline;
 		r->procs[0].timeline = NULL;
 	}
+	if (r->opts.tree)
+		return make_tree(r);
+	k = lk_report_sites(r);
+	if (k < 0)
+		return k;
 	for (size_t i = 0; i < r->nsites; i++) {
 		struct lk_report_site *s = &r->sites[i];
 		finish_site(s);
@@ -222,10 +248,8 @@ int lk_report_rank(struct lk_report *r)
 			     !(lk_report_figure(s, r->opts.view)->value > 0);
 		if (!empty)
 			r->sites_total++;
-		if (empty || s->share < r->opts.min_share || (r->opts.top && keep >= r->opts.top)) {
-			lk_budget_free((void *)s->stack, s->nframes * sizeof(*s->stack));
+		if (empty || s->share < r->opts.min_share || (r->opts.top && keep >= r->opts.top))
 			continue;
-		}
 		r->sites[keep++] = *s;
 	}
 	r->nsites = keep;

@@ -1,11 +1,11 @@
 /* report.c: builds a report section from aggregated profiles (see report.h).
  *
  * Per stack of each profile: symbolize its frames (one chain of inlined frames per address,
- * flattened), apply --focus/--ignore, pick its site (site.c), and add its estimates to the site's
- * sums with lk_estimate_add(); lk_report_finish() then calls lk_estimate_finish() once per sum, so
- * a site made of several stacks, or of several processes (--merge), gets the interval of the sum
- * and not a sum of intervals. Sums are valid across profiles with different periods because every
- * estimate is already weighted.
+ * flattened), note whether --focus/--ignore leave it out, find where the allocator's frames end
+ * (funcs.h), and keep the stack with its estimates. lk_report_finish() makes the sites of every
+ * stack kept at once (report-sites.c), so that the wrappers a section's stacks reveal are
+ * skipped in every one of them, whichever file of a --merge it came from. Sums are valid across profiles with different
+ * periods because every estimate is already weighted.
  *
  * Never: read a profile's records (profile.c does, and keeps only per-stack state), or keep a
  * pointer into a profile after lk_report_add() returns; the symbolizer's frames are kept, so it
@@ -19,12 +19,13 @@
 #include "report.h"
 #include "u64map.h"
 
-#define MAX_SITES (1u << 24)
+
+/* A kept stack's block: its frames, then their function ids. */
+#define STACK_FRAME_BYTES (sizeof(struct lk_sym_frame *) + sizeof(uint32_t))
 
 struct lk_report_index {
-	size_t *slots;           /* site index + 1, open addressing by key hash; 0 = empty */
-	size_t nslots, sites_cap;
 	struct lk_site_stack st; /* the stack being added, symbolized */
+	size_t stacks_cap;
 };
 
 int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret)
@@ -37,16 +38,14 @@ int lk_report_new(const struct lk_report_opts *o, struct lk_report **ret)
 	}
 	r->opts = *o;
 	lk_site_stack_init(&r->index->st);
+	lk_funcs_init(&r->funcs, o->filter);
 	*ret = r;
 	return 0;
 }
 
-/* What only lk_report_add() needs; the synthetic frames stay, sites point at them. */
+/* What only lk_report_add() needs; the synthetic frames stay, stacks point at them. */
 static void free_lookup(struct lk_report_index *x)
 {
-	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
-	x->slots = NULL;
-	x->nslots = 0;
 	lk_site_stack_trim(&x->st);
 }
 
@@ -54,7 +53,6 @@ static void free_index(struct lk_report_index *x)
 {
 	if (!x)
 		return;
-	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
 	lk_site_stack_done(&x->st);
 	free(x);
 }
@@ -70,11 +68,16 @@ struct lk_report *lk_report_free(struct lk_report *r)
 		free(r->procs[i].timeline);
 	}
 	free(r->procs);
-	for (size_t i = 0; i < r->nsites; i++)
-		lk_budget_free((void *)r->sites[i].stack,
-			       r->sites[i].nframes * sizeof(*r->sites[i].stack));
-	lk_budget_free(r->sites, (r->index ? r->index->sites_cap : 0) * sizeof(*r->sites));
+	for (size_t i = 0; i < r->nstacks; i++) {
+		lk_budget_free(r->stacks[i].frames, r->stacks[i].n * STACK_FRAME_BYTES);
+		lk_budget_free(r->stacks[i].window, sizeof(*r->stacks[i].window));
+	}
+	lk_budget_free(r->stacks, (r->index ? r->index->stacks_cap : 0) * sizeof(*r->stacks));
+	lk_budget_free(r->sites, r->sites_cap * sizeof(*r->sites));
 	free(r->timeline);
+	lk_funcs_done(&r->funcs);
+	lk_wrappers_done(&r->wrappers);
+	lk_tree_free(r->tree);
 	free_index(r->index);
 	free(r);
 	return NULL;
@@ -94,27 +97,6 @@ int lk_report_add_modules(struct lk_symbolizer *sym, uint32_t profile, const str
 		if (m[i].unloaded_ns != UINT64_MAX)
 			lk_symbolizer_unload_module(sym, profile, m[i].id);
 	}
-	return 0;
-}
-
-static int grow_slots(struct lk_report *r)
-{
-	struct lk_report_index *x = r->index;
-	size_t n = x->nslots ? 2 * x->nslots : 1024;
-	size_t *slots = lk_budget_calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return -errno;
-	for (size_t i = 0; i < r->nsites; i++) {
-		const struct lk_report_site *s = &r->sites[i];
-		size_t h = (size_t)lk_site_key_hash(s->stack[s->site_frame]) & (n - 1);
-		while (slots[h])
-			h = (h + 1) & (n - 1);
-		slots[h] = i + 1;
-	}
-	lk_budget_free(x->slots, x->nslots * sizeof(*x->slots));
-	x->slots = slots;
-	x->nslots = n;
 	return 0;
 }
 
@@ -168,93 +150,67 @@ static int copy_process(struct lk_report *r, const char *path, const struct lk_p
 	return 0;
 }
 
-/* NULL and errno ENOMEM or E2BIG (the budget) on failure. */
-static const struct lk_sym_frame **copy_stack(const struct lk_report_index *x, size_t n)
-{
-	const struct lk_sym_frame **copy = lk_budget_malloc(n * sizeof(*copy));
-
-	if (copy)
-		memcpy(copy, x->st.frames, n * sizeof(*copy));
-	return copy;
-}
-
-/* The site of the stack in x->st (n frames, the site at site_frame), added with that stack if
- * new; NULL and errno ENOMEM, or E2BIG (the budget) on failure. */
-static struct lk_report_site *find_site(struct lk_report *r, size_t n, size_t site_frame)
+/* Keeps the stack in x->st (n frames) with p's estimates of it, also if --focus or --ignore
+ * left it out (the wrappers are the profile's, whatever is shown); 0, -ENOMEM or -E2BIG. */
+static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_t n,
+		      bool filtered)
 {
 	struct lk_report_index *x = r->index;
-	const struct lk_sym_frame *key = x->st.frames[site_frame], **stack;
-	size_t h;
-	int k;
+	struct lk_report_stack *s;
+	const struct lk_sym_frame **frames;
+	uint32_t *funcs;
+	struct lk_window *window = NULL;
+	size_t alloc_at = n;
 
-	if ((r->nsites + 1) * 2 > x->nslots && (k = grow_slots(r)) < 0) {
-		errno = -k;
-		return NULL;
-	}
-	h = (size_t)lk_site_key_hash(key) & (x->nslots - 1);
-	for (; x->slots[h]; h = (h + 1) & (x->nslots - 1)) {
-		struct lk_report_site *s = &r->sites[x->slots[h] - 1];
-		if (lk_site_key_compare(s->stack[s->site_frame], key) == 0)
-			return s;
-	}
-	if (r->nsites == x->sites_cap) {
-		size_t cap = x->sites_cap ? 2 * x->sites_cap : 64;
-		struct lk_report_site *sites;
-		if (cap > MAX_SITES) {
-			errno = ENOMEM;
-			return NULL;
-		}
-		sites = lk_budget_realloc(r->sites, x->sites_cap * sizeof(*sites),
-					  cap * sizeof(*sites));
-		if (!sites)
-			return NULL;
-		r->sites = sites;
-		x->sites_cap = cap;
-	}
-	stack = copy_stack(x, n);
-	if (!stack)
-		return NULL;
-	x->slots[h] = r->nsites + 1;
-	r->sites[r->nsites] = (struct lk_report_site){
-		.stack = stack,
-		.nframes = n,
-		.site_frame = site_frame,
-		.oldest_age_ns = -1,
-		.figure = -1,
-	};
-	return &r->sites[r->nsites++];
-}
-
-/* Adds one stack's estimates to its site; the heaviest stack becomes the site's stack. */
-static int add_to_site(struct lk_report *r, struct lk_report_site *s,
-		       const struct lk_stack_stats *st, size_t n, size_t site_frame)
-{
-	double figure = LK_VIEW_FIGURE(st, r->opts.view, bytes)->value;
-
-	lk_estimate_add(&s->alloc_bytes, &st->alloc_bytes);
-	lk_estimate_add(&s->alloc_objects, &st->alloc_objects);
-	lk_estimate_add(&s->live_bytes, &st->live_bytes);
-	lk_estimate_add(&s->live_objects, &st->live_objects);
-	lk_estimate_add(&s->peak_bytes, &st->peak_bytes);
-	lk_estimate_add(&s->peak_objects, &st->peak_objects);
-	lk_estimate_add(&s->old_bytes, &st->old_bytes);
-	lk_estimate_add(&s->old_objects, &st->old_objects);
-	if (st->window)
-		lk_window_add(&s->window, st->window);
-	s->nstacks++;
-	if (!(figure > s->figure))
-		return 0;
-	if (s->nstacks > 1) {
-		const struct lk_sym_frame **copy = copy_stack(r->index, n);
-		if (!copy)
+	if (n > UINT32_MAX)
+		return -E2BIG;
+	if (r->nstacks == x->stacks_cap) {
+		size_t cap = x->stacks_cap ? 2 * x->stacks_cap : 64;
+		s = lk_budget_realloc(r->stacks, x->stacks_cap * sizeof(*s), cap * sizeof(*s));
+		if (!s)
 			return -errno;
-		lk_budget_free((void *)s->stack, s->nframes * sizeof(*s->stack));
-		s->stack = copy;
-		s->nframes = n;
-		s->site_frame = site_frame;
+		r->stacks = s;
+		x->stacks_cap = cap;
 	}
-	s->growth = st->growth;
-	s->figure = figure;
+	if (p->window && !(window = lk_budget_malloc(sizeof(*window))))
+		return -errno;
+	frames = lk_budget_malloc(n * STACK_FRAME_BYTES);
+	if (!frames) {
+		lk_budget_free(window, sizeof(*window));
+		return -errno;
+	}
+	memcpy(frames, x->st.frames, n * sizeof(*frames));
+	funcs = (uint32_t *)(frames + n);
+	for (size_t i = 0; i < n; i++) {
+		int k = lk_funcs_get(&r->funcs, frames[i], &funcs[i]);
+		if (k < 0) {
+			lk_budget_free(frames, n * STACK_FRAME_BYTES);
+			lk_budget_free(window, sizeof(*window));
+			return k;
+		}
+		if (alloc_at == n && !(funcs[i] & LK_FUNC_ALLOC))
+			alloc_at = i;
+	}
+	r->stacks[r->nstacks++] = (struct lk_report_stack){
+		.frames = frames,
+		.funcs = funcs,
+		.n = (uint32_t)n,
+		.alloc_at = alloc_at < n ? (uint32_t)alloc_at : 0,
+		.filtered = filtered,
+		.alloc_bytes = p->alloc_bytes,
+		.alloc_objects = p->alloc_objects,
+		.live_bytes = p->live_bytes,
+		.live_objects = p->live_objects,
+		.peak_bytes = p->peak_bytes,
+		.peak_objects = p->peak_objects,
+		.old_bytes = p->old_bytes,
+		.old_objects = p->old_objects,
+		.growth = p->growth,
+		.oldest_age_ns = -1,
+		.window = window,
+	};
+	if (window)
+		*window = *p->window;
 	return 0;
 }
 
@@ -274,8 +230,8 @@ static void add_totals(struct lk_profile_totals *sum, const struct lk_profile_to
 	sum->trailer = sum->trailer && t->trailer;
 }
 
-/* old: the age at the end of each site's oldest live sample, through a map from stack id to
- * site. */
+/* old: the age at the end of each stack's oldest live sample, through a map from the profile's
+ * stack id to the report's stack. */
 static void note_oldest(struct lk_report *r, const struct lk_profile *p,
 			const struct lk_u64map *site_of)
 {
@@ -285,8 +241,8 @@ static void note_oldest(struct lk_report *r, const struct lk_profile *p,
 
 	for (size_t i = 0; i < n; i++) {
 		uint64_t *k = lk_u64map_get(site_of, b[i].stack);
-		if (k && end - b[i].t_ns > r->sites[*k].oldest_age_ns)
-			r->sites[*k].oldest_age_ns = end - b[i].t_ns;
+		if (k && end - b[i].t_ns > r->stacks[*k].oldest_age_ns)
+			r->stacks[*k].oldest_age_ns = end - b[i].t_ns;
 	}
 }
 
@@ -296,8 +252,8 @@ static int fail_budget(const struct lk_report *r, char **err)
 	char limit[32];
 
 	if (err && asprintf(err, "the profile needs more than %s of memory to report (--max-memory; "
-			    "%zu sites so far)", lk_budget_format(limit, sizeof(limit),
-								  lk_budget_limit()),
+			    "%zu stacks and %zu sites so far)",
+			    lk_budget_format(limit, sizeof(limit), lk_budget_limit()), r->nstacks,
 			    r->nsites) < 0)
 		*err = NULL;
 	return -E2BIG;
@@ -322,8 +278,8 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 
 	lk_u64map_init_budgeted(&site_of, SIZE_MAX);
 	for (size_t i = 0; i < nst && k >= 0; i++) {
-		struct lk_report_site *s;
-		size_t n, at;
+		bool filtered;
+		size_t n;
 
 		if (r->opts.shown_only && !(LK_VIEW_FIGURE(&st[i], r->opts.view, bytes)->value > 0))
 			continue; /* adds nothing to the view's figures: no site shows it */
@@ -334,15 +290,18 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		if (k < 0)
 			break;
 		n = r->index->st.n;
-		if (!lk_site_wanted(r->opts.filter, r->index->st.frames, n)) {
-			r->stacks_filtered++;
-			continue;
-		}
-		at = lk_site_pick(r->opts.filter, r->index->st.frames, n);
-		s = find_site(r, n, at);
-		k = s ? add_to_site(r, s, &st[i], n, at) : -errno;
+		filtered = !lk_site_wanted(r->opts.filter, r->index->st.frames, n);
+		r->stacks_filtered += filtered;
+		/* The hook sees the site the allocator list picks: the wrappers the stacks reveal
+		 * are known only once every stack is in (lk_report_finish). */
+		if (!filtered && r->opts.on_stack &&
+		    (k = r->opts.on_stack->fn(r->opts.on_stack->ctx, profile, r->index->st.frames, n,
+					      lk_site_pick(r->opts.filter, r->index->st.frames, n),
+					      &st[i])) < 0)
+			break;
+		k = keep_stack(r, &st[i], n, filtered);
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
-			k = lk_u64map_put(&site_of, st[i].id, (uint64_t)(s - r->sites));
+			k = lk_u64map_put(&site_of, st[i].id, r->nstacks - 1);
 	}
 	if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 		note_oldest(r, p, &site_of);
@@ -365,10 +324,10 @@ int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t 
 	return k;
 }
 
-int lk_report_finish(struct lk_report *r)
+int lk_report_finish(struct lk_report *r, char **err)
 {
 	int k = lk_report_rank(r);
 
-	free_lookup(r->index); /* the slots point at sites that moved */
-	return k;
+	free_lookup(r->index);
+	return k == -E2BIG ? fail_budget(r, err) : k;
 }

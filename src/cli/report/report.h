@@ -1,12 +1,15 @@
 /* report.h: what `leek report` shows, built from loaded profiles (report.c) and printed by
- * out-text.c, out-json.c (through json-write.h) and chart.c. report.c builds, report-view.c ranks.
+ * out-text.c, out-tree.c, out-json.c (through json-write.h) and chart.c. report.c builds,
+ * report-sites.c makes the sites (skipping the wrappers the stacks reveal), report-view.c ranks
+ * them, or makes the call tree (tree.h) in the tree view.
  *
  * A section is one process, or several merged (--merge). Building one: lk_report_new(), then
  * lk_report_add() per loaded profile (the profile can be freed right after: the section keeps
- * copies of what it prints and pointers into the symbolizer, which must outlive it), then
- * lk_report_finish(), which finishes the estimates, ranks the sites and keeps the top ones.
- * Memory follows the number of distinct stacks, never the length of a profile; the sites, their
- * stacks and the synthetic frames are taken from the memory budget (budget.h).
+ * its stacks, symbolized, copies of what it prints and pointers into the symbolizer, which must
+ * outlive it), then lk_report_finish(), which finishes the estimates, makes the sites
+ * (report-sites.c), ranks them and keeps the top ones. Memory follows the number of distinct
+ * stacks and their frames, never the length of a profile; the stacks, the sites and the
+ * synthetic frames are taken from the memory budget (budget.h).
  *
  * Glossary: the view's figure is the estimate a view ranks by (live bytes for leaks, bytes at the
  * peak for peak, ...); a site's "heaviest stack" is the one of its stacks with the largest figure,
@@ -20,9 +23,13 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "funcs.h"
+#include "json-write.h"
 #include "profile.h"
 #include "site.h"
 #include "symbolize.h"
+#include "tree.h"
+#include "wrappers.h"
 
 enum lk_view {
 	LK_VIEW_LEAKS,
@@ -39,24 +46,67 @@ const char *lk_view_name(enum lk_view v);
 int lk_view_from_name(const char *name); /* enum lk_view, or -EINVAL */
 const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "unknown" */
 
+/* A consumer of every stack a report keeps (after --focus and --ignore), such as the flame graph
+ * of the HTML report (src/cli/html/flame.h): lk_report_add() calls fn with the stack's frames,
+ * symbolized and flattened, innermost first (frames[site] its site, as site.h picks it), its
+ * estimates, and the symbolizer's number for its profile. The frames stay valid as long as the
+ * report and its symbolizer; the stats only during the call. A negative return stops
+ * lk_report_add() with it (-E2BIG: the memory budget, reported as the sites' is). */
+struct lk_report_stack_hook {
+	int (*fn)(void *ctx, uint32_t profile, const struct lk_sym_frame *const *frames, size_t n,
+		  size_t site, const struct lk_stack_stats *st);
+	void *ctx;
+};
+
 struct lk_report_opts {
 	enum lk_view view;
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
 	uint64_t age_ns;  /* old */
 	size_t top;       /* sites kept after ranking; 0 = all */
-	double min_share; /* sites below this fraction of the view's total are dropped */
+	double min_share; /* sites (tree nodes) below this fraction of the view's total are dropped */
 	bool merge, stacks, ascii;
+	bool no_auto_wrappers; /* skip no wrapper but the listed ones (wrappers.h) */
+	bool tree;             /* a call tree of the view's figure instead of sites (tree.h) */
+	bool inverted;         /* tree: innermost frames at the root */
+	bool objects;          /* tree: objects instead of bytes */
 	bool shown_only;  /* only stacks with something in the view: a site's other figures then
 			   * leave out its stacks without any (`leek run`'s summary, which prints
 			   * the view's figure alone, and need not symbolize every stack) */
 	bool all_sites;   /* keep the sites with nothing in the view too (`leek diff`: a site may
 			   * have changed in another figure, or on the other side) */
 	const struct lk_site_filter *filter;
+	const struct lk_report_stack_hook *on_stack; /* NULL: none */
 };
+
+/* One stack of a section, symbolized and kept until the report is freed: the sites, the tree
+ * (tree.h) and the wrapper rule (wrappers.h) are made of these, and a writer may walk them. */
+struct lk_report_stack {
+	const struct lk_sym_frame **frames;      /* innermost first, into the symbolizer */
+	uint32_t *funcs;                         /* each frame's function id and allocator flag
+						  * (funcs.h: r->funcs); in frames' block */
+	uint32_t n;
+	uint32_t alloc_at;                       /* frames[alloc_at] is the first frame that is
+						  * not an allocator frame (0 if none is) */
+	bool filtered;                           /* left out by --focus or --ignore: only the
+						  * wrapper rule looks at it */
+	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
+	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
+	struct lk_growth growth;
+	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
+						  * end of its profile; -1 if none */
+	struct lk_window *window;                /* lk_profile_opts.window: a copy of the
+						  * stack's (from the budget); else NULL */
+};
+
+/* "tree" for a tree (opts.tree), else the view's name. */
+const char *lk_report_view_name(const struct lk_report_opts *o);
 
 struct lk_report_site {
 	const struct lk_sym_frame *const *stack; /* heaviest stack, innermost first */
 	size_t nframes, site_frame;              /* stack[site_frame] is the site */
+	const uint32_t *funcs;                   /* its frames' function ids (funcs.h): before
+						  * the site, those without LK_FUNC_ALLOC are the
+						  * wrappers the report skipped (wrappers.h) */
 	size_t nstacks;                          /* stacks that share this site */
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
@@ -88,8 +138,19 @@ struct lk_report {
 	uint64_t span_ns;                     /* merged: first start to last end, in real time */
 	bool periods_differ;                  /* merged: totals.period is the first one's */
 	struct lk_estimate view_bytes, view_objects; /* the view's figure over every stack */
+	struct lk_report_stack *stacks;       /* every stack added (with shown_only, but those with
+					       * nothing in the view) */
+	size_t nstacks;
+	struct lk_funcs funcs;                /* the stacks' function ids */
+	struct lk_wrappers wrappers;          /* the wrappers the sites skip, found in the stacks
+					       * (after lk_report_finish) */
+	bool wrappers_shared;                 /* wrappers came from lk_report_share_wrappers */
+	struct lk_tree *tree;                 /* opts.tree: the call tree, pruned by min_share
+					       * (after lk_report_finish; no sites then) */
+	struct lk_tree_pruned tree_pruned;    /* what the pruning left out */
 	struct lk_report_site *sites;         /* ranked (after lk_report_finish) */
 	size_t nsites, sites_total;           /* shown; before --top and --min-share */
+	size_t sites_cap;
 	size_t stacks_filtered;               /* stacks dropped by --focus / --ignore */
 	struct lk_timeline_point *timeline;   /* the process's; merged: the sum on one real-time
 					       * axis, from the first start (after lk_report_finish) */
@@ -108,11 +169,20 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
  * *err may hold a malloc'd message (lk_profile_load's "offset N: ...", or lk_report_add's). */
 int lk_report_add_file(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profile,
 		       const char *path, const struct lk_profile_opts *po, char **err);
-int lk_report_finish(struct lk_report *r);
+/* 0, -ENOMEM, or -E2BIG beyond the memory budget, with *err as lk_report_add's. */
+int lk_report_finish(struct lk_report *r, char **err);
 /* The file that process i of the report is shown as, from now on (`leek run` compresses the
  * profile while the report is made). -ERANGE for no such process, -ENOMEM. */
 int lk_report_rename(struct lk_report *r, size_t i, const char *path);
 int lk_report_rank(struct lk_report *r); /* report-view.c: lk_report_finish() without the cleanup */
+int lk_report_sites(struct lk_report *r); /* report-sites.c: the sites of r's stacks, unranked */
+/* report-sites.c: the wrappers that the stacks of n reports reveal together, as each report's
+ * (`leek diff`: its two sides skip the same frames, so that a site's key means the same on both).
+ * The rule runs once over every stack of them all, on one numbering of their functions; each
+ * report skips every wrapper found and lists those its stacks have. After the last lk_report_add(),
+ * before lk_report_finish(), which then finds none of its own; nothing with no_auto_wrappers (the
+ * reports' options must agree on it and on the filter). 0, -ENOMEM or -E2BIG. */
+int lk_report_share_wrappers(struct lk_report *const *r, size_t n);
 struct lk_report *lk_report_free(struct lk_report *r); /* NULL-safe, returns NULL */
 static inline void lk_report_freep(struct lk_report **r)
 {
@@ -138,6 +208,12 @@ const struct lk_estimate *lk_report_figure_objects(const struct lk_report_site *
 
 /* out-text.c */
 void lk_text_report(FILE *f, const struct lk_report *r);
+/* What the view's figure is: "heap live at the end", "allocated in all, freed or not", ... */
+void lk_text_view_title(FILE *f, const struct lk_report *r);
+/* out-tree.c: the tree view (r->tree), as text after the header, and as the JSON value of the
+ * tree's "root" (nested NODE objects, their lines indented from indent levels on). */
+void lk_text_tree(FILE *f, const struct lk_report *r);
+void lk_json_tree(FILE *f, unsigned indent, const struct lk_report *r);
 /* The few lines `leek run` prints per profile (to stderr). */
 void lk_text_run_summary(FILE *f, const struct lk_report *r);
 
@@ -148,14 +224,14 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 void lk_json_report(struct lk_json_doc *d, const struct lk_report *r);
 void lk_json_end(struct lk_json_doc *d); /* closes and frees */
 /* The parts of the document that `leek diff`'s shares (docs/json.md): a frame's function, file,
- * line and module members; a "stack" key and its FRAME array; a PROCESS's members; a "totals" key
- * and its TOTALS (period_known: false for merged profiles of several periods). */
-struct lk_json;
+ * line and module members; a "stack" key and its FRAME array (funcs, if not NULL, marks the
+ * wrappers skipped before site_frame); a "processes" key and r's PROCESS array; a
+ * "wrappers_skipped" key and r's WRAPPER array. */
 void lk_json_frame_key(struct lk_json *j, const struct lk_sym_frame *f);
-void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack, size_t n,
-		   size_t site_frame);
-void lk_json_process(struct lk_json *j, const struct lk_report_process *q);
-void lk_json_totals(struct lk_json *j, const struct lk_profile_totals *t, bool period_known);
+void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack,
+		   const uint32_t *funcs, size_t n, size_t site_frame);
+void lk_json_processes(struct lk_json *j, const struct lk_report *r);
+void lk_json_wrappers(struct lk_json *j, const struct lk_report *r);
 
 /* chart.c: the timeline as a chart, 80 columns wide. */
 void lk_chart_timeline(FILE *f, const struct lk_timeline_point *p, size_t n, bool ascii);

@@ -95,8 +95,10 @@ static void rust_unescape(char *d)
 
 /* C++ and legacy Rust names demangled; any other name as it is. rustc adds ".llvm.<digits>" to
  * some names, which the C++ demangler rejects: demangled without it. */
-const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name)
+const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name, const char **raw)
 {
+	const char *same;
+
 	if (strncmp(name, "_Z", 2) == 0) {
 		pthread_once(&demangler_once, find_demangler);
 		const char *llvm = strstr(name, ".llvm.");
@@ -109,9 +111,14 @@ const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name)
 				rust_unescape(d);
 			const char *r = lk_sym_intern(s, d);
 			free(d);
+			if (raw)
+				*raw = lk_sym_intern(s, name);
 			return r;
 		}
 		free(d);
 	}
-	return lk_sym_intern(s, name);
+	same = lk_sym_intern(s, name);
+	if (raw)
+		*raw = same;
+	return same;
 }

@@ -1,38 +1,13 @@
 /* site.c: symbolized stacks, allocation sites and stack filters (see site.h).
  *
- * The built-in allocator frames, skipped when choosing a stack's site (pprof keeps a similar
- * list; `--alloc-fn REGEX` adds the program's own wrappers):
- *
- *   anywhere      the malloc family, also as __libc_malloc etc.; the wrappers that only
- *                 allocate: xmalloc, xcalloc, xrealloc, xreallocarray, xzalloc, xstrdup, xstrndup,
- *                 xmemdup, and GLib's g_malloc, g_malloc0, g_realloc, g_try_*, g_*_n
- *   C++           operator new and new[] in every form (demangled "operator new...", mangled
- *                 _Znw*, _Zna*), __cxa_allocate_exception, and the standard library's code:
- *                 std::* and __gnu_cxx::* (std::allocator, std::vector's _M_allocate,
- *                 std::string's _M_create, ...), so that the site is the program's own call
- *                 of push_back or of the string's constructor
- *   Rust          the global allocator's shims (__rust_alloc, __rust_alloc_zeroed, __rust_realloc,
- *                 __rdl_*, __rg_*) and the modules of the standard library's crates that
- *                 allocate or pass an allocation through: alloc's alloc, raw_vec, vec, string,
- *                 boxed, fmt, collections, rc, sync, slice, str, borrow and ffi; core's iter,
- *                 ops::function, clone and fmt; the hashbrown behind HashMap; also as the type of
- *                 a trait method ("<alloc::vec::Vec<T> as core::clone::Clone>::clone"), and the
- *                 standard traits' blanket impls ("<&mut W as core::fmt::Write>::write_str"),
- *                 so that the site is the program's call of push, clone or collect (std::* is
- *                 skipped as for C++)
- *   in libc.so    the functions that allocate on their caller's behalf: strdup, strndup, wcsdup,
- *                 asprintf, vasprintf, getline, getdelim, open_memstream, realpath,
- *                 canonicalize_file_name, their __ and _chk spellings, and glibc's internal
- *                 allocation helpers (_int_*, __libc_scratch_buffer_*, __libc_dynarray_*,
- *                 __libc_alloc_buffer_*)
- *
- * Names are compared without a parameter list ("malloc(unsigned long)" is malloc), without the
- * return type of a template ("void std::_Construct<...>" is in std::) and without glibc's "__GI_"
- * alias prefix.
+ * A stack's site is its first frame, innermost first, that is not an allocator frame: the
+ * built-in list (allocators.c) or a --alloc-fn pattern. A pattern is a POSIX extended regex over
+ * the frame's function (and, for --focus and --ignore, its module), or a location,
+ * MODULE+0xOFFSET, which names one address of a module, symbol or not (site.h).
  *
  * Never: look up a frame's own return address (it points after the call, maybe into the next
  * line or function: frame - 1 is inside the call), or let a pattern decide more than it says
- * (focus and ignore look at names and modules only, the site at the skip list only).
+ * (focus and ignore look at names, modules and locations only, the site at the skip list only).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,85 +25,51 @@ struct lk_site_synth {
 
 static const struct lk_sym_frame no_stack = { .function = "(no stack)" };
 
-static const char *const malloc_names[] = {
-	"malloc", "calloc", "realloc", "reallocarray", "memalign", "aligned_alloc",
-	"posix_memalign", "valloc", "pvalloc", "__posix_memalign",
-	"xmalloc", "xcalloc", "xrealloc", "xreallocarray", "xzalloc", "xstrdup", "xstrndup",
-	"xmemdup",
-	"g_malloc", "g_malloc0", "g_realloc", "g_try_malloc", "g_try_malloc0", "g_try_realloc",
-	"g_malloc_n", "g_malloc0_n", "g_realloc_n", "g_try_malloc_n", "g_try_malloc0_n",
-	"g_try_realloc_n",
-};
-
-/* The modules of Rust's alloc, core and hashbrown crates that allocate or pass an allocation
- * through, by path: a C++ namespace named alloc or core keeps its frames. */
-static const char *const rust_prefixes[] = {
-	"__rust_alloc", "__rust_realloc", "__rdl_", "__rg_",
-	"alloc::alloc::", "alloc::raw_vec::", "alloc::vec::", "alloc::string::", "alloc::boxed::",
-	"alloc::fmt::", "alloc::collections::", "alloc::rc::", "alloc::sync::", "alloc::slice::",
-	"alloc::str::", "alloc::borrow::", "alloc::ffi::", "core::iter::", "core::ops::function::",
-	"core::clone::", "core::fmt::", "hashbrown::",
-};
-
-/* A standard library trait's blanket impl: "<&mut W as core::fmt::Write>::write_str", whose self
- * type is a type parameter (one capital letter, behind & or &mut, or a slice of one) and whose
- * trait is core's, alloc's or std's. A program's own impl names its own type. */
-static bool rust_blanket_impl(const char *name)
+/* "MODULE+0xOFFSET": the module (a path if it holds a '/', else a file name) and the offset
+ * into *rule; false for anything else. The last "+0x" splits, since a module's name may hold a
+ * '+' (libstdc++.so.6+0x9a1b2). */
+static bool parse_location(const char *pattern, struct lk_site_rule *rule)
 {
-	const char *t = name + 1, *as;
+	const char *plus = NULL, *hex;
+	char *end;
 
-	if (name[0] != '<' || !(as = strstr(name, " as ")))
+	for (const char *p = strstr(pattern, "+0x"); p; p = strstr(p + 1, "+0x"))
+		plus = p;
+	if (!plus || plus == pattern)
 		return false;
-	while (*t == '&' || *t == '[' || *t == '*')
-		t += *t == '*' && !strncmp(t, "*const ", 7) ? 7 : *t == '*' && !strncmp(t, "*mut ", 5) ? 5 : 1;
-	if (!strncmp(t, "mut ", 4))
-		t += 4;
-	if (!(t[0] >= 'A' && t[0] <= 'Z') || !(t + 1 == as || t[1] == ']'))
+	hex = plus + 3;
+	if (strspn(hex, "0123456789abcdefABCDEF") != strlen(hex) || !*hex || strlen(hex) > 16)
 		return false;
-	as += 4;
-	return !strncmp(as, "core::", 6) || !strncmp(as, "alloc::", 7) || !strncmp(as, "std::", 5);
+	rule->offset = strtoull(hex, &end, 16);
+	rule->module = strndup(pattern, (size_t)(plus - pattern));
+	rule->location = true;
+	return true;
 }
-
-static const char *const libc_names[] = {
-	"strdup", "strndup", "__strdup", "__strndup", "wcsdup", "__wcsdup",
-	"asprintf", "vasprintf", "__asprintf", "__vasprintf", "__asprintf_chk", "__vasprintf_chk",
-	"__vasprintf_internal", "getline", "getdelim", "__getline", "__getdelim",
-	"open_memstream", "open_wmemstream", "realpath", "__realpath", "canonicalize_file_name",
-};
-
-static const char *const libc_prefixes[] = {
-	"_int_", "__libc_scratch_buffer_", "__libc_dynarray_", "__libc_alloc_buffer_",
-};
-
-/* Prefixes of C++ names, demangled and (when no demangler was found) mangled. The whole standard
- * library is skipped, not only std::allocator: as a site, std::vector<int>::_M_realloc_insert
- * would merge every vector of ints in the program into one line. */
-static const char *const cxx_prefixes[] = {
-	"_Znw", "_Zna", "__cxa_allocate_exception",
-	"__cxa_allocate_dependent_exception",
-	"std::", "__gnu_cxx::",
-	"_ZSt", "_ZNSt", "_ZNKSt", "_ZNSa", "_ZNKSa", "_ZNSs", "_ZNKSs", "_ZNSb", "_ZNKSb",
-	"_ZN9__gnu_cxx", "_ZNK9__gnu_cxx",
-};
-
-#define ELEMENTS(a) (sizeof(a) / sizeof((a)[0]))
 
 int lk_site_filter_add(struct lk_site_filter *f, enum lk_site_pattern which, const char *pattern,
 		       char *err, size_t err_size)
 {
-	regex_t *re;
+	struct lk_site_rule *rules, *rule;
 	int r;
 
 	if ((unsigned)which >= _LK_SITE_PATTERN_MAX)
 		return -EINVAL;
-	re = reallocarray(f->re[which], f->n[which] + 1, sizeof(*re));
-	if (!re)
+	rules = reallocarray(f->rules[which], f->n[which] + 1, sizeof(*rules));
+	if (!rules)
 		return -ENOMEM;
-	f->re[which] = re;
-	r = regcomp(&re[f->n[which]], pattern, REG_EXTENDED | REG_NOSUB);
+	f->rules[which] = rules;
+	rule = &rules[f->n[which]];
+	*rule = (struct lk_site_rule){};
+	if (parse_location(pattern, rule)) {
+		if (!rule->module)
+			return -ENOMEM;
+		f->n[which]++;
+		return 0;
+	}
+	r = regcomp(&rule->re, pattern, REG_EXTENDED | REG_NOSUB);
 	if (r != 0) {
 		if (err && err_size)
-			regerror(r, &re[f->n[which]], err, err_size);
+			regerror(r, &rule->re, err, err_size);
 		return r == REG_ESPACE ? -ENOMEM : -EINVAL;
 	}
 	f->n[which]++;
@@ -138,10 +79,14 @@ int lk_site_filter_add(struct lk_site_filter *f, enum lk_site_pattern which, con
 void lk_site_filter_done(struct lk_site_filter *f)
 {
 	for (unsigned w = 0; w < _LK_SITE_PATTERN_MAX; w++) {
-		for (size_t i = 0; i < f->n[w]; i++)
-			regfree(&f->re[w][i]);
-		free(f->re[w]);
-		f->re[w] = NULL;
+		for (size_t i = 0; i < f->n[w]; i++) {
+			if (f->rules[w][i].location)
+				free(f->rules[w][i].module);
+			else
+				regfree(&f->rules[w][i].re);
+		}
+		free(f->rules[w]);
+		f->rules[w] = NULL;
 		f->n[w] = 0;
 	}
 }
@@ -156,99 +101,40 @@ const char *lk_site_basename(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-static bool in_list(const char *const *list, size_t n, const char *name, size_t len)
+static bool regex_match(const regex_t *re, const char *s)
 {
-	for (size_t i = 0; i < n; i++)
-		if (strlen(list[i]) == len && memcmp(list[i], name, len) == 0)
-			return true;
-	return false;
+	return s && regexec(re, s, 0, NULL, 0) == 0;
 }
 
-static bool starts_with(const char *s, const char *prefix)
+static bool at_location(const struct lk_site_rule *rule, const struct lk_sym_frame *frame)
 {
-	return strncmp(s, prefix, strlen(prefix)) == 0;
+	const char *module = strchr(rule->module, '/') ? frame->module
+						       : lk_site_basename(frame->module);
+
+	return frame->module && frame->offset == rule->offset && strcmp(module, rule->module) == 0;
 }
 
-/* libc.so.6, or libc-2.31.so on older systems. */
-static bool in_libc(const struct lk_sym_frame *frame)
+/* Whether one of the rules matches the frame: a location by its module and offset, a regex by the
+ * function, and also by the module's path or file name if modules (--focus, --ignore). */
+static bool any_rule(const struct lk_site_filter *f, enum lk_site_pattern which,
+		     const struct lk_sym_frame *frame, bool modules)
 {
-	const char *base = lk_site_basename(frame->module);
-
-	return starts_with(base, "libc.so") || (starts_with(base, "libc-") && strstr(base, ".so"));
-}
-
-/* A demangled C++ name without the return type that function templates carry: "void
- * std::_Construct<...>(...)" is std::_Construct. The start is after the last space outside <>
- * and () before the parameter list; "(anonymous namespace)::f()" has no return type. */
-static const char *qualified_name(const char *name)
-{
-	const char *start = name;
-	int angle = 0, paren = 0;
-
-	if (starts_with(name, "operator"))
-		return name;
-	for (const char *p = name; *p; p++) {
-		if (*p == '<')
-			angle++;
-		else if (*p == '>' && angle > 0)
-			angle--;
-		else if (*p == '(' && !angle && !paren && p > name && p[-1] != ' ')
-			return start; /* the parameter list */
-		else if (*p == '(')
-			paren++;
-		else if (*p == ')' && paren > 0)
-			paren--;
-		else if (*p == ' ' && !angle && !paren)
-			start = p + 1;
-	}
-	return start;
-}
-
-static bool builtin_allocator(const struct lk_sym_frame *frame)
-{
-	const char *name = frame->function, *op = strstr(name, "operator new");
-
-	/* operator new and new[], a class's own too (Foo::operator new). */
-	if (op && (op == name || (op - name >= 2 && op[-1] == ':' && op[-2] == ':')) &&
-	    strchr("([", op[strlen("operator new")]))
-		return true;
-	for (size_t i = 0; i < ELEMENTS(cxx_prefixes); i++)
-		if (starts_with(name, cxx_prefixes[i]) ||
-		    starts_with(qualified_name(name), cxx_prefixes[i]))
-			return true;
-	for (size_t i = 0; i < ELEMENTS(rust_prefixes); i++)
-		if (starts_with(name + (name[0] == '<'), rust_prefixes[i]))
-			return true;
-	if (rust_blanket_impl(name))
-		return true;
-	if (starts_with(name, "__GI_"))
-		name += strlen("__GI_");
-	if (in_libc(frame)) {
-		for (size_t i = 0; i < ELEMENTS(libc_prefixes); i++)
-			if (starts_with(name, libc_prefixes[i]))
-				return true;
-		if (in_list(libc_names, ELEMENTS(libc_names), name, strcspn(name, "(")))
+	for (size_t i = 0; i < f->n[which]; i++) {
+		const struct lk_site_rule *rule = &f->rules[which][i];
+		if (rule->location ? at_location(rule, frame)
+				   : regex_match(&rule->re, frame->function) ||
+					     (modules && (regex_match(&rule->re, frame->module) ||
+							  (frame->module &&
+							   regex_match(&rule->re,
+								       lk_site_basename(frame->module))))))
 			return true;
 	}
-	if (starts_with(name, "__libc_")) /* __libc_malloc, __libc_memalign, ... */
-		name += strlen("__libc_");
-	return in_list(malloc_names, ELEMENTS(malloc_names), name, strcspn(name, "("));
-}
-
-static bool any_match(const regex_t *re, size_t n, const char *s)
-{
-	if (!s)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (regexec(&re[i], s, 0, NULL, 0) == 0)
-			return true;
 	return false;
 }
 
 bool lk_site_is_allocator(const struct lk_site_filter *f, const struct lk_sym_frame *frame)
 {
-	return builtin_allocator(frame) ||
-	       (f && any_match(f->re[LK_SITE_ALLOC_FN], f->n[LK_SITE_ALLOC_FN], frame->function));
+	return lk_site_builtin_allocator(frame) || (f && any_rule(f, LK_SITE_ALLOC_FN, frame, false));
 }
 
 size_t lk_site_pick(const struct lk_site_filter *f, const struct lk_sym_frame *const *frames,
@@ -260,17 +146,11 @@ size_t lk_site_pick(const struct lk_site_filter *f, const struct lk_sym_frame *c
 	return 0;
 }
 
-static bool frame_matches(const regex_t *re, size_t n, const struct lk_sym_frame *frame)
-{
-	return any_match(re, n, frame->function) || any_match(re, n, frame->module) ||
-	       (frame->module && any_match(re, n, lk_site_basename(frame->module)));
-}
-
 static bool stack_matches(const struct lk_site_filter *f, enum lk_site_pattern which,
 			  const struct lk_sym_frame *const *frames, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (frame_matches(f->re[which], f->n[which], frames[i]))
+		if (any_rule(f, which, frames[i], true))
 			return true;
 	return false;
 }
@@ -296,14 +176,18 @@ static uint64_t hash_str(uint64_t h, const char *s)
 	return (h ^ 0) * 0x100000001b3ull;
 }
 
-uint64_t lk_site_key_hash(const struct lk_sym_frame *frame)
+uint64_t lk_site_func_hash(const struct lk_sym_frame *frame)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 
 	h = hash_str(h, frame->function);
 	h = hash_str(h, frame->file);
-	h = hash_str(h, frame->module);
-	return (h ^ frame->line) * 0x100000001b3ull;
+	return hash_str(h, frame->module);
+}
+
+uint64_t lk_site_key_hash(const struct lk_sym_frame *frame)
+{
+	return (lk_site_func_hash(frame) ^ frame->line) * 0x100000001b3ull;
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -324,6 +208,15 @@ int lk_site_key_compare(const struct lk_sym_frame *a, const struct lk_sym_frame 
 	if (c == 0)
 		c = cmp_str(a->module, b->module);
 	return c;
+}
+
+int lk_site_func_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b)
+{
+	int c = cmp_str(a->function, b->function);
+
+	if (c == 0)
+		c = cmp_str(a->file, b->file);
+	return c ? c : cmp_str(a->module, b->module);
 }
 
 void lk_site_stack_init(struct lk_site_stack *s)

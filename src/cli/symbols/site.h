@@ -3,8 +3,9 @@
  *
  * A stack's allocation site is its first frame, innermost first, that is not part of the
  * allocator: frames in libleek never reach the report (the writer strips them), and
- * lk_site_is_allocator() names the rest (a built-in list, documented in site.c, plus the
- * user's --alloc-fn patterns). A site is identified by its key: function, file, line and module
+ * lk_site_is_allocator() names the rest (a built-in list, documented in allocators.c, plus the
+ * user's --alloc-fn patterns). A report may skip more: the wrappers its stacks reveal
+ * (wrappers.h). A site is identified by its key: function, file, line and module
  * of that frame, compared as strings, so the same site matches across processes (--merge).
  *
  * Apart from lk_site_symbolize(), pure functions over struct lk_sym_frame: nothing here prints.
@@ -28,27 +29,40 @@ enum lk_site_pattern {
 	_LK_SITE_PATTERN_MAX,
 };
 
+/* A pattern: a location, "MODULE+0xOFFSET" as the symbolizer names a frame without a symbol
+ * ("libsqlite3.so.0+0xa7503"), which matches every frame at that offset of a module with that
+ * file name (or that path, if MODULE holds a '/'), symbol or not; else a regex. */
+struct lk_site_rule {
+	bool location;
+	regex_t re;
+	char *module;
+	uint64_t offset;
+};
+
 struct lk_site_filter {
-	regex_t *re[_LK_SITE_PATTERN_MAX];
+	struct lk_site_rule *rules[_LK_SITE_PATTERN_MAX];
 	size_t n[_LK_SITE_PATTERN_MAX];
 };
 
-/* Compiles and adds a pattern (REG_EXTENDED | REG_NOSUB). 0, -ENOMEM, or -EINVAL with regerror's
- * text in err (if err is not NULL). */
+/* Adds a pattern: a location (above), else a regex compiled with REG_EXTENDED | REG_NOSUB. 0,
+ * -ENOMEM, or -EINVAL with regerror's text in err (if err is not NULL). */
 int lk_site_filter_add(struct lk_site_filter *f, enum lk_site_pattern which, const char *pattern,
 		       char *err, size_t err_size);
 void lk_site_filter_done(struct lk_site_filter *f); /* frees the patterns; f can be reused */
 
-/* True if the frame belongs to the allocator or to a wrapper around it. */
+/* True if the frame belongs to the allocator or to a wrapper around it: the built-in list, or an
+ * --alloc-fn pattern (a regex over the function, or a location). */
 bool lk_site_is_allocator(const struct lk_site_filter *f, const struct lk_sym_frame *frame);
+/* allocators.c: the built-in list alone. */
+bool lk_site_builtin_allocator(const struct lk_sym_frame *frame);
 
 /* The index of the site frame among n frames (innermost first): the first that is not an
  * allocator frame, or 0 if every frame is one. n must be at least 1. */
 size_t lk_site_pick(const struct lk_site_filter *f, const struct lk_sym_frame *const *frames,
 		    size_t n);
 
-/* False if --focus or --ignore removes this stack. Each pattern is tried on every frame's
- * function, module path and module file name. */
+/* False if --focus or --ignore removes this stack. Each regex is tried on every frame's
+ * function, module path and module file name, each location on every frame's address. */
 bool lk_site_wanted(const struct lk_site_filter *f, const struct lk_sym_frame *const *frames,
 		    size_t n);
 
@@ -77,6 +91,9 @@ int lk_site_symbolize(struct lk_site_stack *s, struct lk_symbolizer *sym, uint32
 /* Site keys: (function, file, line, module); file and module may be NULL. */
 uint64_t lk_site_key_hash(const struct lk_sym_frame *frame);
 int lk_site_key_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b);
+/* A function's key: (function, file, module), whatever the line (funcs.h). */
+uint64_t lk_site_func_hash(const struct lk_sym_frame *frame);
+int lk_site_func_compare(const struct lk_sym_frame *a, const struct lk_sym_frame *b);
 
 /* The part of a path after its last '/'; "" for NULL. */
 const char *lk_site_basename(const char *path);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "sym-internal.h"
 #include "util.h"
 
@@ -168,7 +169,7 @@ int lk_sym_get_object(struct lk_symbolizer *s, const char *path, const uint8_t *
 			return 0;
 		}
 
-	r = lk_sym_grow((void **)&s->objects, &s->objects_cap, s->n_objects + 1, sizeof(o));
+	r = lk_budget_grow((void **)&s->objects, &s->objects_cap, s->n_objects + 1, sizeof(o));
 	if (r < 0)
 		return r;
 	if (!(o = lk_sym_alloc(s, sizeof(*o))))

@@ -6,7 +6,7 @@
  *   symbolize.c   the interface: modules, spans, lookups with their cache, warnings
  *   sym-file.c    objects: the file behind a module, opened and checked by its build-id
  *   sym-lookup.c  an address to its chain of frames: DWARF scopes, line tables, symbol tables
- *   sym-pool.c    memory: the pool, interned strings, growing arrays and the warnings, from the
+ *   sym-pool.c    memory: the pool, interned strings and the warnings, from the
  *                 budget (budget.h)
  *   demangle.c    C++ and Rust names
  */
@@ -110,7 +110,6 @@ struct lk_symbolizer {
 /* What a helper's failed allocation leaves for the lookup: errno E2BIG is the budget's. */
 void lk_sym_set_nomem(struct lk_symbolizer *s);
 int lk_sym_nomem_error(const struct lk_symbolizer *s); /* of a helper that returned NULL */
-int lk_sym_grow(void **p, size_t *cap, size_t need, size_t elem); /* -ENOMEM or -E2BIG */
 void *lk_sym_alloc(struct lk_symbolizer *s, size_t size);     /* from the pool; NULL: nomem */
 /* The one copy of a string, in the pool; NULL when out of memory (nomem set). */
 const char *lk_sym_intern_n(struct lk_symbolizer *s, const char *str, size_t len);
@@ -122,8 +121,10 @@ void lk_sym_warn(struct lk_symbolizer *s, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /* ---- demangle.c ---- */
-/* The demangled name of a C++ or Rust symbol, interned; name itself (interned) otherwise. */
-const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name);
+/* The demangled name of a C++ or Rust symbol, interned; name itself (interned) otherwise. If
+ * raw is not NULL, *raw gets name interned (the same pointer as the result when nothing was
+ * demangled). */
+const char *lk_sym_demangle(struct lk_symbolizer *s, const char *name, const char **raw);
 
 /* ---- sym-file.c ---- */
 /* The object for (path, build-id), shared by every module that names the same file. */

@@ -100,8 +100,9 @@ static struct loc call_site(struct lk_symbolizer *s, Dwarf_Die *die)
 }
 
 /* A function's name: the linkage name (demangled) for its namespaces and classes, else DW_AT_name,
- * following abstract origins and specifications. NULL if it has none. */
-static const char *die_name(struct lk_symbolizer *s, Dwarf_Die *die)
+ * following abstract origins and specifications. NULL if it has none; else *raw gets the name
+ * as DWARF spells it. */
+static const char *die_name(struct lk_symbolizer *s, Dwarf_Die *die, const char **raw)
 {
 	static const unsigned attrs[] = { DW_AT_linkage_name, DW_AT_MIPS_linkage_name, DW_AT_name };
 	Dwarf_Attribute a;
@@ -109,7 +110,7 @@ static const char *die_name(struct lk_symbolizer *s, Dwarf_Die *die)
 	for (size_t i = 0; i < sizeof(attrs) / sizeof(attrs[0]); i++) {
 		const char *name = dwarf_formstring(dwarf_attr_integrate(die, attrs[i], &a));
 		if (name && *name)
-			return lk_sym_demangle(s, name);
+			return lk_sym_demangle(s, name, raw);
 	}
 	return NULL;
 }
@@ -171,25 +172,32 @@ static const char *symbol_at(const struct object *o, uint64_t rel)
 	return NULL;
 }
 
-static const char *symtab_name(struct lk_symbolizer *s, struct object *o, uint64_t rel)
+/* The symbol table's name at rel, demangled (*raw: as the table spells it), else
+ * "label+0x1a2b" (and *raw NULL). */
+static const char *symtab_name(struct lk_symbolizer *s, struct object *o, uint64_t rel,
+			       const char **raw)
 {
 	GElf_Off off;
 	GElf_Sym sym;
 	const char *name = NULL;
 
+	*raw = NULL;
 	if (o->mod && !o->syms)
 		lk_sym_read_symbols(s, o);
 	if (o->mod && !(name = symbol_at(o, rel)))
 		name = dwfl_module_addrinfo(o->mod, rel, &off, &sym, NULL, NULL, NULL);
 
-	return name && *name ? lk_sym_demangle(s, name) : lk_sym_internf(s, "%s+%#" PRIx64, o->label, rel);
+	return name && *name ? lk_sym_demangle(s, name, raw)
+			     : lk_sym_internf(s, "%s+%#" PRIx64, o->label, rel);
 }
 
+/* symbol NULL: the function's own name. */
 static void set_frame(struct lk_sym_frame *f, const struct object *o, uint64_t rel,
-		      const char *function, struct loc l, bool inlined)
+		      const char *function, const char *symbol, struct loc l, bool inlined)
 {
 	*f = (struct lk_sym_frame){
 		.function = function,
+		.symbol = symbol ? symbol : function,
 		.file = l.file,
 		.module = o->path,
 		.offset = rel,
@@ -241,19 +249,21 @@ int lk_sym_resolve(struct lk_symbolizer *s, struct object *o, uint64_t rel, stru
 		    tag != DW_TAG_entry_point)
 			continue;
 		bool inlined = tag == DW_TAG_inlined_subroutine;
-		const char *name = die_name(s, &scopes[i]);
+		const char *raw = NULL, *name = die_name(s, &scopes[i], &raw);
 		if (!name)
 			name = inlined ? lk_sym_internf(s, "%s+%#" PRIx64, o->label, rel)
-				       : symtab_name(s, o, rel);
-		set_frame(&c->f[c->n++], o, rel, name, l, inlined);
+				       : symtab_name(s, o, rel, &raw);
+		set_frame(&c->f[c->n++], o, rel, name, raw, l, inlined);
 		if (!inlined)
 			break;
 		l = call_site(s, &scopes[i]);
 	}
 	free(scopes);
 	/* No DWARF here, or a chain of inlined frames with no function around them. */
-	if (c->n == 0 || c->f[c->n - 1].inlined)
-		set_frame(&c->f[c->n++], o, rel, symtab_name(s, o, rel), l, false);
+	if (c->n == 0 || c->f[c->n - 1].inlined) {
+		const char *raw, *name = symtab_name(s, o, rel, &raw);
+		set_frame(&c->f[c->n++], o, rel, name, raw, l, false);
+	}
 	if (s->nomem)
 		return s->nomem;
 	*ret = c;

@@ -27,26 +27,6 @@ int lk_sym_nomem_error(const struct lk_symbolizer *s)
 	return s->nomem ? s->nomem : -ENOMEM;
 }
 
-/* Arrays whose length a profile decides grow from the budget (budget.h); -ENOMEM or -E2BIG. */
-int lk_sym_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t n = *cap ? *cap : 8, bytes;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	if (__builtin_mul_overflow(n, elem, &bytes))
-		return -ENOMEM;
-	q = lk_budget_realloc(*p, *cap * elem, bytes);
-	if (!q)
-		return errno == E2BIG ? -E2BIG : -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 void *lk_sym_alloc(struct lk_symbolizer *s, size_t size)
 {
 	struct chunk *c = s->chunks;
@@ -140,7 +120,7 @@ const char *lk_sym_internf(struct lk_symbolizer *s, const char *fmt, ...)
 /* Adds the malloc'ed warning str (NULL: out of memory) to the list, which takes it. */
 void lk_sym_keep_warning(struct lk_symbolizer *s, char *str)
 {
-	int r = str ? lk_sym_grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1,
+	int r = str ? lk_budget_grow((void **)&s->warnings, &s->warnings_cap, s->n_warnings + 1,
 			   sizeof(char *))
 		    : -ENOMEM;
 

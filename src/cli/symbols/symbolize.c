@@ -108,7 +108,7 @@ int lk_symbolizer_add_module(struct lk_symbolizer *s, uint32_t profile, uint64_t
 	r = lk_sym_get_object(s, path ? path : "", build_id, build_id_len, &o);
 	if (r < 0)
 		return r;
-	r = lk_sym_grow((void **)&s->modules, &s->modules_cap, s->n_modules + 1, sizeof(*s->modules));
+	r = lk_budget_grow((void **)&s->modules, &s->modules_cap, s->n_modules + 1, sizeof(*s->modules));
 	if (r < 0)
 		return r;
 	r = lk_u64map_put(&s->module_by_key, module_key(profile, id), s->n_modules);
@@ -151,7 +151,7 @@ static int build_spans(struct lk_symbolizer *s)
 
 	for (size_t i = 0; i < s->n_modules; i++)
 		n += s->modules[i].unloaded ? 0 : s->modules[i].nseg;
-	int r = lk_sym_grow((void **)&s->spans, &s->spans_cap, n ? n : 1, sizeof(*v));
+	int r = lk_budget_grow((void **)&s->spans, &s->spans_cap, n ? n : 1, sizeof(*v));
 	if (r < 0)
 		return r;
 	v = s->spans;

@@ -32,6 +32,8 @@ struct lk_symbolizer;
 
 struct lk_sym_frame {
 	const char *function;  /* never NULL: demangled when possible, else "libfoo.so+0x1a2b" */
+	const char *symbol;    /* the name as the object spells it (C++ and Rust: mangled), for
+				* pprof's system_name; NULL: the same as function */
 	const char *file;      /* absolute (joined to DW_AT_comp_dir, tidied); NULL if unknown */
 	const char *module;    /* the module's path as the profile recorded it */
 	uint64_t offset;       /* pc - base: the address in the file (what addr2line -e takes) */

@@ -1,12 +1,15 @@
-/* text-format.c: numbers, times and sites as leek's text outputs write them (text-format.h).
+/* out-format.c: numbers, estimates and frames as the text outputs print them (out-format.h).
  *
- * Never: print a string from a profile or a debug file unescaped, or a number without its unit.
+ * Never: print a string from a profile or a debug file unescaped (lk_print_escaped: a file name
+ * could hold terminal escapes), or a number without its unit.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
-#include "text-format.h"
+#include "funcs.h"
+#include "out-format.h"
+#include "site.h"
 #include "util.h"
 
 static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
@@ -29,7 +32,7 @@ static unsigned unit_of(double v, double *scale, int *decimals)
 	return u;
 }
 
-const char *lk_text_bytes(char *buf, size_t size, double v)
+const char *lk_fmt_bytes(char *buf, size_t size, double v)
 {
 	double scale;
 	int dec;
@@ -39,7 +42,9 @@ const char *lk_text_bytes(char *buf, size_t size, double v)
 	return buf;
 }
 
-const char *lk_text_interval(char *buf, size_t size, const struct lk_estimate *e)
+/* "[37.2, 43.1] MiB", both ends in the unit of the upper one; "exact" when there is no
+ * uncertainty. */
+const char *lk_fmt_interval(char *buf, size_t size, const struct lk_estimate *e)
 {
 	double scale;
 	int dec;
@@ -54,7 +59,7 @@ const char *lk_text_interval(char *buf, size_t size, const struct lk_estimate *e
 	return buf;
 }
 
-const char *lk_text_change(char *buf, size_t size, double v)
+const char *lk_fmt_change(char *buf, size_t size, double v)
 {
 	double scale;
 	int dec;
@@ -67,7 +72,7 @@ const char *lk_text_change(char *buf, size_t size, double v)
 	return buf;
 }
 
-const char *lk_text_change_interval(char *buf, size_t size, double lo, double hi)
+const char *lk_fmt_change_interval(char *buf, size_t size, double lo, double hi)
 {
 	double scale;
 	int dec;
@@ -82,7 +87,7 @@ const char *lk_text_change_interval(char *buf, size_t size, double lo, double hi
 	return buf;
 }
 
-const char *lk_text_count(char *buf, size_t size, double v)
+const char *lk_fmt_count(char *buf, size_t size, double v)
 {
 	if (v < 9999.5)
 		snprintf(buf, size, "%.0f", v);
@@ -95,7 +100,7 @@ const char *lk_text_count(char *buf, size_t size, double v)
 	return buf;
 }
 
-const char *lk_text_time(char *buf, size_t size, double ns)
+const char *lk_fmt_time(char *buf, size_t size, double ns)
 {
 	if (fabs(ns) < 1e6)
 		snprintf(buf, size, "%.0f us", ns / 1e3);
@@ -113,6 +118,7 @@ void lk_text_escaped(FILE *f, const char *s)
 	lk_print_escaped(f, s, strlen(s));
 }
 
+/* "56.42 MiB [53.00, 59.80] MiB, 412 samples", with a '~' for too few. */
 void lk_text_estimate(FILE *f, const struct lk_estimate *e)
 {
 	char a[32], b[48];
@@ -122,11 +128,12 @@ void lk_text_estimate(FILE *f, const struct lk_estimate *e)
 		return;
 	}
 	fprintf(f, "%s%s %s, %" PRIu64 " sample%s", e->too_few ? "~" : "",
-		lk_text_bytes(a, sizeof(a), e->value), lk_text_interval(b, sizeof(b), e), e->samples,
+		lk_fmt_bytes(a, sizeof(a), e->value), lk_fmt_interval(b, sizeof(b), e), e->samples,
 		e->samples == 1 ? "" : "s");
 }
 
-void lk_text_site(FILE *f, const struct lk_sym_frame *fr, bool full)
+/* function (file:line) [module], the file and module as base names unless full. */
+void lk_text_frame(FILE *f, const struct lk_sym_frame *fr, bool full)
 {
 	lk_text_escaped(f, fr->function);
 	if (fr->file) {
@@ -143,26 +150,20 @@ void lk_text_site(FILE *f, const struct lk_sym_frame *fr, bool full)
 	}
 }
 
-void lk_text_stack(FILE *f, const struct lk_sym_frame *const *stack, size_t n, size_t site_frame,
-		   size_t nstacks)
+
+void lk_text_stack(FILE *f, const struct lk_sym_frame *const *stack, const uint32_t *funcs,
+		   size_t n, size_t site_frame, size_t nstacks)
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct lk_sym_frame *fr = stack[i];
 		fputs(i == site_frame ? "    > " : "      ", f);
-		lk_text_site(f, fr, true);
+		lk_text_frame(f, fr, true);
 		if (i < site_frame)
-			fputs("  (allocator)", f);
+			fputs(!funcs || funcs[i] & LK_FUNC_ALLOC ? "  (allocator)" : "  (wrapper)", f);
 		if (fr->inlined)
 			fputs("  (inlined)", f);
 		fputc('\n', f);
 	}
 	if (nstacks > 1)
 		fprintf(f, "      (the largest of %zu stacks with this site)\n", nstacks);
-}
-
-void lk_text_cmdline(FILE *f, const struct lk_report_process *q)
-{
-	lk_print_cmdline(f, q->cmdline, q->cmdline_len);
-	if (q->flags & LK_HDR_CMDLINE_CUT)
-		fputs(" [cut]", f);
 }

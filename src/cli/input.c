@@ -1,0 +1,151 @@
+/* input.c: the options, the symbolizer and the messages of the commands that read and symbolize
+ * profiles (see input.h): `leek report`, `leek export` and `leek diff` say the same things the
+ * same way.
+ *
+ * Never: exit, or print a symbolizer warning twice.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "commands.h"
+#include "input.h"
+#include "util.h"
+
+/* "5", "5%", "0.5": a percentage, as a fraction. */
+static int parse_share(const char *s, double *ret)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end != s && *end == '%')
+		end++;
+	if (errno || end == s || *end || !(v >= 0 && v <= 100))
+		return -EINVAL;
+	*ret = v / 100;
+	return 0;
+}
+
+static int add_pattern(struct lk_input *in, enum lk_site_pattern which, const char *option,
+		       const char *pattern)
+{
+	char err[256] = "";
+	int r = lk_site_filter_add(&in->filter, which, pattern, err, sizeof(err));
+
+	if (r == -EINVAL)
+		lk_msg("%s: --%s '%s': %s", in->command, option, pattern, err);
+	else if (r < 0)
+		lk_error(r, "%s: --%s", in->command, option);
+	return r < 0 ? LK_EXIT_USAGE : 0;
+}
+
+int lk_input_option(struct lk_input *in, int c, const char *arg)
+{
+	const char **dirs;
+	uint64_t v;
+
+	switch (c) {
+	case LK_INPUT_FOCUS:
+		return add_pattern(in, LK_SITE_FOCUS, "focus", arg);
+	case LK_INPUT_IGNORE:
+		return add_pattern(in, LK_SITE_IGNORE, "ignore", arg);
+	case LK_INPUT_ALLOC_FN:
+		return add_pattern(in, LK_SITE_ALLOC_FN, "alloc-fn", arg);
+	case LK_INPUT_NO_AUTO_WRAPPERS:
+		in->no_auto_wrappers = true;
+		return 0;
+	case 'n':
+		if (lk_parse_u64(arg, &v) < 0) {
+			lk_msg("%s: --top: '%s' is not a number", in->command, arg);
+			return LK_EXIT_USAGE;
+		}
+		in->top = (size_t)v;
+		in->top_set = true;
+		return 0;
+	case LK_INPUT_MIN_SHARE:
+		if (parse_share(arg, &in->min_share) < 0) {
+			lk_msg("%s: --min-share: '%s' is not a percentage", in->command, arg);
+			return LK_EXIT_USAGE;
+		}
+		in->min_share_set = true;
+		return 0;
+	case 's':
+	case 'v':
+		in->stacks = true;
+		return 0;
+	case LK_INPUT_MERGE:
+		in->merge = true;
+		return 0;
+	case LK_INPUT_DEBUG_DIR:
+		dirs = reallocarray(in->debug_dirs, in->n_debug_dirs + 1, sizeof(*dirs));
+		if (!dirs) {
+			lk_error(-ENOMEM, "%s: --debug-dir", in->command);
+			return LK_EXIT_USAGE;
+		}
+		in->debug_dirs = dirs;
+		in->debug_dirs[in->n_debug_dirs++] = arg;
+		return 0;
+	case LK_INPUT_DEBUGINFOD:
+		in->debuginfod = true;
+		return 0;
+	case LK_INPUT_MAX_MEMORY:
+		return lk_cmd_max_memory(in->command, arg);
+	}
+	return lk_cmd_usage(stderr, in->command, LK_EXIT_USAGE);
+}
+
+int lk_input_symbolizer(struct lk_input *in, struct lk_symbolizer **ret)
+{
+	struct lk_symbolizer *sym;
+	int k;
+
+	/* libdwfl asks debuginfod servers when DEBUGINFOD_URLS is set (Debian sets it for login
+	 * shells): a command must not wait on the network unless asked to. */
+	if (!in->debuginfod)
+		unsetenv("DEBUGINFOD_URLS");
+	k = lk_symbolizer_new(&sym);
+	if (k < 0) {
+		lk_error(k, "%s: cannot start the symbolizer", in->command);
+		return LK_EXIT_FILE;
+	}
+	for (size_t i = 0; i < in->n_debug_dirs; i++) {
+		k = lk_symbolizer_add_debug_dir(sym, in->debug_dirs[i]);
+		if (k < 0) {
+			lk_error(k, "%s: --debug-dir '%s'", in->command, in->debug_dirs[i]);
+			lk_symbolizer_free(sym);
+			return LK_EXIT_USAGE;
+		}
+	}
+	*ret = sym;
+	return 0;
+}
+
+void lk_input_warnings(const struct lk_symbolizer *sym, size_t *printed)
+{
+	const char *const *w;
+	size_t n = lk_symbolizer_warnings(sym, &w);
+
+	for (; *printed < n; (*printed)++)
+		lk_msg("warning: %s", w[*printed]);
+}
+
+int lk_input_loaded(const char *path, int k, const char *err, bool trailer)
+{
+	if (k < 0) {
+		lk_error_of(path, k, err);
+		return LK_EXIT_FILE;
+	}
+	if (!trailer)
+		lk_msg("%s: warning: no trailer: read up to its last complete record (the "
+		       "process crashed, was killed or exec'd)", path);
+	return 0;
+}
+
+void lk_input_done(struct lk_input *in)
+{
+	lk_site_filter_done(&in->filter);
+	free(in->debug_dirs);
+	in->debug_dirs = NULL;
+	in->n_debug_dirs = 0;
+}

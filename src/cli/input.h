@@ -1,0 +1,88 @@
+/* input.h: what the commands that read and symbolize profiles (`leek report`, `leek export`,
+ * `leek diff`) share, so that they take the same options, open the same symbolizer and say the
+ * same things about the same files: --focus, --ignore, --merge, --debug-dir, --debuginfod and
+ * --max-memory; for the commands that rank allocation sites (report, diff) --alloc-fn,
+ * --no-auto-wrappers, --top, --min-share and --stacks; the symbolizer's warnings, printed once
+ * each; a file that cannot be read, and one without a trailer.
+ *
+ * A command puts LK_INPUT_OPTIONS (and LK_INPUT_MERGE_OPTION, LK_INPUT_SITE_OPTIONS with
+ * LK_INPUT_SITE_SHORT if it takes them) in its getopt_long table and hands every option it does
+ * not know itself to lk_input_option(). Everything here prints its own message and returns the
+ * exit status (util.h's LK_EXIT_*), as the commands do; nothing exits.
+ */
+#ifndef LEEK_INPUT_H
+#define LEEK_INPUT_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "site.h"
+#include "symbolize.h"
+
+enum {
+	LK_INPUT_FOCUS = 0x1000,
+	LK_INPUT_IGNORE,
+	LK_INPUT_ALLOC_FN,
+	LK_INPUT_NO_AUTO_WRAPPERS,
+	LK_INPUT_MIN_SHARE,
+	LK_INPUT_MERGE,
+	LK_INPUT_DEBUG_DIR,
+	LK_INPUT_DEBUGINFOD,
+	LK_INPUT_MAX_MEMORY,
+};
+
+/* The rows of a getopt_long table for the options every such command takes. */
+#define LK_INPUT_OPTIONS                                                                           \
+	{ "focus", required_argument, NULL, LK_INPUT_FOCUS },                                      \
+	{ "ignore", required_argument, NULL, LK_INPUT_IGNORE },                                    \
+	{ "debug-dir", required_argument, NULL, LK_INPUT_DEBUG_DIR },                              \
+	{ "debuginfod", no_argument, NULL, LK_INPUT_DEBUGINFOD },                                  \
+	{ "max-memory", required_argument, NULL, LK_INPUT_MAX_MEMORY }
+/* --merge: one output of all the files (report, export; a diff merges each side anyway). */
+#define LK_INPUT_MERGE_OPTION { "merge", no_argument, NULL, LK_INPUT_MERGE }
+/* The options of the commands that pick and rank allocation sites (report, diff), and their
+ * short forms (-n N, -s, -v) for getopt_long's short options. */
+#define LK_INPUT_SITE_OPTIONS                                                                      \
+	{ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN },                                \
+	{ "no-auto-wrappers", no_argument, NULL, LK_INPUT_NO_AUTO_WRAPPERS },                      \
+	{ "top", required_argument, NULL, 'n' },                                                   \
+	{ "min-share", required_argument, NULL, LK_INPUT_MIN_SHARE },                              \
+	{ "stacks", no_argument, NULL, 's' }
+#define LK_INPUT_SITE_SHORT "n:sv"
+
+#define LK_INPUT_TOP_DEFAULT 20 /* sites in text: a screen; JSON lists them all (scripts want every
+				 * site) */
+
+struct lk_input {
+	const char *command;          /* "report", for messages */
+	struct lk_site_filter filter; /* --focus, --ignore, --alloc-fn */
+	const char **debug_dirs;      /* --debug-dir, in the order given */
+	size_t n_debug_dirs;
+	bool merge, debuginfod;
+	/* LK_INPUT_SITE_OPTIONS */
+	size_t top;                   /* --top, if top_set */
+	double min_share;             /* --min-share, a fraction (0 to 1), if min_share_set */
+	bool top_set, min_share_set, stacks, no_auto_wrappers;
+};
+
+/* Handles option c (one of the options above) with its argument: 0, or LK_EXIT_USAGE after
+ * printing why (the command's usage for an option it does not know). */
+int lk_input_option(struct lk_input *in, int c, const char *arg);
+
+/* After the options: leaves DEBUGINFOD_URLS unset unless --debuginfod (libdwfl would ask the
+ * servers it names: a command must not wait on the network unasked), and opens the symbolizer
+ * with the --debug-dir directories. 0, or LK_EXIT_USAGE / LK_EXIT_FILE after printing why. */
+int lk_input_symbolizer(struct lk_input *in, struct lk_symbolizer **ret);
+
+/* Prints the symbolizer's warnings that *printed does not count yet, and counts them. */
+void lk_input_warnings(const struct lk_symbolizer *sym, size_t *printed);
+
+/* What a command says after loading one file: k < 0: "leek: PATH: offset N: ..." (err, the
+ * loader's message, or strerror) and LK_EXIT_FILE; else the warning for a profile without a
+ * trailer (trailer false) and 0. */
+int lk_input_loaded(const char *path, int k, const char *err, bool trailer);
+
+void lk_input_done(struct lk_input *in); /* frees the filter and the directories' list */
+
+#endif /* LEEK_INPUT_H */

@@ -1,0 +1,430 @@
+/* test-html.c: `leek report --format html` in a real browser: each test writes a page, loads it
+ * in headless Chromium through browse.py (a small Chrome DevTools Protocol client: console
+ * errors, exceptions and dialogs captured, real mouse clicks and typing) and checks what the page
+ * shows, as a person would see it. Every page must load with no console error and ask for no URL.
+ * A screenshot of each page is kept in ARTIFACT_DIR (the build's meson-logs) and its path printed.
+ *
+ * Without Chromium (Debian: chromium) the tests skip. The fixture tests run programs under
+ * libleek, so only where tests/report builds them (not under a sanitizer); the hostile profile is
+ * built record by record (build-profile.h) and runs everywhere.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build-profile.h"
+#include "files.h"
+#include "harness.h"
+#include "json.h"
+#include "leek.h"
+
+#ifdef FX_DIR
+#include "report-util.h"
+#endif
+
+#define TIMEOUT 120 /* seconds for a browse.py run: Chromium's start is most of it */
+
+/* The page's result of the step, as browse.py printed it. */
+struct browsed {
+	struct proc p;
+	struct json *doc;
+	const struct json *results;
+};
+
+/* Loads page in Chromium and runs the steps (browse.py's, NULL-terminated), keeping a screenshot
+ * of the end as ARTIFACT_DIR/html-NAME.png. Skips without Chromium; fails on a failed step, a
+ * console error or any request the page makes. */
+static void browse(struct browsed *b, const char *dir, const char *page, const char *name,
+		   const char *const *steps)
+{
+	const char *argv[64] = { PYTHON3, BROWSE_PY, page };
+	char shot[512], err[256];
+	size_t n = 3;
+	const struct json *errors, *requests;
+
+	snprintf(shot, sizeof(shot), "shot=%s/html-%s.png", ARTIFACT_DIR, name);
+	for (; *steps && n < 60; steps++)
+		argv[n++] = *steps;
+	argv[n++] = shot;
+	argv[n] = NULL;
+	*b = (struct browsed){ 0 };
+	proc_run(&b->p, dir, argv, NULL, TIMEOUT);
+	if (b->p.status == 77)
+		SKIP("no Chromium: %s", b->p.err);
+	if (json_parse(b->p.out, b->p.out_len, &b->doc, err, sizeof(err)) < 0)
+		FAIL("browse.py (status %d) printed no JSON: %s\n%s\n%s", b->p.status, err, b->p.out,
+		     b->p.err);
+	if (b->p.status != 0)
+		FAIL("browse.py failed: %s\n%s", json_str(json_get(b->doc, "failure")), b->p.out);
+	errors = json_get(b->doc, "errors");
+	requests = json_get(b->doc, "requests");
+	ASSERT_TRUE(errors && requests);
+	if (errors->len || requests->len)
+		FAIL("the page had errors or made requests: %s", b->p.out);
+	b->results = json_get(b->doc, "results");
+	ASSERT_TRUE(b->results);
+	printf("screenshot: %s/html-%s.png\n", ARTIFACT_DIR, name);
+}
+
+static void browsed_free(struct browsed *b)
+{
+	json_free(b->doc);
+	proc_free(&b->p);
+}
+
+static const struct json *result(const struct browsed *b, size_t i)
+{
+	const struct json *r = json_at(b->results, i);
+
+	if (!r)
+		FAIL("no result %zu in %s", i, b->p.out);
+	return r;
+}
+
+static double result_num(const struct browsed *b, size_t i, const char *key)
+{
+	const struct json *v = key ? json_get(result(b, i), key) : result(b, i);
+
+	if (!json_is_number(v))
+		FAIL("result %zu%s%s is not a number: %s", i, key ? "." : "", key ? key : "", b->p.out);
+	return v->num;
+}
+
+static const char *result_str(const struct browsed *b, size_t i)
+{
+	const char *s = json_str(result(b, i));
+
+	if (!s)
+		FAIL("result %zu is not a string: %s", i, b->p.out);
+	return s;
+}
+
+/* `leek report --format html -o DIR/NAME.html ARGS...`, which must succeed; the page's path. */
+static char *write_page(const char *dir, const char *name, const char *profile)
+{
+	struct proc p;
+	char *page;
+
+	if (asprintf(&page, "%s/%s.html", dir, name) < 0)
+		abort();
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "-o", page,
+							  profile, NULL }, 60);
+	if (p.status != 0)
+		FAIL("leek report --format html: status %d: %s", p.status, p.err);
+	ASSERT_EQ(p.out_len, 0); /* all of it went to the file */
+	proc_free(&p);
+	return page;
+}
+
+/* Waits until the flame graph's transitions are over: every frame drawn at its width. */
+#define SETTLED "wait=document.querySelectorAll('#flame-graph g.frame').length > 0 && " \
+		"[...document.querySelectorAll('#flame-graph .d3-flame-graph-label')]" \
+		".some(e => e.textContent)"
+#define SLEEP "sleep=600" /* d3-flame-graph's transitions: 250 ms, then the labels */
+/* The frames of the flame graph with that name, and how many of them the search highlights. */
+#define FRAMES_NAMED(name) \
+	"eval=[...document.querySelectorAll('#flame-graph g.frame')].filter(g => " \
+	"g.getAttribute('name') === " name ").length"
+#define HIGHLIGHTED \
+	"eval=[...document.querySelectorAll('#flame-graph g.frame')].filter(g => " \
+	"g.querySelector('rect').getAttribute('fill') === '#E600E6').map(g => g.getAttribute('name'))"
+
+/* Hostile strings where a profile has them: the executable, the command line, and module paths,
+ * whose base names become function names when no file backs them ("NAME+0x100"). */
+#define EVIL_EXE "</script><script>alert(1)</script>"
+#define EVIL_MODULE1 "/nonexistent/</script><script>alert(2)</script>"
+/* No '/' after the directory, so the function name keeps it all: a comment opener, markup, a
+ * line separator (U+2028), quotes and an ampersand entity. */
+#define EVIL_MODULE2 "/nonexistent/<!--<img src=x onerror=alert(3)>\xe2\x80\xa8&amp;\"'.so"
+#define EVIL_CMDLINE "prog\0</SCRIPT><script>alert(4)</script>\0<!--"
+
+static void write_hostile_profile(const char *path)
+{
+	static const uint64_t frames1[] = { 0x10000100, 0x20000200 };
+	static const uint64_t frames2[] = { 0x20000300 };
+	static uint64_t trailer[LK_CNT_MAX + 1];
+	const uint64_t mods[] = { 0x10000000, 0x20000000 };
+	const char *paths[] = { EVIL_MODULE1, EVIL_MODULE2 };
+	struct pbuf b = { 0 };
+
+	trailer[LK_CNT_SAMPLES] = 2;
+	pb_header(&b, &(struct pb_header){ .pid = 4242, .ppid = 1, .period = 1,
+					   .start_realtime_ns = 1700000000000000000,
+					   .start_monotonic_ns = 1000000000, .exe = EVIL_EXE,
+					   .cmdline = EVIL_CMDLINE,
+					   .cmdline_len = sizeof(EVIL_CMDLINE) - 1 });
+	for (unsigned i = 0; i < 2; i++) {
+		struct lk_module_info m = { .id = i + 1, .base = mods[i], .nseg = 1,
+					    .seg = { { 0, 0x10000 } }, .path = paths[i],
+					    .path_len = (uint32_t)strlen(paths[i]) };
+		PB_REC(&b, lk_rec_module(rec, 0, &m));
+	}
+	PB_REC(&b, lk_rec_stack(rec, 1, frames1, 2));
+	PB_REC(&b, lk_rec_stack(rec, 2, frames2, 1));
+	pb_alloc(&b, 1000, 42, 0x5000, 4096, 1);
+	pb_alloc(&b, 1000, 42, 0x9000, 8192, 2);
+	PB_REC(&b, lk_rec_counters(rec, LK_REC_TRAILER, 1000, 1700000001000000000, trailer));
+	write_file(path, b.p, b.len);
+	free(b.p);
+	free(b.map);
+}
+
+/* -o FILE is created only once the report is made: a profile that cannot be read leaves none
+ * (exit 2), and two profiles without --merge are a usage error (one page shows one report). */
+TEST(output_only_for_a_report)
+{
+	char dir[256], page[300], bad[300], good[300];
+	struct proc p;
+
+	tmp_dir(dir);
+	snprintf(page, sizeof(page), "%s/out.html", dir);
+	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
+	snprintf(good, sizeof(good), "%s/good.lk", dir);
+	write_file(bad, "not a profile", 13);
+	write_hostile_profile(good);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "-o", page,
+							  bad, NULL }, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_EQ(count_files(dir, "out", ".html"), 0);
+	proc_free(&p);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "-o", page,
+							  good, good, NULL }, 60);
+	ASSERT_EQ(p.status, 1);
+	ASSERT_CONTAINS(p.err, "--merge");
+	ASSERT_EQ(count_files(dir, "out", ".html"), 0);
+	proc_free(&p);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "report", "--format", "html", "--merge",
+							  "-o", page, good, good, NULL }, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(count_files(dir, "out", ".html"), 1);
+	proc_free(&p);
+	tmp_dir_remove(dir);
+}
+
+/* Names from a profile stay text: the page holds exactly its own five scripts, nothing runs
+ * (no dialog, no console error: the browse fails on either), no element comes from a name, and
+ * the names show verbatim where they belong. */
+TEST(hostile_names_stay_text)
+{
+	char dir[256], profile[300], *page, *html;
+	struct browsed b;
+
+	tmp_dir(dir);
+	snprintf(profile, sizeof(profile), "%s/evil.lk", dir);
+	write_hostile_profile(profile);
+	page = write_page(dir, "evil", profile);
+	html = read_file(page, NULL);
+	/* The data block is one element: its first "</script" is its own end. */
+	ASSERT_TRUE(strstr(html, "alert(1)") && !strstr(html, "<script>alert"));
+	browse(&b, dir, page, "hostile", (const char *const[]){
+		SETTLED,
+		"eval=document.scripts.length",
+		"eval=document.querySelectorAll('img, iframe, object, embed').length",
+		"eval=document.title",
+		"eval=[...document.querySelectorAll('#flame-graph g.frame')].map(g => "
+		"g.getAttribute('name'))",
+		"eval=document.getElementById('sites-table').textContent",
+		"eval=document.getElementById('summary-table').textContent",
+		"eval=[...document.querySelectorAll('#sites-table td.site')].map(td => "
+		"td.getAttribute('title')).join(' ')",
+		NULL });
+	ASSERT_EQ(result_num(&b, 0, NULL), 5);
+	ASSERT_EQ(result_num(&b, 1, NULL), 0);
+	ASSERT_STREQ(result_str(&b, 2), "leek: script>, pid 4242"); /* the exe's base name */
+	/* The function of module 2's frames: its base name and the offset. */
+	{
+		const struct json *names = result(&b, 3);
+		bool found = false;
+		for (size_t i = 0; i < names->len; i++)
+			found |= lk_test_contains(json_str(json_at(names, i)) ?: "",
+						  "<!--<img src=x onerror=alert(3)>\xe2\x80\xa8&amp;\"'.so+0x");
+		if (!found)
+			FAIL("no frame named after module 2: %s", b.p.out);
+	}
+	ASSERT_CONTAINS(result_str(&b, 4), "<img src=x onerror=alert(3)>");
+	ASSERT_CONTAINS(result_str(&b, 5), "</SCRIPT><script>alert(4)</script> <!--");
+	ASSERT_CONTAINS(result_str(&b, 5), EVIL_EXE);
+	ASSERT_CONTAINS(result_str(&b, 6), EVIL_MODULE1);
+	browsed_free(&b);
+	free(html);
+	free(page);
+	tmp_dir_remove(dir);
+}
+
+#ifdef FX_DIR
+/* `leek run --period PERIOD` of a fixture into dir; the profile's path. */
+static char *run_fixture_period(const char *dir, const char *fixture, const char *period)
+{
+	struct proc p;
+	char out[300];
+
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	leek_run(&p, dir, (const char *const[]){ "--period", period, "-o", out, "--", fixture, NULL },
+		 60);
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	return run_profile(dir);
+}
+
+/* In exact mode: every allocation. */
+static char *run_fixture(const char *dir, const char *fixture)
+{
+	return run_fixture_period(dir, fixture, "1");
+}
+
+/* The page of fx-golden loads cleanly; its top site (as the JSON report ranks it) is a frame of
+ * the flame graph with its name written on it, and the first row of the sites' table. */
+TEST(page_shows_the_top_site)
+{
+	char dir[256], *profile, *page;
+	struct proc p;
+	struct json *doc;
+	const char *top;
+	struct browsed b;
+
+	tmp_dir(dir);
+	profile = run_fixture(dir, FX("fx-golden"));
+	doc = leek_report_json(&p, dir, (const char *const[]){ profile, NULL });
+	top = frame_function(site_frame(json_at(report_sites(doc), 0)));
+	ASSERT_STREQ(top, "fixture_leak_large");
+	page = write_page(dir, "golden", profile);
+	browse(&b, dir, page, "golden", (const char *const[]){
+		SETTLED, SLEEP,
+		FRAMES_NAMED("'fixture_leak_large'"),
+		"eval=[...document.querySelectorAll('#flame-graph g.frame')].filter(g => "
+		"g.getAttribute('name') === 'fixture_leak_large').map(g => "
+		"g.querySelector('.d3-flame-graph-label').textContent)[0]",
+		"eval=document.querySelector('#sites-table tbody tr td.site span').textContent",
+		"eval=leek.state()",
+		NULL });
+	ASSERT_EQ(result_num(&b, 0, NULL), 1);
+	ASSERT_STREQ(result_str(&b, 1), "fixture_leak_large");
+	ASSERT_STREQ(result_str(&b, 2), "fixture_leak_large");
+	/* The flame graph's root: everything live at the end, 312576 bytes (golden.proj). */
+	ASSERT_EQ(result_num(&b, 3, "value"), 300000 + 480 + 4096 + 5000 + 3000);
+	browsed_free(&b);
+	json_free(doc);
+	proc_free(&p);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* The interval that `leek report` prints for the site whose line names function ("[48.7, 69.4]
+ * MiB"), from its text report (the rank line comes right before the site's). */
+static char *text_interval(const char *report, const char *function)
+{
+	const char *at = strstr(report, function), *line, *open, *close;
+
+	ASSERT_TRUE(at);
+	while (at > report && at[-1] != '\n')
+		at--;
+	line = at - 1;
+	while (line > report && line[-1] != '\n')
+		line--;
+	open = memchr(line, '[', (size_t)(at - line));
+	close = open ? memchr(open, ']', (size_t)(at - open)) : NULL;
+	if (!open || !close)
+		FAIL("no interval before %s in:\n%s", function, report);
+	return strndup(open, (size_t)(close - open) + 5); /* "] MiB" */
+}
+
+/* Hovering a frame shows its value with the 95% interval, as the text report prints it for that
+ * site (one stack: the frame's and the site's estimate are the same), in a sampled profile where
+ * the interval is no point. */
+TEST(tooltip_shows_the_interval)
+{
+	char dir[256], *profile, *page, *interval;
+	struct proc p;
+	struct browsed b;
+
+	tmp_dir(dir);
+	profile = run_fixture_period(dir, FX("fx-growth"), "512K");
+	leek_report(&p, dir, (const char *const[]){ profile, NULL });
+	ASSERT_EQ(p.status, 0);
+	interval = text_interval(p.out, "fixture_grow_leak");
+	page = write_page(dir, "sampled", profile);
+	browse(&b, dir, page, "tooltip", (const char *const[]){
+		SETTLED, SLEEP,
+		"hover=#flame-graph g.frame[name=fixture_grow_leak] rect@0.5,0.5",
+		"eval=document.getElementById('tooltip').hidden",
+		"eval=document.getElementById('tooltip').textContent",
+		NULL });
+	ASSERT_TRUE(result(&b, 0)->type == JSON_FALSE);
+	ASSERT_CONTAINS(result_str(&b, 1), "fixture_grow_leak");
+	ASSERT_CONTAINS(result_str(&b, 1), "bytes live at the end: ");
+	ASSERT_CONTAINS(result_str(&b, 1), interval);
+	ASSERT_CONTAINS(result_str(&b, 1), " samples");
+	browsed_free(&b);
+	free(interval);
+	proc_free(&p);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* Typing in the search box highlights the frames whose name contains the text, and only them. */
+TEST(search_highlights_frames)
+{
+	char dir[256], *profile, *page;
+	struct browsed b;
+
+	tmp_dir(dir);
+	profile = run_fixture(dir, FX("fx-golden"));
+	page = write_page(dir, "golden", profile);
+	browse(&b, dir, page, "search", (const char *const[]){
+		SETTLED,
+		HIGHLIGHTED,
+		"type=#search@LEAK_sm",
+		SLEEP,
+		HIGHLIGHTED,
+		"eval=document.getElementById('flame-details').textContent",
+		NULL });
+	ASSERT_EQ(result(&b, 0)->len, 0);
+	ASSERT_EQ(result(&b, 1)->len, 1);
+	ASSERT_STREQ(json_str(json_at(result(&b, 1), 0)), "fixture_leak_small");
+	ASSERT_CONTAINS(result_str(&b, 2), "1 frame match: 480 B");
+	browsed_free(&b);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* A click on the chart, a fifth of the way in, shows the heap of that moment: the flame graph's
+ * root holds the timeline's heap estimate at that bucket (the page's data, which out-html.c
+ * wrote from the report's timeline), less than at the end, where fx-growth's leak has grown. */
+TEST(clicking_the_chart_shows_that_moment)
+{
+	char dir[256], *profile, *page;
+	struct browsed b;
+	double moment, heap, root_end, root_then;
+
+	tmp_dir(dir);
+	profile = run_fixture(dir, FX("fx-growth"));
+	page = write_page(dir, "growth", profile);
+	browse(&b, dir, page, "moment", (const char *const[]){
+		SETTLED,
+		"eval=leek.state()",
+		"click=#chart .u-over@0.2,0.5",
+		SLEEP,
+		"eval=leek.state()",
+		"eval=JSON.parse(document.getElementById('leek-data').textContent).timeline.heap",
+		"eval=document.getElementById('flame-caption').textContent",
+		"eval=d3.select('#flame-graph g.frame').datum().value",
+		NULL });
+	root_end = result_num(&b, 0, "value");
+	ASSERT_TRUE(json_get(result(&b, 0), "moment")->type == JSON_NULL);
+	moment = result_num(&b, 1, "moment");
+	ASSERT_TRUE(moment >= 8 && moment <= 16); /* a fifth of 64 buckets */
+	heap = json_at(result(&b, 2), (size_t)moment)->num;
+	root_then = result_num(&b, 1, "value");
+	ASSERT_NEAR(root_then, heap, 2); /* integers, rounded per node */
+	ASSERT_NEAR(result_num(&b, 4, NULL), root_then, 0);
+	ASSERT_TRUE(root_then > 0 && root_then < root_end);
+	ASSERT_CONTAINS(result_str(&b, 3), "after the start");
+	browsed_free(&b);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+#endif
