@@ -228,19 +228,6 @@ void lk_seg_atfork_child(void)
 	membar = 0;
 }
 
-/* Ends r's body at the end of its last record, for good: its thread stores nothing there any
- * more (its room is gone, and no claim is open), and begins a new body, small again, at its next
- * record. */
-static void seal_one(struct lk_trec *r, uint32_t off)
-{
-	if (off < r->seg_len)
-		__atomic_store_n(r->seg + off, (uint8_t)LK_REC_SEG_END, __ATOMIC_RELEASE);
-	munmap(r->seg, r->seg_len);
-	__atomic_store_n(&r->seg, NULL, __ATOMIC_RELAXED);
-	r->next_len = SEG_FIRST;
-	r->seal_wait = 0;
-}
-
 /* A reader that follows the file stops before a body until the body is whole (docs/format.md,
  * "Reading a profile being written"), and a thread that stopped allocating (a pool's idle
  * worker, a server's I/O thread between bursts) leaves its body open for as long as it sleeps:
@@ -278,8 +265,12 @@ void lk_seg_seal(void)
 		if (!r->seal_wait || !r->seg)
 			continue;
 		uint32_t off = __atomic_load_n(&r->seg_off, __ATOMIC_ACQUIRE);
-		if (__atomic_load_n(&r->seg_claim, __ATOMIC_ACQUIRE) == off)
-			seal_one(r, off);
+		if (__atomic_load_n(&r->seg_claim, __ATOMIC_ACQUIRE) != off)
+			continue;
+		/* No claim is open and the room is gone: its thread stores nothing there any more,
+		 * so the body ends as its own thread would end it, and the next one is small. */
+		lk_seg_end(r);
+		r->next_len = SEG_FIRST;
 	}
 out:
 	errno = saved;
