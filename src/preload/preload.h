@@ -169,6 +169,7 @@ struct lk_recent {
 	struct lk_block *head; /* freed slots, still marked in use: a list through time_ns */
 	uint64_t n;            /* at most LK_ARENA_RECENT */
 };
+struct kept_walks;
 struct __attribute__((aligned(64))) lk_trec {
 	uint8_t *seg;            /* the body's mapping (writer-segment.c); NULL: none */
 	uint32_t seg_off;        /* where the next record goes */
@@ -184,6 +185,8 @@ struct __attribute__((aligned(64))) lk_trec {
 	struct lk_recent recent[LK_ARENA_CLASSES]; /* its freed slots, by class (arena.c) */
 	struct lk_block *run;    /* a freed block of a run of its own, kept for its next (arena.c) */
 	uint64_t seg_at;         /* the body's offset in the file */
+	struct kept_walks *kept; /* its thread's slot of kept walks, with no lock (walks-kept.c); NULL:
+				  * one by thread id, under a try-lock */
 	uint32_t tid;
 	uint8_t used;
 	uint8_t seal_wait;       /* lk_seg_seal took its room: it ends the body once no record is
@@ -194,6 +197,9 @@ struct __attribute__((aligned(64))) lk_trec {
  * arena of a thread keeps up to its trim threshold, which large blocks raise to 64 MiB. */
 #define LK_ARENA_OWN_RUN 1024u
 extern struct lk_trec lk_trecs[LK_TRECS];
+/* The slot of kept walks that the record lk_trecs[i] keeps for its threads, or NULL past the
+ * first ones (walks-kept.c). */
+struct kept_walks *lk_kept_own(uint32_t i);
 /* This thread's record, made at its first sample in a process with threads (caller not holding
  * lk_lock); NULL while the process has one thread, or if none is left. */
 struct lk_trec *lk_trec_get(struct lk_thread *t);
@@ -244,8 +250,10 @@ void lk_stack_atfork_child(void);
  * whether it was cut at LEEK_MAX_FRAMES, for the caller to count (lk_stack_count_cut) once it
  * has taken the sample. */
 bool lk_stack_kept_ready(void);                        /* no lock held */
-/* single: the process has one thread (lk_single_threaded), so the slot needs no taking. */
-uint32_t lk_stack_kept(const void *frame, bool *cut, bool single); /* no lock held */
+/* r: this thread's own record (threads.c), or NULL; single: the process has one thread
+ * (lk_single_threaded). Either may spare the slot's taking (walks-kept.c). */
+uint32_t lk_stack_kept(const void *frame, bool *cut, const struct lk_trec *r,
+		       bool single); /* no lock held */
 void lk_stack_count_cut(void); /* a stack cut at LEEK_MAX_FRAMES: LK_CNT_STACK_TRUNCATED */
 /* After a capture that set *ticket: the number lk_stack_intern gave its stack (0: none), or 0
  * when it was not interned. Always called, with lk_lock not held; a NULL ticket is nothing. */

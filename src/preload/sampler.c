@@ -179,7 +179,7 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 	if (lk_likely(lk_stack_kept_ready())) {
 		bool cut = false;
 		size_t usable = lk_real_usable_known(size, align);
-		uint32_t stack = lk_stack_kept(frame, &cut, single);
+		uint32_t stack = lk_stack_kept(frame, &cut, r, single);
 		/* The allocator is asked outside lk_lock, and only for a sample that will be taken
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
@@ -237,7 +237,7 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 	if (lk_likely(align <= 16 && !__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 		      lk_stack_kept_ready())) {
 		bool cut = false;
-		uint32_t stack = lk_stack_kept(frame, &cut, false);
+		uint32_t stack = lk_stack_kept(frame, &cut, r, false);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
 		usable = lk_real_usable_known(size, align);
 		if (fid && !usable)

@@ -38,7 +38,7 @@ static struct lk_trec *take(uint32_t tid)
 		struct lk_trec *r = &lk_trecs[i];
 		if (r->used)
 			continue;
-		*r = (struct lk_trec){ .used = 1, .tid = tid };
+		*r = (struct lk_trec){ .used = 1, .tid = tid, .kept = lk_kept_own(i) };
 		if (i >= trecs_seen)
 			__atomic_store_n(&trecs_seen, i + 1, __ATOMIC_RELEASE);
 		return r;

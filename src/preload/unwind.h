@@ -181,9 +181,10 @@ struct kept_walk {
 	uint16_t offs[2 * KEPT_FRAMES];       /* a return address a frame, a %rbp an FP one */
 };
 
-/* A slot of kept walks: a thread's, by its id (walks-kept.c). */
+/* A slot of kept walks: a record's, or shared by thread id (walks-kept.c). */
 struct kept_walks {
-	int busy;                 /* try-lock */
+	int busy;                 /* try-lock, of a shared slot */
+	uint32_t epoch;           /* kept_epoch when it was last emptied: older, a fork's child's */
 	uint8_t last;             /* the walk to follow: the last one taken or found */
 	uint8_t spare;            /* the walk the next one records into */
 	uint8_t used;             /* walks handed out so far: w[0, used) */

@@ -11,11 +11,16 @@
  * with no store at each find, and one walk kept a first frame held far fewer, its other paths
  * putting each other out (tracing sqlite3's exact run: docs/performance.md, "Any 32 walks kept").
  *
- * The walks live in KEPT_SLOTS slots chosen by thread id, each taken with a try-lock (one atomic
- * exchange on a line that its thread alone uses, but for threads whose ids share their low bits;
- * none while the process has one thread) by a capture and by exact mode's common sample alike,
- * with no other lock held; two threads that share a slot cost each other a shortcut, never a
- * wrong stack.
+ * The walks live in slots, which a capture and exact mode's common sample alike take with no
+ * other lock held. A thread with a record of its own (threads.c) among the first KEPT_OWN has
+ * that record's slot, and takes it with no lock: a record is one live thread's at a time, and
+ * the atomic exchange of a try-lock, a full barrier behind all the stores of the sample before,
+ * was a seventh of exact mode's common sample on redis-server with I/O threads (docs/
+ * performance.md, "Threads"). Any other thread takes one of KEPT_SHARED slots by its id: with no
+ * lock while the process has one thread, else with a try-lock; two threads that share one cost
+ * each other a shortcut, never a wrong stack. A fork's child may inherit a slot half changed by a
+ * thread that the fork left behind: the child begins a new epoch, and a slot of an older one is
+ * emptied at its next take.
  *
  * Never: wait for a slot; read a word of the stack that is not one of the kept walk's checks, or
  * that lies above this thread's stack top; take a walk whose sum does not match; allocate.
@@ -26,34 +31,71 @@
 #include "preload.h"
 #include "unwind.h"
 
-#define KEPT_SLOTS 64
+#define KEPT_OWN 64    /* slots of the first records: threads that allocate at once, most often */
+#define KEPT_SHARED 16 /* by thread id: a process with one thread, and threads past KEPT_OWN */
 
-static struct kept_walks kept_slots[KEPT_SLOTS] __attribute__((aligned(64)));
+static struct kept_walks kept_own[KEPT_OWN] __attribute__((aligned(64)));
+static struct kept_walks kept_shared[KEPT_SHARED] __attribute__((aligned(64)));
+static uint32_t kept_epoch; /* a fork's child's: slots of another are emptied at their next take */
+
+struct kept_walks *lk_kept_own(uint32_t i)
+{
+	return i < KEPT_OWN ? &kept_own[i] : NULL;
+}
 
 void lk_kept_atfork_child(void)
 {
-	for (int i = 0; i < KEPT_SLOTS; i++) /* read first: a write would copy each slot's page */
-		if (kept_slots[i].busy)
-			kept_slots[i].busy = 0;
+	kept_epoch++; /* no slot written: a write would copy its page */
+	for (int i = 0; i < KEPT_SHARED; i++)
+		if (kept_shared[i].busy)
+			kept_shared[i].busy = 0;
 }
 
-/* This thread's slot of kept walks, taken (no lock held); NULL if another thread has it now (a walk
- * without the shortcuts). Given back with lk_kept_put. */
-static inline struct kept_walks *kept_slot(void)
+/* kw as a zeroed slot is, but for the walks' frames that nothing reads before they are recorded
+ * again: no walk is kept, and the walk to follow (w[0]) has no frames. */
+static LK_NOINLINE void kept_empty(struct kept_walks *kw)
 {
-	return &kept_slots[lk_tls.tid & (KEPT_SLOTS - 1)];
+	memset(kw->key, 0, sizeof(kw->key));
+	memset(kw->tags, 0, sizeof(kw->tags));
+	memset(kw->at, 0, sizeof(kw->at));
+	kw->last = kw->spare = kw->used = kw->hand = 0;
+	kw->pending = -1;
+	kw->w[0].n = 0; /* the walk to follow */
+	kw->w[0].whole = false;
+	kw->epoch = kept_epoch;
+}
+
+static inline struct kept_walks *kept_now(struct kept_walks *kw)
+{
+	if (lk_unlikely(kw->epoch != __atomic_load_n(&kept_epoch, __ATOMIC_RELAXED)))
+		kept_empty(kw);
+	return kw;
+}
+
+/* This thread's slot of kept walks, taken (no lock held): r's own, where r (this thread's own
+ * record, or NULL) has one; else a shared one, which single says needs no lock (the process has
+ * one thread, and a signal handler never comes here: in_slow); NULL if another thread has it now
+ * (a walk without the shortcuts). Given back with lk_kept_put. */
+static LK_INLINE struct kept_walks *kept_take(const struct lk_trec *r, bool single)
+{
+	struct kept_walks *kw = r ? r->kept : NULL;
+
+	if (lk_likely(kw))
+		return kept_now(kw);
+	kw = &kept_shared[lk_tls.tid & (KEPT_SHARED - 1)];
+	if (single || lk_single_threaded())
+		return kept_now(kw);
+	if (__atomic_load_n(&kw->busy, __ATOMIC_RELAXED) ||
+	    __atomic_exchange_n(&kw->busy, 1, __ATOMIC_ACQUIRE))
+		return NULL;
+	return kept_now(kw);
 }
 
 struct kept_walks *lk_kept_take(void)
 {
-	struct kept_walks *kw = kept_slot();
+	const struct lk_thread *t = &lk_tls;
 
-	if (lk_single_threaded())
-		return kw; /* no other thread to share it with, and never a signal handler (in_slow) */
-	if (__atomic_load_n(&kw->busy, __ATOMIC_RELAXED) ||
-	    __atomic_exchange_n(&kw->busy, 1, __ATOMIC_ACQUIRE))
-		return NULL;
-	return kw;
+	return kept_take(t->rec_state == LK_REC_OWN ? t->rec : NULL, false);
 }
 
 static inline uint16_t kept_tag(uintptr_t sp, uintptr_t ip)
@@ -332,11 +374,12 @@ LK_HOT LK_INLINE bool lk_stack_kept_ready(void)
 	return __atomic_load_n(&lk_rules_gen, __ATOMIC_ACQUIRE) == gen;
 }
 
-LK_HOT LK_INLINE uint32_t lk_stack_kept(const void *frame, bool *cut, bool single)
+LK_HOT LK_INLINE uint32_t lk_stack_kept(const void *frame, bool *cut, const struct lk_trec *r,
+				       bool single)
 {
 	const uintptr_t *fp = frame;
 	const struct cursor top = { .ip = fp[1], .sp = (uintptr_t)(fp + 2), .bp = fp[0] };
-	struct kept_walks *kw = single ? kept_slot() : lk_kept_take();
+	struct kept_walks *kw = kept_take(r, single);
 	struct walk_key *kept = kw ? kept_find_inline(kw, &top) : NULL;
 
 	if (kept)
