@@ -270,24 +270,10 @@ static int open_output(void)
 	return 0;
 }
 
-/* The HTML page of r, whose stacks went to flame (lk_flame_hook); 0 or a negative errno (-E2BIG:
- * the budget). */
-static int print_html(const struct lk_report *r, struct lk_flame *flame)
-{
-	const struct lk_flame_opts fo = { .min_share = LK_FLAME_MIN_SHARE,
-					  .max_nodes = LK_FLAME_MAX_NODES };
-	int k = lk_flame_finish(flame, &fo, (unsigned)r->ntimeline);
-
-	if (k < 0)
-		return k;
-	lk_html_write(stdout, r, flame, &fo);
-	return 0;
-}
-
 /* The JSON document starts with the first report, so that a file that cannot be read leaves
  * nothing on stdout that could pass for its report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first, struct lk_flame *flame)
+			bool *first)
 {
 	bool was_first = *first;
 	int k;
@@ -298,7 +284,7 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 		return -EBADF; /* said */
 	}
 	if (arg_format == FORMAT_HTML)
-		return print_html(r, flame);
+		return lk_html_report(stdout, r);
 	if (arg_format == FORMAT_TEXT) {
 		if (!was_first)
 			putchar('\n');
@@ -316,8 +302,6 @@ int lk_cmd_report(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
-	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
-								 * the report and symbolizer */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
@@ -371,14 +355,10 @@ int lk_cmd_report(int argc, char *argv[])
 		.tree = arg_tree,
 		.inverted = arg_inverted,
 		.objects = arg_objects,
+		.series = arg_format == FORMAT_HTML, /* the flame graphs of moments */
 		.filter = &in->filter,
 	};
 
-	if (arg_format == FORMAT_HTML) {
-		if (lk_flame_new(&flame) < 0)
-			return fail(-ENOMEM, "--format html");
-		ro.on_stack = lk_flame_hook(flame);
-	}
 	k = lk_input_symbolizer(in, &sym);
 	if (k)
 		return k;
@@ -400,7 +380,7 @@ int lk_cmd_report(int argc, char *argv[])
 				status = LK_EXIT_FILE;
 				continue;
 			}
-			k = print_report(one, nfiles, &doc, &first, flame);
+			k = print_report(one, nfiles, &doc, &first);
 			if (k < 0)
 				return report_failed(k, path);
 		}
@@ -408,7 +388,7 @@ int lk_cmd_report(int argc, char *argv[])
 	if (merged && merged->nprocs > 0) {
 		if (finish(merged, "--merge") < 0)
 			status = LK_EXIT_FILE;
-		else if ((k = print_report(merged, nfiles, &doc, &first, flame)) < 0)
+		else if ((k = print_report(merged, nfiles, &doc, &first)) < 0)
 			return report_failed(k, "--merge");
 	}
 	if (doc)

@@ -427,4 +427,66 @@ TEST(clicking_the_chart_shows_that_moment)
 	free(profile);
 	tmp_dir_remove(dir);
 }
+
+/* The flame graph's leaves are the report's sites: every allocation of fx-wrapper goes through its
+ * static wrapper, which the report skips (src/cli/symbols/wrappers.h), so each of its twelve
+ * callers is a leaf of the graph, holding what the report's site of it holds, and the wrapper is
+ * no frame of it (nor is malloc). */
+TEST(a_skipped_wrapper_is_no_frame)
+{
+	char dir[256], out[300], *profile, *page, name[32];
+	struct proc p;
+	struct json *doc;
+	const struct json *frames;
+	const char *wrapper;
+	struct browsed b;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	leek_run(&p, dir, (const char *const[]){ "--period", "1", "-o", out, "--", FX_WRAPPER,
+						 "many", NULL }, 60);
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	profile = run_profile(dir);
+	doc = leek_report_json(&p, dir, (const char *const[]){ profile, NULL });
+	ASSERT_EQ(report_wrappers(doc)->len, 1);
+	wrapper = get_str(json_at(report_wrappers(doc), 0), "function");
+	page = write_page(dir, "wrapper", profile);
+	browse(&b, dir, page, "wrapper", (const char *const[]){
+		SETTLED, SLEEP,
+		"eval=[...document.querySelectorAll('#flame-graph g.frame')].map(g => {"
+		" const d = d3.select(g).datum();"
+		" return [d.data.name, d.children ? d.children.length : 0, d.value]; })",
+		NULL });
+	frames = result(&b, 0);
+	for (unsigned k = 0; k < 12; k++) {
+		bool found = false;
+		snprintf(name, sizeof(name), "fixture_wcall_%u", k);
+		for (size_t i = 0; i < frames->len; i++) {
+			const struct json *f = json_at(frames, i);
+			const char *fn = json_str(json_at(f, 0));
+			if (!fn || strcmp(fn, name) != 0)
+				continue;
+			found = true;
+			ASSERT_EQ(json_at(f, 1)->num, 0); /* a leaf */
+			/* what the report's site holds: 64 (K + 1)^2 bytes live */
+			ASSERT_EQ(json_at(f, 2)->num,
+				  get_num(find_site(doc, name), "live_bytes"));
+			ASSERT_EQ(json_at(f, 2)->num, 64 * (k + 1) * (k + 1));
+		}
+		if (!found)
+			FAIL("no frame %s in the flame graph: %s", name, b.p.out);
+	}
+	for (size_t i = 0; i < frames->len; i++) {
+		const char *fn = json_str(json_at(json_at(frames, i), 0));
+		if (fn && (strcmp(fn, wrapper) == 0 || strcmp(fn, "malloc") == 0))
+			FAIL("the flame graph has a frame %s: %s", fn, b.p.out);
+	}
+	browsed_free(&b);
+	json_free(doc);
+	proc_free(&p);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
 #endif

@@ -22,6 +22,7 @@
 
 #include "assets.h"
 #include "html.h"
+#include "util.h"
 
 static void put_asset(FILE *f, const unsigned char *a, size_t len)
 {
@@ -249,11 +250,30 @@ static long string_index(struct strings *t, const char *s)
 	return (long)t->n - 1;
 }
 
-static void put_flame(FILE *f, const struct lk_flame *flame, const struct lk_flame_opts *fo)
+/* What the report's flame graph sums (tree.h): these five figures of every stack, ... */
+enum { LIVE, PEAK, ALLOC, LIVE_OBJECTS, ALLOC_OBJECTS, NFIGURES };
+
+static void report_figures(void *ctx, size_t report, const struct lk_report_stack *st,
+			   const struct lk_estimate **e)
 {
+	(void)ctx;
+	(void)report;
+	e[LIVE] = &st->live_bytes;
+	e[PEAK] = &st->peak_bytes;
+	e[ALLOC] = &st->alloc_bytes;
+	e[LIVE_OBJECTS] = &st->live_objects;
+	e[ALLOC_OBJECTS] = &st->alloc_objects;
+}
+
+/* ... and pruning keeps what is large in live, peak or allocated bytes. */
+static const struct lk_flame_width report_widths[] = { { LIVE, -1 }, { PEAK, -1 }, { ALLOC, -1 } };
+
+static void put_flame(FILE *f, const struct lk_flame *flame)
+{
+	const struct lk_flame_opts *fo = lk_flame_opts(flame);
 	const struct lk_flame_node *nodes;
 	size_t n = lk_flame_nodes(flame, &nodes), nslots = 16;
-	unsigned nb = lk_flame_buckets(flame);
+	unsigned nb = fo->buckets;
 	struct strings t = { 0 };
 	long (*idx)[3];
 	bool first = true;
@@ -293,15 +313,15 @@ static void put_flame(FILE *f, const struct lk_flame *flame, const struct lk_fla
 			x->parent == SIZE_MAX ? -1L : (long)x->parent, idx ? idx[i][0] : -1,
 			idx ? idx[i][1] : -1, idx ? idx[i][2] : -1,
 			(x->frame && x->frame->inlined ? 1 : 0) | (x->other ? 2 : 0), x->dropped);
-		put_est(f, &x->value[LK_FLAME_LIVE]);
+		put_est(f, &x->figure[LIVE]);
 		fputc(',', f);
-		put_est(f, &x->value[LK_FLAME_PEAK]);
+		put_est(f, &x->figure[PEAK]);
 		fputc(',', f);
-		put_est(f, &x->value[LK_FLAME_ALLOC]);
+		put_est(f, &x->figure[ALLOC]);
 		fputc(',', f);
-		put_int(f, x->value[LK_FLAME_LIVE_OBJECTS].value);
+		put_int(f, x->figure[LIVE_OBJECTS].value);
 		fputc(',', f);
-		put_int(f, x->value[LK_FLAME_ALLOC_OBJECTS].value);
+		put_int(f, x->figure[ALLOC_OBJECTS].value);
 		fputc(']', f);
 	}
 	/* [node, live bytes at the end of bucket 0, 1, ...] for the nodes with any */
@@ -323,8 +343,7 @@ static void put_flame(FILE *f, const struct lk_flame *flame, const struct lk_fla
 	free(t.slots);
 }
 
-static void put_data(FILE *f, const struct lk_report *r, const struct lk_flame *flame,
-		     const struct lk_flame_opts *fo)
+static void put_data(FILE *f, const struct lk_report *r, const struct lk_flame *flame)
 {
 	fputs("<script type=\"application/json\" id=\"leek-data\">{", f);
 	put_processes(f, r);
@@ -332,13 +351,27 @@ static void put_data(FILE *f, const struct lk_report *r, const struct lk_flame *
 	put_view(f, r);
 	put_timeline(f, r);
 	put_sites(f, r);
-	put_flame(f, flame, fo);
+	put_flame(f, flame);
 	fputs("}</script>\n", f);
 }
 
-void lk_html_write(FILE *f, const struct lk_report *r, const struct lk_flame *flame,
-		   const struct lk_flame_opts *fo)
+int lk_html_report(FILE *f, const struct lk_report *r)
 {
+	const struct lk_flame_opts fo = {
+		.figures = report_figures,
+		.nfigures = NFIGURES,
+		.widths = report_widths,
+		.nwidths = sizeof(report_widths) / sizeof(report_widths[0]),
+		/* Merged processes have no common moments. */
+		.buckets = r->nprocs == 1 && r->opts.series ? (unsigned)r->ntimeline : 0,
+		.min_share = LK_FLAME_MIN_SHARE,
+		.max_nodes = LK_FLAME_MAX_NODES,
+	};
+	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL;
+	int k = lk_flame_build((const struct lk_report *const[]){ r }, 1, &fo, &flame);
+
+	if (k < 0)
+		return k;
 	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 		   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
 		   "script-src 'sha256-%s' 'sha256-%s' 'sha256-%s' 'sha256-%s'; "
@@ -352,7 +385,7 @@ void lk_html_write(FILE *f, const struct lk_report *r, const struct lk_flame *fl
 	put_asset(f, lk_asset_page_css, lk_asset_page_css_len);
 	fputs("</style>\n</head>\n<body>\n", f);
 	put_asset(f, lk_asset_page_html, lk_asset_page_html_len);
-	put_data(f, r, flame, fo);
+	put_data(f, r, flame);
 	fputs("<script>", f);
 	put_asset(f, lk_asset_d3_js, lk_asset_d3_js_len);
 	fputs("</script>\n<script>", f);
@@ -362,4 +395,5 @@ void lk_html_write(FILE *f, const struct lk_report *r, const struct lk_flame *fl
 	fputs("</script>\n<script>", f);
 	put_asset(f, lk_asset_page_js, lk_asset_page_js_len);
 	fputs("</script>\n</body>\n</html>\n", f);
+	return 0;
 }
