@@ -201,9 +201,10 @@ TEST(output_only_for_a_report)
 	tmp_dir_remove(dir);
 }
 
-/* Names from a profile stay text: the page holds exactly its own five scripts, nothing runs
- * (no dialog, no console error: the browse fails on either), no element comes from a name, and
- * the names show verbatim where they belong. */
+/* Names from a profile stay text: the page holds exactly its own six scripts (the data, three
+ * libraries, common.js and report.js), nothing runs (no dialog, no console error: the browse
+ * fails on either), no element comes from a name, and the names show verbatim where they
+ * belong. */
 TEST(hostile_names_stay_text)
 {
 	char dir[256], profile[300], *page, *html;
@@ -228,7 +229,7 @@ TEST(hostile_names_stay_text)
 		"eval=[...document.querySelectorAll('#sites-table td.site')].map(td => "
 		"td.getAttribute('title')).join(' ')",
 		NULL });
-	ASSERT_EQ(result_num(&b, 0, NULL), 5);
+	ASSERT_EQ(result_num(&b, 0, NULL), 6);
 	ASSERT_EQ(result_num(&b, 1, NULL), 0);
 	ASSERT_STREQ(result_str(&b, 2), "leek: script>, pid 4242"); /* the exe's base name */
 	/* The function of module 2's frames: its base name and the offset. */
