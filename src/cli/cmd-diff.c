@@ -18,13 +18,16 @@
 #include "budget.h"
 #include "commands.h"
 #include "diff.h"
+#include "html.h"
 #include "input.h"
 #include "util.h"
 
-static const char *arg_at, *arg_from, *arg_to, *arg_by;
+enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
+
+static const char *arg_at, *arg_from, *arg_to, *arg_by, *arg_output;
 static char **arg_base; /* --base FILE..., pointers into argv */
 static size_t arg_n_base;
-static bool arg_json;
+static enum format arg_format = FORMAT_TEXT;
 static struct lk_input arg_input = { .command = "diff" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
@@ -44,6 +47,7 @@ static int parse_args(int argc, char *argv[])
 		{ "base", required_argument, NULL, ARG_BASE },
 		{ "by", required_argument, NULL, ARG_BY },
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
 		LK_INPUT_SITE_OPTIONS,
@@ -53,7 +57,7 @@ static int parse_args(int argc, char *argv[])
 	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:o:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_AT:
 			arg_at = optarg;
@@ -77,11 +81,19 @@ static int parse_args(int argc, char *argv[])
 			arg_base[arg_n_base++] = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				lk_msg("diff: --format: '%s' is neither text nor json", optarg);
+			if (strcmp(optarg, "text") == 0)
+				arg_format = FORMAT_TEXT;
+			else if (strcmp(optarg, "json") == 0)
+				arg_format = FORMAT_JSON;
+			else if (strcmp(optarg, "html") == 0)
+				arg_format = FORMAT_HTML;
+			else {
+				lk_msg("diff: --format: '%s' is not text, json or html", optarg);
 				return LK_EXIT_USAGE;
 			}
-			arg_json = strcmp(optarg, "json") == 0;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "diff", HELP_SHOWN);
@@ -172,6 +184,7 @@ int lk_cmd_diff(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
+	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed before d */
 	_cleanup_(freep) char **base = NULL;
 	struct lk_diff_opts o;
 	size_t warned = 0;
@@ -189,7 +202,10 @@ int lk_cmd_diff(int argc, char *argv[])
 	nfiles = argc - optind;
 	if (make_opts(nfiles, &o))
 		return LK_EXIT_USAGE;
-	o.top = in->top_set ? in->top : arg_json ? 0 : LK_INPUT_TOP_DEFAULT;
+	o.top = in->top_set		     ? in->top
+		: arg_format == FORMAT_JSON ? 0
+		: arg_format == FORMAT_HTML ? LK_HTML_TOP
+					    : LK_INPUT_TOP_DEFAULT;
 	o.min_share = in->min_share;
 	o.stacks = in->stacks;
 	o.no_auto_wrappers = in->no_auto_wrappers;
@@ -214,6 +230,8 @@ int lk_cmd_diff(int argc, char *argv[])
 	if (status)
 		return LK_EXIT_FILE;
 	k = lk_diff_finish(d);
+	if (k >= 0 && arg_format == FORMAT_HTML)
+		k = lk_diff_flame(d, &flame);
 	if (k == -E2BIG) {
 		char limit[32];
 		lk_msg("diff: the profiles need more than %s of memory to compare (--max-memory)",
@@ -222,8 +240,13 @@ int lk_cmd_diff(int argc, char *argv[])
 	}
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
-	if (arg_json)
+	/* -o FILE: made once the diff is, so that a diff that cannot be leaves no file. */
+	if (arg_output && !freopen(arg_output, "w", stdout))
+		return lk_error(-errno, "diff: cannot create '%s'", arg_output), LK_EXIT_FILE;
+	if (arg_format == FORMAT_JSON)
 		lk_diff_json(stdout, d);
+	else if (arg_format == FORMAT_HTML)
+		lk_diff_html(stdout, d, flame);
 	else
 		lk_diff_text(stdout, d);
 	return lk_cmd_end_output("diff", "diff", LK_EXIT_OK);

@@ -32,6 +32,8 @@
 	const LIVE = moments ? 'live bytes' : data.live_at === 'peak' ? 'live bytes at each peak'
 		: data.live_at === 'time' ? 'live bytes ' + fmtTime(data.at_s) + ' after the start'
 		: 'live bytes at the end';
+	const SPAN = moments ? 'from ' + fmtTime(data.from_s) + ' to ' +
+		(data.at_s !== null ? fmtTime(data.at_s) : 'the end') : 'from base to new';
 
 	function changeText(c) {
 		if (!c.tested && !moments) return fmtChange(c.change[0]) + ' (no sample on either side)';
@@ -87,12 +89,9 @@
 	/* ---- flame graph ---- */
 	const COL = { live: 6, alloc: 10 }; /* base, new, change, width from there */
 	const METRICS = {
-		live: { label: 'change in ' + LIVE + ', ' + NAMES[0] + ' to ' + NAMES[1],
-			fig: 'live', width: 3 },
-		alloc: moments
-			? { label: 'bytes allocated between ' + NAMES[0] + ' and ' + NAMES[1],
-			    fig: 'alloc', width: 3 }
-			: { label: 'change in bytes allocated', fig: 'alloc', width: 3 },
+		live: { label: 'change in ' + LIVE + ' ' + SPAN, fig: 'live', width: 3 },
+		alloc: { label: (moments ? 'bytes allocated ' : 'change in bytes allocated ') + SPAN,
+			 fig: 'alloc', width: 3 },
 		base: { label: LIVE + ', ' + NAMES[0] + ' (coloured by the change)', fig: 'live',
 			width: 0 },
 		new: { label: LIVE + ', ' + NAMES[1] + ' (coloured by the change)', fig: 'live',
@@ -158,11 +157,12 @@
 			const m = METRICS[metric];
 			$('flame-legend').textContent = moments && m.fig === 'alloc'
 				? 'Each frame as wide as what its stacks allocated between the two moments.'
-				: (m.width === 3 ? 'Each frame as wide as what changed under it, more or' +
-				   ' less (the sum of the changes of the stacks that end in it, each' +
-				   ' counted as its size); ' : 'Each frame as wide as its bytes on that side; ') +
-				  'red for a frame whose bytes grew, blue for one whose bytes shrank, the' +
-				  ' deeper the more of its width is that net change; grey, no net change.';
+				: (m.width === 3 ? 'Each frame as wide as what changed under it, growth and' +
+				   ' shrinkage alike (the sizes of the changes of the frames under it,' +
+				   ' added: what shrank shows as much as what grew); ' : 'Each frame as' +
+				   ' wide as its bytes on that side; ') + 'red for a frame whose bytes' +
+				  ' grew, blue for one whose bytes shrank, the deeper the more of its width' +
+				  ' is that net change; grey, no net change.';
 		},
 	});
 
@@ -176,7 +176,8 @@
 		sel.value = metric;
 		sel.addEventListener('change', () => showMetric(sel.value));
 		$('flame-note').textContent = P.flameNote('what changed, or of a side\'s live bytes') +
-			' Each side skips the same wrappers, so a frame means the same on both.';
+			(moments ? '' : ' Both sides skip the same wrappers, so a frame means the same' +
+			 ' on both.');
 	}
 	function showMetric(m) {
 		if (!(m in METRICS)) throw new Error('no metric ' + m);
@@ -210,8 +211,8 @@
 		const cols = [
 			['#', (s) => s.rank, (s) => [el('td', s.rank)]],
 			['site', (s) => s.function, (s) => [P.siteCell(s)], 'site'],
-			[NAMES[0], (s) => s.live.base[0], (s) => [estCell(s.live.base)]],
-			[NAMES[1], (s) => s.live.new[0], (s) => [estCell(s.live.new)]],
+			['live, ' + NAMES[0], (s) => s.live.base[0], (s) => [estCell(s.live.base)]],
+			['live, ' + NAMES[1], (s) => s.live.new[0], (s) => [estCell(s.live.new)]],
 			['live change', (s) => abs(s.live), (s) => changeCells(s.live), '', 2],
 		];
 		if (moments)
