@@ -1,11 +1,12 @@
 /* cmd-export.c: `leek export [OPTIONS] FILE...`: profiles in other tools' formats (export.h):
- * pprof's gzipped profile.proto, or folded stacks for flame graphs.
+ * pprof's gzipped profile.proto, folded stacks for flame graphs, or the HTML report's page.
  *
  * Files are read as `leek report` reads them (input.c: the same options, symbolizer and
  * messages; export.c loads each as the report does). Outputs: one per FILE, or one for all with
  * --merge; an output named after its input FILE is FILE without .zst or .gz, plus the format's
  * suffix (leek.x.1234.lk.zst: leek.x.1234.lk.pb.gz), beside FILE or in -o DIR. pprof writes
- * such files by default; folded writes to stdout, so several of its outputs need -o DIR. A
+ * such files by default; folded and html write to stdout, so several of their outputs need -o
+ * DIR. A
  * merged output of several files has no input to be named after: -o names it. --base makes a
  * pprof diff, and so one output. Each file written goes under a temporary name, mode 0600 (an
  * export holds the command line and the modules' load addresses, as the profile does), then is
@@ -150,8 +151,7 @@ static int check_outputs(size_t nfiles)
 	bool one = nfiles == 1 || arg_input.merge;
 
 	if (arg_n_bases && !arg_format->takes_base) {
-		lk_msg("export: --base belongs to --format pprof (folded has no negative values: "
-		       "compare two folded files instead)");
+		lk_msg("export: --base belongs to --format pprof (%s)", arg_format->no_base);
 		return LK_EXIT_USAGE;
 	}
 	if (arg_n_bases && !one) {

@@ -142,7 +142,7 @@ static const struct lk_command commands[] = {
 	  "Several files are reported one after the other unless --merge. Exits 0, or 2 if a\n"
 	  "profile is unreadable, corrupt, not a leek profile or needs more than --max-memory\n"
 	  "(the others are still reported), 1 on a usage error.\n" },
-	{ "export", lk_cmd_export, "write profiles for pprof or flame graphs (folded stacks)",
+	{ "export", lk_cmd_export, "write profiles for pprof, flame graphs (folded stacks) or a page",
 	  "usage: leek export [OPTIONS] FILE...\n"
 	  "\n"
 	  "Reads and symbolizes each profile as `leek report` does, and writes its stacks with\n"
@@ -157,8 +157,10 @@ static const struct lk_command commands[] = {
 	  "  folded  one line per distinct stack, `root;...;leaf VALUE`, for flamegraph.pl,\n"
 	  "          inferno and speedscope; to stdout. A ';', a control byte, a backslash or a\n"
 	  "          byte outside UTF-8 in a name is written \\xNN\n"
+	  "  html    the page of `leek report --format html`, the view --at names (the end,\n"
+	  "          peak, or inuse at a time); to stdout\n"
 	  "\n"
-	  "  -f, --format FMT     pprof (default) or folded\n"
+	  "  -f, --format FMT     pprof (default), folded or html\n"
 	  "  -o, --output OUT     write to OUT (- for stdout); with several outputs, a directory\n"
 	  "                       that gets one each\n"
 	  "      --at WHEN        in-use values live at the end (default), at the peak (peak), or\n"
@@ -178,11 +180,12 @@ static const struct lk_command commands[] = {
 	  "                       `leek report --max-memory` (K, M, G suffixes)\n"
 	  "\n"
 	  "Outputs: one per FILE, or one for all with --merge. An output named after FILE is\n"
-	  "FILE without .zst or .gz, plus .pb.gz or .folded, beside FILE or in -o DIR; a merged\n"
-	  "output of several files is named by -o. Files are written 0600 under a temporary name,\n"
-	  "then renamed (an existing OUT is replaced), and \"FILE -> OUT\" printed. Exits 0, or 2\n"
-	  "if a profile is unreadable, corrupt, not a leek profile or needs more than --max-memory\n"
-	  "(its output is not written; the others are), 1 on a usage error.\n" },
+	  "FILE without .zst or .gz, plus .pb.gz, .folded or .html, beside FILE or in -o DIR; a\n"
+	  "merged output of several files is named by -o. Files are written 0600 under a\n"
+	  "temporary name, then renamed (an existing OUT is replaced), and \"FILE -> OUT\"\n"
+	  "printed. Exits 0, or 2 if a profile is unreadable, corrupt, not a leek profile or needs\n"
+	  "more than --max-memory (its output is not written; the others are), 1 on a usage\n"
+	  "error.\n" },
 	{ "diff", lk_cmd_diff, "compare two profiles, or two moments of one, site by site",
 	  "usage: leek diff [OPTIONS] BASE NEW\n"
 	  "       leek diff [OPTIONS] --base FILE [--base FILE...] NEW...\n"

@@ -8,7 +8,8 @@
  *   - hostile names (a module path with ';', a newline, an escape, a backslash, a byte outside
  *     UTF-8): escaped in both formats, so a folded line stays one line of `stack value` and
  *     pprof's strings stay valid UTF-8;
- *   - the command line's rules (which outputs, which options with which format).
+ *   - the command line's rules (which outputs, which options with which format);
+ *   - --format html: the very page of `leek report --format html`, byte for byte.
  * Tests that need go skip without it.
  */
 #include <errno.h>
@@ -327,5 +328,75 @@ TEST(output_names)
 	leek(dir, (const char *const[]){ "export", "-o", "-", path, NULL });
 	ASSERT_EQ(res.status, 0);
 	ASSERT_TRUE(res.out_len > 2 && (uint8_t)res.out[0] == 0x1f && (uint8_t)res.out[1] == 0x8b);
+	tmp_dir_remove(dir);
+}
+
+/* `leek ARGS...` in dir, which must succeed; what it printed on stdout (malloc'ed). */
+static char *output_of(const char *dir, const char *const *args)
+{
+	leek(dir, args);
+	if (res.status != 0)
+		FAIL("leek %s %s: exit %d, stderr:\n%s", args[0], args[1], res.status, res.err);
+	return strndup(res.out, res.out_len);
+}
+
+/* --format html is the report's page: the bytes of `leek report --format html` of the same
+ * profile and moment (the end; --at peak, the peak view; --at TIME, inuse --at TIME), and with
+ * --merge of `report --merge`; on stdout by default, one page each in -o DIR; --base is refused
+ * with the way to a diff's page. */
+TEST(html_is_the_report_page)
+{
+	static const char *const views[][2][4] = {
+		{ { NULL }, { NULL } },
+		{ { "--at", "peak", NULL }, { "peak", NULL } },
+		{ { "--at", "1ms", NULL }, { "inuse", "--at", "1ms", NULL } },
+	};
+	char dir[256], a[300], b[300], sub[300], out[340], *exp, *rep, *page;
+
+	tmp_dir(dir);
+	threads_profile(dir, "a.lk", 7, 2000, false, a);
+	threads_profile(dir, "b.lk", 8, 2000, false, b);
+	for (size_t v = 0; v < 3; v++) {
+		const char *ea[8] = { "export", "--format", "html" }, *ra[8] = { "report", "--format",
+										  "html" };
+		size_t ne = 3, nr = 3;
+		for (size_t k = 0; views[v][0][k]; k++)
+			ea[ne++] = views[v][0][k];
+		for (size_t k = 0; views[v][1][k]; k++)
+			ra[nr++] = views[v][1][k];
+		ea[ne] = ra[nr] = a;
+		exp = output_of(dir, ea);
+		rep = output_of(dir, ra);
+		ASSERT_CONTAINS(exp, "<!DOCTYPE html>");
+		if (strcmp(exp, rep) != 0)
+			FAIL("export --format html %s is not report --format html %s", ea[3] ?: "",
+			     ra[3] ?: "");
+		free(exp);
+		free(rep);
+	}
+	exp = output_of(dir, (const char *const[]){ "export", "--format", "html", "--merge", a, b,
+						    NULL });
+	rep = output_of(dir, (const char *const[]){ "report", "--format", "html", "--merge", a, b,
+						    NULL });
+	ASSERT_STREQ(exp, rep);
+	free(exp);
+	free(rep);
+	snprintf(sub, sizeof(sub), "%s/d", dir);
+	ASSERT_TRUE(mkdir(sub, 0700) == 0);
+	leek(dir, (const char *const[]){ "export", "--format", "html", "-o", sub, a, b, NULL });
+	ASSERT_EQ(res.status, 0);
+	for (const char *p = a; p; p = p == a ? b : NULL) {
+		snprintf(out, sizeof(out), "%s/%s.html", sub, strrchr(p, '/') + 1);
+		page = read_file(out, NULL);
+		rep = output_of(dir, (const char *const[]){ "report", "--format", "html", p, NULL });
+		ASSERT_STREQ(page, rep);
+		free(page);
+		free(rep);
+		unlink(out);
+	}
+	rmdir(sub);
+	leek(dir, (const char *const[]){ "export", "--format", "html", "--base", a, b, NULL });
+	ASSERT_EQ(res.status, 1);
+	ASSERT_CONTAINS(res.err, "leek diff --format html");
 	tmp_dir_remove(dir);
 }
