@@ -22,12 +22,10 @@
 #include "input.h"
 #include "util.h"
 
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
-
 static const char *arg_at, *arg_from, *arg_to, *arg_by, *arg_output;
 static char **arg_base; /* --base FILE..., pointers into argv */
 static size_t arg_n_base;
-static enum format arg_format = FORMAT_TEXT;
+static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static struct lk_input arg_input = { .command = "diff" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
@@ -81,16 +79,8 @@ static int parse_args(int argc, char *argv[])
 			arg_base[arg_n_base++] = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") == 0)
-				arg_format = FORMAT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				arg_format = FORMAT_JSON;
-			else if (strcmp(optarg, "html") == 0)
-				arg_format = FORMAT_HTML;
-			else {
-				lk_msg("diff: --format: '%s' is not text, json or html", optarg);
+			if (lk_input_format("diff", optarg, &arg_format))
 				return LK_EXIT_USAGE;
-			}
 			break;
 		case 'o':
 			arg_output = optarg;
@@ -202,10 +192,10 @@ int lk_cmd_diff(int argc, char *argv[])
 	nfiles = argc - optind;
 	if (make_opts(nfiles, &o))
 		return LK_EXIT_USAGE;
-	o.top = in->top_set		     ? in->top
-		: arg_format == FORMAT_JSON ? 0
-		: arg_format == FORMAT_HTML ? LK_HTML_TOP
-					    : LK_INPUT_TOP_DEFAULT;
+	o.top = in->top_set		       ? in->top
+		: arg_format == LK_FORMAT_JSON ? 0
+		: arg_format == LK_FORMAT_HTML ? LK_HTML_TOP
+					       : LK_INPUT_TOP_DEFAULT;
 	o.min_share = in->min_share;
 	o.stacks = in->stacks;
 	o.no_auto_wrappers = in->no_auto_wrappers;
@@ -230,7 +220,7 @@ int lk_cmd_diff(int argc, char *argv[])
 	if (status)
 		return LK_EXIT_FILE;
 	k = lk_diff_finish(d);
-	if (k >= 0 && arg_format == FORMAT_HTML)
+	if (k >= 0 && arg_format == LK_FORMAT_HTML)
 		k = lk_diff_flame(d, &flame);
 	if (k == -E2BIG) {
 		char limit[32];
@@ -243,9 +233,9 @@ int lk_cmd_diff(int argc, char *argv[])
 	/* -o FILE: made once the diff is, so that a diff that cannot be leaves no file. */
 	if (arg_output && !freopen(arg_output, "w", stdout))
 		return lk_error(-errno, "diff: cannot create '%s'", arg_output), LK_EXIT_FILE;
-	if (arg_format == FORMAT_JSON)
+	if (arg_format == LK_FORMAT_JSON)
 		lk_diff_json(stdout, d);
-	else if (arg_format == FORMAT_HTML)
+	else if (arg_format == LK_FORMAT_HTML)
 		lk_diff_html(stdout, d, flame);
 	else
 		lk_diff_text(stdout, d);

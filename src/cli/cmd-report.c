@@ -26,10 +26,8 @@
 
 #define DEFAULT_TREE_MIN_SHARE 0.005 /* pprof's default node fraction (-nodefraction) */
 
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
-
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static enum format arg_format = FORMAT_TEXT;
+static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static const char *arg_output;
 static bool arg_view_set, arg_ascii, arg_tree, arg_inverted, arg_objects;
 static const char *arg_value;
@@ -156,16 +154,8 @@ static int parse_args(int argc, char *argv[])
 			arg_age = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") == 0)
-				arg_format = FORMAT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				arg_format = FORMAT_JSON;
-			else if (strcmp(optarg, "html") == 0)
-				arg_format = FORMAT_HTML;
-			else {
-				lk_msg("report: --format: '%s' is not text, json or html", optarg);
+			if (lk_input_format("report", optarg, &arg_format))
 				return LK_EXIT_USAGE;
-			}
 			break;
 		case 'o':
 			arg_output = optarg;
@@ -201,7 +191,7 @@ static int parse_args(int argc, char *argv[])
 		       arg_input.top_set ? "--top" : "--stacks");
 		return LK_EXIT_USAGE;
 	}
-	if (arg_tree && arg_format == FORMAT_HTML) {
+	if (arg_tree && arg_format == LK_FORMAT_HTML) {
 		lk_msg("report: the tree is text or json; the HTML page has it as flame graphs");
 		return LK_EXIT_USAGE;
 	}
@@ -283,9 +273,9 @@ static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json
 		lk_error(k, "report: cannot create '%s'", arg_output);
 		return -EBADF; /* said */
 	}
-	if (arg_format == FORMAT_HTML)
+	if (arg_format == LK_FORMAT_HTML)
 		return lk_html_report(stdout, r);
-	if (arg_format == FORMAT_TEXT) {
+	if (arg_format == LK_FORMAT_TEXT) {
 		if (!was_first)
 			putchar('\n');
 		lk_text_report(stdout, r);
@@ -329,7 +319,7 @@ int lk_cmd_report(int argc, char *argv[])
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
-	if (arg_format == FORMAT_HTML && nfiles > 1 && !in->merge) {
+	if (arg_format == LK_FORMAT_HTML && nfiles > 1 && !in->merge) {
 		lk_msg("report: --format html shows one profile, or several with --merge");
 		return LK_EXIT_USAGE;
 	}
@@ -340,12 +330,12 @@ int lk_cmd_report(int argc, char *argv[])
 		.view = arg_view,
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
-		.top = in->top_set		   ? in->top
-		       : arg_format == FORMAT_JSON ? 0
-		       : arg_format == FORMAT_HTML ? LK_HTML_TOP
-						   : LK_INPUT_TOP_DEFAULT,
+		.top = in->top_set		      ? in->top
+		       : arg_format == LK_FORMAT_JSON ? 0
+		       : arg_format == LK_FORMAT_HTML ? LK_HTML_TOP
+						      : LK_INPUT_TOP_DEFAULT,
 		/* A tree in the terminal hides what is too small to read; JSON has it all. */
-		.min_share = arg_tree && arg_format == FORMAT_TEXT && !in->min_share_set
+		.min_share = arg_tree && arg_format == LK_FORMAT_TEXT && !in->min_share_set
 				     ? DEFAULT_TREE_MIN_SHARE
 				     : in->min_share,
 		.merge = in->merge,
@@ -355,7 +345,7 @@ int lk_cmd_report(int argc, char *argv[])
 		.tree = arg_tree,
 		.inverted = arg_inverted,
 		.objects = arg_objects,
-		.series = arg_format == FORMAT_HTML, /* the flame graphs of moments */
+		.series = arg_format == LK_FORMAT_HTML, /* the flame graphs of moments */
 		.filter = &in->filter,
 	};
 

@@ -95,6 +95,20 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 	return lk_cmd_usage(stderr, in->command, LK_EXIT_USAGE);
 }
 
+int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret)
+{
+	static const char *const names[] = { [LK_FORMAT_TEXT] = "text", [LK_FORMAT_JSON] = "json",
+					     [LK_FORMAT_HTML] = "html" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*ret = (enum lk_input_format)i;
+			return 0;
+		}
+	lk_msg("%s: --format: '%s' is not text, json or html", command, arg);
+	return LK_EXIT_USAGE;
+}
+
 int lk_input_symbolizer(struct lk_input *in, struct lk_symbolizer **ret)
 {
 	struct lk_symbolizer *sym;

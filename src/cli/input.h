@@ -70,6 +70,11 @@ struct lk_input {
  * printing why (the command's usage for an option it does not know). */
 int lk_input_option(struct lk_input *in, int c, const char *arg);
 
+/* --format of the commands that print a report or a diff: text, json or html. */
+enum lk_input_format { LK_FORMAT_TEXT, LK_FORMAT_JSON, LK_FORMAT_HTML };
+/* arg as a format into *ret: 0, or LK_EXIT_USAGE after printing why. */
+int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret);
+
 /* After the options: leaves DEBUGINFOD_URLS unset unless --debuginfod (libdwfl would ask the
  * servers it names: a command must not wait on the network unasked), and opens the symbolizer
  * with the --debug-dir directories. 0, or LK_EXIT_USAGE / LK_EXIT_FILE after printing why. */

@@ -126,6 +126,21 @@ static size_t node_named(const struct lk_flame_node *nodes, size_t n, const char
 	FAIL("no node %s", function);
 }
 
+/* The only "other" node; fails if none or several. */
+static size_t other_node(const struct lk_flame_node *nodes, size_t n)
+{
+	size_t o = SIZE_MAX;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!nodes[i].other)
+			continue;
+		ASSERT_TRUE(o == SIZE_MAX);
+		o = i;
+	}
+	ASSERT_TRUE(o != SIZE_MAX);
+	return o;
+}
+
 static bool has_node(const struct lk_flame_node *nodes, size_t n, const char *function)
 {
 	for (size_t i = 0; i < n; i++)
@@ -242,7 +257,7 @@ TEST(small_frames_become_one_other_node)
 	static char names[999][16];
 	struct lk_sym_frame big = F("big"), main_ = F("main");
 	const struct lk_flame_node *nodes;
-	size_t n, o = SIZE_MAX;
+	size_t n, o;
 
 	for (unsigned pass = 0; pass < 2; pass++) {
 		struct lk_flame_opts fo = pass ? opts(0, 100000, LK_TIMELINE_BUCKETS)
@@ -267,10 +282,7 @@ TEST(small_frames_become_one_other_node)
 			break;
 		}
 		ASSERT_EQ(n, 4); /* root, main, big, other */
-		for (size_t i = 0; i < n; i++)
-			if (nodes[i].other)
-				o = i;
-		ASSERT_TRUE(o != SIZE_MAX);
+		o = other_node(nodes, n);
 		ASSERT_EQ(nodes[o].dropped, 999);
 		ASSERT_EQ(nodes[o].parent, node_named(nodes, n, "main"));
 		ASSERT_EQ(live(&nodes[o]), 999000);
@@ -378,7 +390,7 @@ TEST(a_diff_tree_and_its_gross_change)
 	struct fake *rb = fake_new(), *rn = fake_new();
 	const struct lk_flame_node *nodes;
 	struct lk_flame *f;
-	size_t n, o = SIZE_MAX;
+	size_t n, o;
 
 	add(rb, (const struct lk_sym_frame *[]){ &a, &main_ }, 2, 100, 0, 0);
 	add(rb, (const struct lk_sym_frame *[]){ &b, &main_ }, 2, 50, 0, 0);
@@ -409,10 +421,7 @@ TEST(a_diff_tree_and_its_gross_change)
 			continue;
 		}
 		ASSERT_EQ(n, 4); /* root, main, a, other */
-		for (size_t i = 0; i < n; i++)
-			if (nodes[i].other)
-				o = i;
-		ASSERT_TRUE(o != SIZE_MAX);
+		o = other_node(nodes, n);
 		ASSERT_EQ(nodes[o].dropped, 2);
 		ASSERT_EQ(nodes[o].width[0], 70);
 		ASSERT_EQ(nodes[o].figure[BASE].value, 50);

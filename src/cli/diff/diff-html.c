@@ -18,19 +18,26 @@
 #include "diff.h"
 #include "page.h"
 
-/* A change: {"base":EST,"new":EST,"change":[value,lo,hi],"p":..,"q":..,"significant":..}. */
-static void put_change(FILE *f, const char *key, const struct lk_diff_change *c)
+/* A change's base, new and [value, lo, hi], with ',' between. */
+static void put_values(FILE *f, const struct lk_diff_change *c)
 {
-	fprintf(f, "\"%s\":{\"base\":", key);
 	lk_html_est(f, &c->base);
-	fputs(",\"new\":", f);
+	fputc(',', f);
 	lk_html_est(f, &c->new);
-	fputs(",\"change\":[", f);
+	fputs(",[", f);
 	lk_html_int(f, c->change.value);
 	fputc(',', f);
 	lk_html_int(f, c->change.lo);
 	fputc(',', f);
 	lk_html_int(f, c->change.hi);
+	fputc(']', f);
+}
+
+/* A change: {"values":[base, new, [value, lo, hi]],"p":..,"q":..,"significant":..,"tested":..}. */
+static void put_change(FILE *f, const char *key, const struct lk_diff_change *c)
+{
+	fprintf(f, "\"%s\":{\"values\":[", key);
+	put_values(f, c);
 	fputs("],\"p\":", f);
 	lk_html_real(f, c->tested ? c->change.p : NAN);
 	fputs(",\"q\":", f);
@@ -58,16 +65,8 @@ static void put_sites(FILE *f, const struct lk_diff *d)
 	fputs("\"sites\":[", f);
 	for (size_t i = 0; i < d->nsites; i++) {
 		const struct lk_diff_site *s = &d->sites[i];
-		const struct lk_sym_frame *fr = s->stack[s->site_frame];
-		fputs(i ? ",{\"function\":" : "{\"function\":", f);
-		lk_html_str(f, fr->function);
-		fputs(",\"file\":", f);
-		lk_html_str(f, fr->file);
-		fprintf(f, ",\"line\":%" PRIu32 ",\"module\":", fr->line);
-		lk_html_str(f, fr->module);
-		fprintf(f, ",\"stacks\":%zu,\"share\":", s->nstacks);
-		lk_html_real(f, s->share);
-		fputc(',', f);
+		fputs(i ? ",{" : "{", f);
+		lk_html_site(f, s->stack[s->site_frame], s->nstacks, s->share);
 		put_change(f, "live", &s->live);
 		fputc(',', f);
 		put_change(f, "alloc", &s->alloc);
@@ -115,20 +114,12 @@ static const struct lk_flame_width moment_widths[] = {
 	{ LIVE, FROM }, { ALLOC, -1 }, { FROM, -1 }, { LIVE, -1 },
 };
 
-/* A node's figure as [base, new, [change, lo, hi], width]. */
+/* A node's figure as base, new, [change, lo, hi], width (each after a ','). */
 static void put_figure(FILE *f, const struct lk_diff_change *c, double width)
 {
 	fputc(',', f);
-	lk_html_est(f, &c->base);
+	put_values(f, c);
 	fputc(',', f);
-	lk_html_est(f, &c->new);
-	fputs(",[", f);
-	lk_html_int(f, c->change.value);
-	fputc(',', f);
-	lk_html_int(f, c->change.lo);
-	fputc(',', f);
-	lk_html_int(f, c->change.hi);
-	fputs("],", f);
 	lk_html_int(f, width);
 }
 

@@ -60,16 +60,9 @@ static void put_sites(FILE *f, const struct lk_report *r)
 	fputs("\"sites\":[", f);
 	for (size_t i = 0; i < r->nsites; i++) {
 		const struct lk_report_site *s = &r->sites[i];
-		const struct lk_sym_frame *fr = s->stack[s->site_frame];
-		fputs(i ? ",{\"function\":" : "{\"function\":", f);
-		lk_html_str(f, fr->function);
-		fputs(",\"file\":", f);
-		lk_html_str(f, fr->file);
-		fprintf(f, ",\"line\":%" PRIu32 ",\"module\":", fr->line);
-		lk_html_str(f, fr->module);
-		fprintf(f, ",\"stacks\":%zu,\"share\":", s->nstacks);
-		lk_html_real(f, s->share);
-		fputs(",\"live\":", f);
+		fputs(i ? ",{" : "{", f);
+		lk_html_site(f, s->stack[s->site_frame], s->nstacks, s->share);
+		fputs("\"live\":", f);
 		lk_html_est(f, &s->live_bytes);
 		fputs(",\"peak\":", f);
 		lk_html_est(f, &s->peak_bytes);

@@ -62,8 +62,12 @@ void lk_html_begin(FILE *f, enum lk_html_page page)
 		put_asset(f, &p->styles[i]);
 		fputs("</style>\n", f);
 	}
-	fputs("</head>\n<body>\n", f);
+	/* Every page's title bar and tooltip, around its own skeleton. */
+	fprintf(f, "</head>\n<body>\n<header>\n<h1 id=\"title\">%s</h1>\n<p id=\"subtitle\"></p>\n"
+		   "</header>\n",
+		p->title);
 	put_asset(f, &p->skeleton);
+	fputs("<div id=\"tooltip\" hidden></div>\n", f);
 	fputs("<script type=\"application/json\" id=\"leek-data\">{", f);
 }
 
@@ -118,6 +122,19 @@ void lk_html_est(FILE *f, const struct lk_estimate *e)
 void lk_html_seconds(FILE *f, uint64_t ns)
 {
 	lk_html_real(f, (double)ns / 1e9);
+}
+
+void lk_html_site(FILE *f, const struct lk_sym_frame *frame, size_t stacks, double share)
+{
+	fputs("\"function\":", f);
+	lk_html_str(f, frame->function);
+	fputs(",\"file\":", f);
+	lk_html_str(f, frame->file);
+	fprintf(f, ",\"line\":%" PRIu32 ",\"module\":", frame->line);
+	lk_html_str(f, frame->module);
+	fprintf(f, ",\"stacks\":%zu,\"share\":", stacks);
+	lk_html_real(f, share);
+	fputc(',', f);
 }
 
 void lk_html_processes(FILE *f, const struct lk_report *r)

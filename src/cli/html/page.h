@@ -41,6 +41,9 @@ void lk_html_int(FILE *f, double v);       /* to the unit (an estimate is not be
 void lk_html_real(FILE *f, double v);
 void lk_html_est(FILE *f, const struct lk_estimate *e); /* [value, lo, hi, samples, too_few] */
 void lk_html_seconds(FILE *f, uint64_t ns);
+/* Members "function", "file", "line", "module" of a site's frame, "stacks" and "share": a site
+ * of a table (each ending with ','). */
+void lk_html_site(FILE *f, const struct lk_sym_frame *frame, size_t stacks, double share);
 /* Members: "processes":[PROCESS...] and "totals":{...} of r (each ending with ','). */
 void lk_html_processes(FILE *f, const struct lk_report *r);
 void lk_html_totals(FILE *f, const struct lk_report *r);

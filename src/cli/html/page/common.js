@@ -88,6 +88,17 @@ const leekPage = (function () {
 		if (cls) e.className = cls;
 		return e;
 	}
+	/* The options of select sel, one per entry of choices ({key: {label}}), value chosen;
+	 * onChange(key) when another is. */
+	function fillSelect(sel, choices, value, onChange) {
+		for (const [k, c] of Object.entries(choices)) {
+			const o = el('option', c.label);
+			o.value = k;
+			sel.append(o);
+		}
+		sel.value = value;
+		sel.addEventListener('change', () => onChange(sel.value));
+	}
 	/* A table of [key, value] rows into table (a table.kv). */
 	function fillRows(table, rows) {
 		for (const [k, v] of rows) {
@@ -329,7 +340,7 @@ const leekPage = (function () {
 	}
 
 	return Object.freeze({
-		data, $, el, fillRows, str, nodes, fl,
+		data, $, el, fillRows, fillSelect, str, nodes, fl,
 		fmtBytes, fmtEst, fmtInterval, fmtEstFull, fmtChange, fmtChangeInterval, fmtCount,
 		fmtTime, fmtPct, basename, unitOf, UNITS,
 		summaryRows, totalsWarnings, siteCell, estCells, sortableTable,

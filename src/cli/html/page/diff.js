@@ -3,8 +3,8 @@
  * and the whole's change, a flame graph of the change, and the sites' changes in the diff's
  * ranking, sortable.
  *
- * A change is {base, new, change: [value, lo, hi], p, q, significant, tested}, base and new
- * estimates [value, lo, hi, samples, too_few]. The flame graph's nodes carry [..., live base, live
+ * A change is {values: [base, new, [value, lo, hi]], p, q, significant, tested}, base and new
+ * estimates [value, lo, hi, samples, too_few]; change() names its values. The flame graph's nodes carry [..., live base, live
  * new, live change [value, lo, hi], live width, alloc base, alloc new, alloc change, alloc width]
  * (common.js has the first columns). Its width is, by default, the gross change of a frame: what
  * changed under it, whichever way (a parent is never narrower than its children); its colour the
@@ -23,6 +23,14 @@
 	const { data, $, el, nodes, fl } = P;
 	const { fmtBytes, fmtEst, fmtEstFull, fmtChange, fmtChangeInterval, fmtTime, fmtPct } = P;
 	const started = performance.now();
+	const change = (c) => Object.assign({ base: c.values[0], new: c.values[1],
+					      change: c.values[2] }, c);
+	data.live = change(data.live);
+	data.alloc = change(data.alloc);
+	for (const s of data.sites) {
+		s.live = change(s.live);
+		s.alloc = change(s.alloc);
+	}
 	const moments = data.mode === 'moments';
 	const sides = data.sides;
 	/* What the two sides are called. */
@@ -167,14 +175,7 @@
 	});
 
 	function fillMetrics() {
-		const sel = $('metric');
-		for (const [k, m] of Object.entries(METRICS)) {
-			const o = el('option', m.label);
-			o.value = k;
-			sel.append(o);
-		}
-		sel.value = metric;
-		sel.addEventListener('change', () => showMetric(sel.value));
+		P.fillSelect($('metric'), METRICS, metric, showMetric);
 		$('flame-note').textContent = P.flameNote('what changed, or of a side\'s live bytes') +
 			(moments ? '' : ' Both sides skip the same wrappers, so a frame means the same' +
 			 ' on both.');

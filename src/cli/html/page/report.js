@@ -115,14 +115,7 @@
 	});
 
 	function fillMetrics() {
-		const sel = $('metric');
-		for (const [k, m] of Object.entries(METRICS)) {
-			const o = el('option', m.label);
-			o.value = k;
-			sel.append(o);
-		}
-		sel.value = metric;
-		sel.addEventListener('change', () => showMetric(sel.value));
+		P.fillSelect($('metric'), METRICS, metric, showMetric);
 		$('back-to-end').addEventListener('click', () => showMoment(null));
 		$('flame-note').textContent = P.flameNote('a total (live, peak, allocated, or the' +
 			' heap\'s highest point at a moment)');
