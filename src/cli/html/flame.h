@@ -15,7 +15,7 @@
  * of its widths or at any moment of the timeline, it holds at least min_share of the whole (at a
  * moment: of the heap's highest point); of those, the max_nodes with the largest such share. The
  * children a kept node loses are summed into one "other" node under it, so every total and width
- * stays whole. Memory comes from the budget (budget.h): the tree's (tree.h) and 16 bytes a node
+ * stays whole. Memory comes from the budget (budget.h): the tree's (tree.h) and 24 bytes a node
  * and 8 a width while pruning; -E2BIG past the limit.
  *
  * Use:
