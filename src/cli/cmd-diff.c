@@ -5,9 +5,9 @@
  * messages), aggregated by profile.c and symbolized by one symbolizer for every file;
  * src/cli/diff/ matches the sites of the two sides, tests and ranks the
  * changes, and prints them. A profile that cannot be read gets one "leek: FILE: offset N: ..."
- * line and exit status 2, and then nothing is printed on stdout: a diff with a side missing
- * would pass for a real one. The status says nothing of what changed (docs/json.md has the
- * significant flags for scripts).
+ * line and exit status 2, and then nothing is printed on stdout, nor written to -o FILE (which
+ * appears whole or not at all: outfile.h): a diff with a side missing would pass for a real one.
+ * The status says nothing of what changed (docs/json.md has the significant flags for scripts).
  *
  * Never: exit, print a warning twice, or keep a profile loaded after its file is added.
  */
@@ -19,9 +19,10 @@
 #include "commands.h"
 #include "diff.h"
 #include "input.h"
+#include "outfile.h"
 #include "util.h"
 
-static const char *arg_at, *arg_from, *arg_to, *arg_by;
+static const char *arg_at, *arg_from, *arg_to, *arg_by, *arg_output;
 static char **arg_base; /* --base FILE..., pointers into argv */
 static size_t arg_n_base;
 static bool arg_json;
@@ -44,6 +45,7 @@ static int parse_args(int argc, char *argv[])
 		{ "base", required_argument, NULL, ARG_BASE },
 		{ "by", required_argument, NULL, ARG_BY },
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
 		LK_INPUT_SITE_OPTIONS,
@@ -53,7 +55,7 @@ static int parse_args(int argc, char *argv[])
 	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:o:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_AT:
 			arg_at = optarg;
@@ -82,6 +84,9 @@ static int parse_args(int argc, char *argv[])
 				return LK_EXIT_USAGE;
 			}
 			arg_json = strcmp(optarg, "json") == 0;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "diff", HELP_SHOWN);
@@ -173,6 +178,7 @@ int lk_cmd_diff(int argc, char *argv[])
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
 	_cleanup_(freep) char **base = NULL;
+	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 };
 	struct lk_diff_opts o;
 	size_t warned = 0;
 	uint32_t index = 0;
@@ -222,9 +228,14 @@ int lk_cmd_diff(int argc, char *argv[])
 	}
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
+	k = lk_outfile_open(&out, arg_output, 0666);
+	if (k < 0)
+		return lk_error(k, "diff: cannot create '%s'", arg_output), LK_EXIT_FILE;
 	if (arg_json)
-		lk_diff_json(stdout, d);
+		lk_diff_json(out.f, d);
 	else
-		lk_diff_text(stdout, d);
+		lk_diff_text(out.f, d);
+	if (arg_output && (k = lk_outfile_commit(&out)) < 0)
+		return lk_error(k, "diff: cannot write '%s'", arg_output), LK_EXIT_FILE;
 	return lk_cmd_end_output("diff", "diff", LK_EXIT_OK);
 }

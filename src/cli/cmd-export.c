@@ -7,9 +7,9 @@
  * suffix (leek.x.1234.lk.zst: leek.x.1234.lk.pb.gz), beside FILE or in -o DIR. pprof writes
  * such files by default; folded writes to stdout, so several of its outputs need -o DIR. A
  * merged output of several files has no input to be named after: -o names it. --base makes a
- * pprof diff, and so one output. Each file written goes under a temporary name, mode 0600 (an
- * export holds the command line and the modules' load addresses, as the profile does), then is
- * renamed over OUT; "FILE -> OUT" is printed for each.
+ * pprof diff, and so one output. Each file written goes under a temporary name (outfile.h),
+ * mode 0600 (an export holds the command line and the modules' load addresses, as the profile
+ * does), then is renamed over OUT; "FILE -> OUT" is printed for each.
  *
  * A profile that cannot be read gets the report's "leek: FILE: offset N: ..." line and exit
  * status 2, and its output is not written; the other files are still exported (--merge: the
@@ -20,7 +20,6 @@
  * terminal.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "commands.h"
 #include "export.h"
 #include "input.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 
@@ -204,51 +204,29 @@ static int fail_nomem(void)
 	return LK_EXIT_FILE;
 }
 
-/* Writes x's output to out ("-": stdout) for input (printed as "INPUT -> OUT"); 0, or
- * LK_EXIT_FILE after printing why. */
+/* Writes x's output to out ("-": stdout; a file appears whole or not at all: outfile.h) for
+ * input (printed as "INPUT -> OUT"); 0, or LK_EXIT_FILE after printing why. */
 static int write_output(struct lk_export *x, const char *input, const char *out)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	FILE *f;
-	int fd, k;
+	_cleanup_(lk_outfile_discard) struct lk_outfile o = { 0 };
+	bool stream = strcmp(out, "-") == 0; /* check_outputs: not a terminal, for a binary format */
+	int k;
 
-	if (strcmp(out, "-") == 0) { /* check_outputs: not a terminal, for a binary format */
-		k = lk_export_write(x, stdout);
-		if (k < 0) {
-			lk_error(k, "export: cannot write the %s output", arg_format->name);
-			return LK_EXIT_FILE;
-		}
-		return 0;
-	}
-	if (asprintf(&tmp, "%s.XXXXXX", out) < 0) {
-		lk_error(-ENOMEM, "export: %s", out);
+	k = lk_outfile_open(&o, out, 0600);
+	if (k == 0)
+		k = lk_export_write(x, o.f);
+	if (k >= 0)
+		k = lk_outfile_commit(&o);
+	if (k == -ECANCELED)
+		lk_msg("export: '%s' not written: a profile failed part-way", out);
+	else if (k < 0 && stream)
+		lk_error(k, "export: cannot write the %s output", arg_format->name);
+	else if (k < 0)
+		lk_error(k, "export: cannot write '%s'", out);
+	if (k < 0)
 		return LK_EXIT_FILE;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		lk_error(-errno, "export: cannot write '%s'", out);
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		return LK_EXIT_FILE;
-	}
-	k = lk_export_write(x, f);
-	if (k >= 0 && (fflush(f) != 0 || ferror(f)))
-		k = -(errno ? errno : EIO);
-	if (fclose(f) != 0 && k >= 0)
-		k = -errno;
-	if (k >= 0 && rename(tmp, out) < 0)
-		k = -errno;
-	if (k < 0) {
-		unlink(tmp);
-		if (k == -ECANCELED)
-			lk_msg("export: '%s' not written: a profile failed part-way", out);
-		else
-			lk_error(k, "export: cannot write '%s'", out);
-		return LK_EXIT_FILE;
-	}
-	printf("%s -> %s\n", input, out);
+	if (!stream)
+		printf("%s -> %s\n", input, out);
 	return 0;
 }
 
