@@ -23,8 +23,6 @@
 #include "util.h"
 
 static const char *arg_at, *arg_from, *arg_to, *arg_by, *arg_output;
-static char **arg_base; /* --base FILE..., pointers into argv */
-static size_t arg_n_base;
 static bool arg_json;
 static struct lk_input arg_input = { .command = "diff" };
 
@@ -37,21 +35,20 @@ static void input_donep(struct lk_input **in)
 
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_AT = 0x100, ARG_FROM, ARG_TO, ARG_BASE, ARG_BY };
+	enum { ARG_AT = 0x100, ARG_FROM, ARG_TO, ARG_BY };
 	static const struct option options[] = {
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "from", required_argument, NULL, ARG_FROM },
 		{ "to", required_argument, NULL, ARG_TO },
-		{ "base", required_argument, NULL, ARG_BASE },
 		{ "by", required_argument, NULL, ARG_BY },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
+		LK_INPUT_BASE_OPTION,
 		LK_INPUT_SITE_OPTIONS,
 		{},
 	};
-	char **base;
 	int c, k;
 
 	optind = 0;
@@ -68,15 +65,6 @@ static int parse_args(int argc, char *argv[])
 			break;
 		case ARG_BY:
 			arg_by = optarg;
-			break;
-		case ARG_BASE:
-			base = reallocarray(arg_base, arg_n_base + 1, sizeof(*base));
-			if (!base) {
-				lk_error(-ENOMEM, "diff: --base");
-				return LK_EXIT_USAGE;
-			}
-			arg_base = base;
-			arg_base[arg_n_base++] = optarg;
 			break;
 		case 'f':
 			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
@@ -124,7 +112,7 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 	}
 	if (moments) {
 		o->mode = LK_DIFF_MOMENTS;
-		if (arg_at || arg_n_base) {
+		if (arg_at || arg_input.n_bases) {
 			lk_msg("diff: %s compares two profiles, not two moments (--from, --to)",
 			       arg_at ? "--at" : "--base");
 			return LK_EXIT_USAGE;
@@ -144,7 +132,7 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 		return 0;
 	}
 	o->mode = LK_DIFF_PROFILES;
-	if (!arg_n_base && nfiles != 2) {
+	if (!arg_input.n_bases && nfiles != 2) {
 		lk_msg("diff: %s profile%s given: BASE NEW, or --base FILE... NEW..., or "
 		       "--from/--to and FILE...", nfiles < 2 ? "fewer than two" : "more than two",
 		       nfiles < 2 ? "" : "s");
@@ -177,7 +165,6 @@ int lk_cmd_diff(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
-	_cleanup_(freep) char **base = NULL;
 	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 };
 	struct lk_diff_opts o;
 	size_t warned = 0;
@@ -185,7 +172,6 @@ int lk_cmd_diff(int argc, char *argv[])
 	int status = LK_EXIT_OK, k, nfiles;
 
 	k = parse_args(argc, argv);
-	base = arg_base; /* parse_args' array, freed with the command */
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
 	if (k)
@@ -208,12 +194,12 @@ int lk_cmd_diff(int argc, char *argv[])
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
 	/* Every file is read, so that each one that cannot be is named. */
-	for (size_t i = 0; i < arg_n_base; i++, index++) {
-		status |= add_file(d, 0, sym, index, base[i]);
+	for (size_t i = 0; i < in->n_bases; i++, index++) {
+		status |= add_file(d, 0, sym, index, in->bases[i]);
 		lk_input_warnings(sym, &warned);
 	}
 	for (int i = 0; i < nfiles; i++, index++) {
-		unsigned side = o.mode == LK_DIFF_PROFILES && (arg_n_base || i > 0);
+		unsigned side = o.mode == LK_DIFF_PROFILES && (in->n_bases || i > 0);
 		status |= add_file(d, side, sym, index, argv[optind + i]);
 		lk_input_warnings(sym, &warned);
 	}

@@ -38,8 +38,6 @@
 
 static const struct lk_export_format *arg_format;
 static const char *arg_output, *arg_at, *arg_value;
-static const char **arg_bases;
-static size_t arg_n_bases;
 static struct lk_input arg_input = { .command = "export" };
 
 static void input_donep(struct lk_input **in)
@@ -50,19 +48,18 @@ static void input_donep(struct lk_input **in)
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_AT = 0x100, ARG_VALUE, ARG_BASE };
+	enum { ARG_AT = 0x100, ARG_VALUE };
 	static const struct option options[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "value", required_argument, NULL, ARG_VALUE },
-		{ "base", required_argument, NULL, ARG_BASE },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
 		LK_INPUT_MERGE_OPTION,
+		LK_INPUT_BASE_OPTION,
 		{},
 	};
-	const char **bases;
 	int c, k;
 
 	optind = 0;
@@ -85,15 +82,6 @@ static int parse_args(int argc, char *argv[])
 			break;
 		case ARG_VALUE:
 			arg_value = optarg;
-			break;
-		case ARG_BASE:
-			bases = reallocarray(arg_bases, arg_n_bases + 1, sizeof(*bases));
-			if (!bases) {
-				lk_error(-ENOMEM, "export: --base");
-				return LK_EXIT_USAGE;
-			}
-			arg_bases = bases;
-			arg_bases[arg_n_bases++] = optarg;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "export", HELP_SHOWN);
@@ -149,12 +137,12 @@ static int check_outputs(size_t nfiles)
 {
 	bool one = nfiles == 1 || arg_input.merge;
 
-	if (arg_n_bases && !arg_format->takes_base) {
+	if (arg_input.n_bases && !arg_format->takes_base) {
 		lk_msg("export: --base belongs to --format pprof (folded has no negative values: "
 		       "compare two folded files instead)");
 		return LK_EXIT_USAGE;
 	}
-	if (arg_n_bases && !one) {
+	if (arg_input.n_bases && !one) {
 		lk_msg("export: --base makes one diff: give one FILE, or --merge");
 		return LK_EXIT_USAGE;
 	}
@@ -263,9 +251,11 @@ static int export_one(struct lk_symbolizer *sym, size_t *warned, const struct lk
 		else
 			read++;
 	}
-	for (size_t i = 0; i < arg_n_bases && read; i++)
-		if (add_file(x, sym, warned, arg_bases[i], first + (uint32_t)(n + i), true) != 0)
+	for (size_t i = 0; i < arg_input.n_bases && read; i++) {
+		uint32_t number = first + (uint32_t)(n + i);
+		if (add_file(x, sym, warned, arg_input.bases[i], number, true) != 0)
 			return LK_EXIT_FILE; /* half a diff would pass for a whole one */
+	}
 	if (!read)
 		return status;
 	k = write_output(x, files[0], out);
@@ -283,7 +273,6 @@ int lk_cmd_export(int argc, char *argv[])
 	k = parse_args(argc, argv);
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
-	_cleanup_(freep) const char **bases = arg_bases; /* parse_args' array */
 	if (k == 0)
 		k = parse_values(&o);
 	if (k == 0)
