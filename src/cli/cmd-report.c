@@ -10,7 +10,6 @@
  * or keep a profile loaded after its section is built.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -21,6 +20,7 @@
 #include "commands.h"
 #include "html.h"
 #include "input.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 
@@ -248,31 +248,9 @@ static int finish(struct lk_report *r, const char *what)
 	return k;
 }
 
-/* -o FILE: stdout goes to FILE from the first report on, so that a report that cannot be made
- * leaves no file behind (nor an empty one over an older report). 0 or a negative errno. */
-static int open_output(void)
-{
-	int fd;
-
-	if (!arg_output)
-		return 0;
-	fd = open(arg_output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
-	fflush(stdout);
-	if (dup2(fd, STDOUT_FILENO) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	close(fd);
-	arg_output = NULL; /* opened */
-	return 0;
-}
-
 /* The HTML page of r, whose stacks went to flame (lk_flame_hook); 0 or a negative errno (-E2BIG:
  * the budget). */
-static int print_html(const struct lk_report *r, struct lk_flame *flame)
+static int print_html(FILE *out, const struct lk_report *r, struct lk_flame *flame)
 {
 	const struct lk_flame_opts fo = { .min_share = LK_FLAME_MIN_SHARE,
 					  .max_nodes = LK_FLAME_MAX_NODES };
@@ -280,32 +258,32 @@ static int print_html(const struct lk_report *r, struct lk_flame *flame)
 
 	if (k < 0)
 		return k;
-	lk_html_write(stdout, r, flame, &fo);
+	lk_html_write(out, r, flame, &fo);
 	return 0;
 }
 
-/* The JSON document starts with the first report, so that a file that cannot be read leaves
- * nothing on stdout that could pass for its report. */
+/* The output (stdout, or -o FILE's temporary file: outfile.h) and the JSON document start with
+ * the first report, so that a file that cannot be read leaves nothing that could pass for its
+ * report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first, struct lk_flame *flame)
+			struct lk_outfile *out, struct lk_flame *flame)
 {
-	bool was_first = *first;
+	bool was_first = !out->f;
 	int k;
 
-	*first = false;
-	if (was_first && (k = open_output()) < 0) {
+	if (was_first && (k = lk_outfile_open(out, arg_output, 0666)) < 0) {
 		lk_error(k, "report: cannot create '%s'", arg_output);
 		return -EBADF; /* said */
 	}
 	if (arg_format == FORMAT_HTML)
-		return print_html(r, flame);
+		return print_html(out->f, r, flame);
 	if (arg_format == FORMAT_TEXT) {
 		if (!was_first)
-			putchar('\n');
-		lk_text_report(stdout, r);
+			fputc('\n', out->f);
+		lk_text_report(out->f, r);
 		return 0;
 	}
-	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
+	if (was_first && lk_json_begin(out->f, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
 		return -ENOMEM;
 	lk_json_report(*doc, r);
 	return 0;
@@ -316,13 +294,13 @@ int lk_cmd_report(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
+	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 }; /* until the end: none kept */
 	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
 								 * the report and symbolizer */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
 	size_t warned = 0, nfiles;
-	bool first = true;
 	int status = LK_EXIT_OK, k;
 
 	/* The view may come first, as a word: `leek report peak FILE`. */
@@ -400,7 +378,7 @@ int lk_cmd_report(int argc, char *argv[])
 				status = LK_EXIT_FILE;
 				continue;
 			}
-			k = print_report(one, nfiles, &doc, &first, flame);
+			k = print_report(one, nfiles, &doc, &out, flame);
 			if (k < 0)
 				return report_failed(k, path);
 		}
@@ -408,10 +386,12 @@ int lk_cmd_report(int argc, char *argv[])
 	if (merged && merged->nprocs > 0) {
 		if (finish(merged, "--merge") < 0)
 			status = LK_EXIT_FILE;
-		else if ((k = print_report(merged, nfiles, &doc, &first, flame)) < 0)
+		else if ((k = print_report(merged, nfiles, &doc, &out, flame)) < 0)
 			return report_failed(k, "--merge");
 	}
 	if (doc)
 		lk_json_end(doc);
+	if (arg_output && (k = lk_outfile_commit(&out)) < 0)
+		return lk_error(k, "report: cannot write '%s'", arg_output), LK_EXIT_FILE;
 	return lk_cmd_end_output("report", "report", status);
 }
