@@ -10,7 +10,6 @@
  * or keep a profile loaded after its section is built.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -21,6 +20,7 @@
 #include "commands.h"
 #include "html.h"
 #include "input.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 
@@ -238,50 +238,28 @@ static int finish(struct lk_report *r, const char *what)
 	return k;
 }
 
-/* -o FILE: stdout goes to FILE from the first report on, so that a report that cannot be made
- * leaves no file behind (nor an empty one over an older report). 0 or a negative errno. */
-static int open_output(void)
-{
-	int fd;
-
-	if (!arg_output)
-		return 0;
-	fd = open(arg_output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
-	fflush(stdout);
-	if (dup2(fd, STDOUT_FILENO) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	close(fd);
-	arg_output = NULL; /* opened */
-	return 0;
-}
-
-/* The JSON document starts with the first report, so that a file that cannot be read leaves
- * nothing on stdout that could pass for its report. */
+/* The output (stdout, or -o FILE's temporary file: outfile.h) and the JSON document start with
+ * the first report, so that a file that cannot be read leaves nothing that could pass for its
+ * report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first)
+			struct lk_outfile *out)
 {
-	bool was_first = *first;
+	bool was_first = !out->f;
 	int k;
 
-	*first = false;
-	if (was_first && (k = open_output()) < 0) {
+	if (was_first && (k = lk_outfile_open(out, arg_output, 0666)) < 0) {
 		lk_error(k, "report: cannot create '%s'", arg_output);
 		return -EBADF; /* said */
 	}
 	if (arg_format == LK_FORMAT_HTML)
-		return lk_html_report(stdout, r);
+		return lk_html_report(out->f, r);
 	if (arg_format == LK_FORMAT_TEXT) {
 		if (!was_first)
-			putchar('\n');
-		lk_text_report(stdout, r);
+			fputc('\n', out->f);
+		lk_text_report(out->f, r);
 		return 0;
 	}
-	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
+	if (was_first && lk_json_begin(out->f, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
 		return -ENOMEM;
 	lk_json_report(*doc, r);
 	return 0;
@@ -292,11 +270,11 @@ int lk_cmd_report(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
+	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 }; /* until the end: none kept */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
 	size_t warned = 0, nfiles;
-	bool first = true;
 	int status = LK_EXIT_OK, k;
 
 	/* The view may come first, as a word: `leek report peak FILE`. */
@@ -348,7 +326,6 @@ int lk_cmd_report(int argc, char *argv[])
 		.series = arg_format == LK_FORMAT_HTML, /* the flame graphs of moments */
 		.filter = &in->filter,
 	};
-
 	k = lk_input_symbolizer(in, &sym);
 	if (k)
 		return k;
@@ -370,7 +347,7 @@ int lk_cmd_report(int argc, char *argv[])
 				status = LK_EXIT_FILE;
 				continue;
 			}
-			k = print_report(one, nfiles, &doc, &first);
+			k = print_report(one, nfiles, &doc, &out);
 			if (k < 0)
 				return report_failed(k, path);
 		}
@@ -378,10 +355,12 @@ int lk_cmd_report(int argc, char *argv[])
 	if (merged && merged->nprocs > 0) {
 		if (finish(merged, "--merge") < 0)
 			status = LK_EXIT_FILE;
-		else if ((k = print_report(merged, nfiles, &doc, &first)) < 0)
+		else if ((k = print_report(merged, nfiles, &doc, &out)) < 0)
 			return report_failed(k, "--merge");
 	}
 	if (doc)
 		lk_json_end(doc);
+	if (arg_output && (k = lk_outfile_commit(&out)) < 0)
+		return lk_error(k, "report: cannot write '%s'", arg_output), LK_EXIT_FILE;
 	return lk_cmd_end_output("report", "report", status);
 }

@@ -40,9 +40,23 @@ static int add_pattern(struct lk_input *in, enum lk_site_pattern which, const ch
 	return r < 0 ? LK_EXIT_USAGE : 0;
 }
 
+/* A repeatable option's argument, at the end of its list (pointers into argv). */
+static int add_arg(struct lk_input *in, const char *option, const char ***list, size_t *n,
+		   const char *arg)
+{
+	const char **grown = reallocarray(*list, *n + 1, sizeof(*grown));
+
+	if (!grown) {
+		lk_error(-ENOMEM, "%s: --%s", in->command, option);
+		return LK_EXIT_USAGE;
+	}
+	*list = grown;
+	(*list)[(*n)++] = arg;
+	return 0;
+}
+
 int lk_input_option(struct lk_input *in, int c, const char *arg)
 {
-	const char **dirs;
 	uint64_t v;
 
 	switch (c) {
@@ -78,14 +92,9 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 		in->merge = true;
 		return 0;
 	case LK_INPUT_DEBUG_DIR:
-		dirs = reallocarray(in->debug_dirs, in->n_debug_dirs + 1, sizeof(*dirs));
-		if (!dirs) {
-			lk_error(-ENOMEM, "%s: --debug-dir", in->command);
-			return LK_EXIT_USAGE;
-		}
-		in->debug_dirs = dirs;
-		in->debug_dirs[in->n_debug_dirs++] = arg;
-		return 0;
+		return add_arg(in, "debug-dir", &in->debug_dirs, &in->n_debug_dirs, arg);
+	case LK_INPUT_BASE:
+		return add_arg(in, "base", &in->bases, &in->n_bases, arg);
 	case LK_INPUT_DEBUGINFOD:
 		in->debuginfod = true;
 		return 0;

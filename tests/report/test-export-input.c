@@ -8,7 +8,8 @@
  *   - hostile names (a module path with ';', a newline, an escape, a backslash, a byte outside
  *     UTF-8): escaped in both formats, so a folded line stays one line of `stack value` and
  *     pprof's strings stay valid UTF-8;
- *   - the command line's rules (which outputs, which options with which format);
+ *   - the command line's rules (which outputs, which options with which format), and --base,
+ *     which export shares with diff (input.c): repeated, every file read;
  *   - --format html: the very page of `leek report --format html`, byte for byte.
  * Tests that need go skip without it.
  */
@@ -121,18 +122,27 @@ TEST(intact_sample)
 	tmp_dir_remove(dir);
 }
 
-/* A damaged file among good ones: the others are still exported, status 2; with --merge the
- * merged output holds the good ones, as `leek report --merge` does. */
-TEST(damaged_among_good)
+/* A new dir with a good profile (dir/good.lk, 2 threads) and the sample cut inside its fourth
+ * record (dir/bad.lk); their paths in good and bad (300 bytes). */
+static void good_and_bad(char *dir, char *good, char *bad)
 {
-	char dir[256], good[300], bad[300], out[320];
 	struct pb_sample s;
 
 	tmp_dir(dir);
 	threads_profile(dir, "good.lk", 1, 2000, false, good);
 	pb_build_sample(&s);
-	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
+	snprintf(bad, 300, "%s/bad.lk", dir);
 	write_file(bad, s.b.p, s.off[3] + 1);
+	free(s.b.p);
+}
+
+/* A damaged file among good ones: the others are still exported, status 2; with --merge the
+ * merged output holds the good ones, as `leek report --merge` does. */
+TEST(damaged_among_good)
+{
+	char dir[256], good[300], bad[300], out[320];
+
+	good_and_bad(dir, good, bad);
 	leek(dir, (const char *const[]){ "export", bad, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	snprintf(out, sizeof(out), "%s.pb.gz", good);
@@ -143,7 +153,54 @@ TEST(damaged_among_good)
 	leek(dir, (const char *const[]){ "export", "--merge", "-o", out, bad, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_TRUE(exists(out));
-	free(s.b.p);
+	tmp_dir_remove(dir);
+}
+
+/* --base (input.c, shared by export and diff) takes any number of files, and every one is read:
+ * a damaged first base fails both commands, naming it, and no export is written. */
+TEST(base_repeated_every_file_read)
+{
+	char dir[256], good[300], bad[300], out[320];
+
+	good_and_bad(dir, good, bad);
+	snprintf(out, sizeof(out), "%s/d.pb.gz", dir);
+	leek(dir, (const char *const[]){ "export", "--base", bad, "--base", good, "-o", out, good,
+					 NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "bad.lk");
+	ASSERT_TRUE(!exists(out));
+	leek(dir, (const char *const[]){ "diff", "--base", bad, "--base", good, good, NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "bad.lk");
+	ASSERT_EQ(res.out_len, 0);
+	leek(dir, (const char *const[]){ "diff", "--base", good, "--base", good, good, NULL });
+	ASSERT_EQ(res.status, 0);
+	tmp_dir_remove(dir);
+}
+
+/* Two bases in a pprof diff: both negated, so the sums are NEW minus twice the base (here the
+ * same profile: minus it once; with one base they would be 0). */
+TEST(base_repeated_pprof)
+{
+	char dir[256], path[300], one[320], diff[320];
+	struct pprof_raw r1, rd;
+
+	need_go();
+	tmp_dir(dir);
+	threads_profile(dir, "p.lk", 2, 2000, false, path);
+	snprintf(one, sizeof(one), "%s/one.pb.gz", dir);
+	snprintf(diff, sizeof(diff), "%s/diff.pb.gz", dir);
+	leek(dir, (const char *const[]){ "export", "-o", one, path, NULL });
+	ASSERT_EQ(res.status, 0);
+	leek(dir, (const char *const[]){ "export", "--base", path, "--base", path, "-o", diff, path,
+					 NULL });
+	ASSERT_EQ(res.status, 0);
+	pprof_raw(dir, one, NULL, &r1);
+	pprof_raw(dir, diff, NULL, &rd);
+	for (int i = 0; i < PPROF_VALUES; i++)
+		ASSERT_EQ(pprof_raw_sum(&rd, i), -pprof_raw_sum(&r1, i));
+	pprof_raw_free(&r1);
+	pprof_raw_free(&rd);
 	tmp_dir_remove(dir);
 }
 
