@@ -10,7 +10,7 @@
 # For each profile: the time and peak RSS of `leek report` in text and in HTML (GNU time), the
 # page's size, and, from headless Chromium through tests/report/browse.py (medians of ROUNDS
 # loads): the load event (parsing the page and its 350 KB of libraries included), the page's own
-# drawing (page.js: tables, chart, first flame graph), the flame graph of a moment after a click
+# drawing (report.js: tables, chart, first flame graph), the flame graph of a moment after a click
 # (leek.showMoment) and a search. Timings, not counts: run by hand on an idle machine, never in CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,9 +5,9 @@
  * messages), aggregated by profile.c and symbolized by one symbolizer for every file;
  * src/cli/diff/ matches the sites of the two sides, tests and ranks the
  * changes, and prints them. A profile that cannot be read gets one "leek: FILE: offset N: ..."
- * line and exit status 2, and then nothing is printed on stdout: a diff with a side missing
- * would pass for a real one. The status says nothing of what changed (docs/json.md has the
- * significant flags for scripts).
+ * line and exit status 2, and then nothing is printed on stdout, nor written to -o FILE (which
+ * appears whole or not at all: outfile.h): a diff with a side missing would pass for a real one.
+ * The status says nothing of what changed (docs/json.md has the significant flags for scripts).
  *
  * Never: exit, print a warning twice, or keep a profile loaded after its file is added.
  */
@@ -18,13 +18,13 @@
 #include "budget.h"
 #include "commands.h"
 #include "diff.h"
+#include "html.h"
 #include "input.h"
+#include "outfile.h"
 #include "util.h"
 
-static const char *arg_at, *arg_from, *arg_to, *arg_by;
-static char **arg_base; /* --base FILE..., pointers into argv */
-static size_t arg_n_base;
-static bool arg_json;
+static const char *arg_at, *arg_from, *arg_to, *arg_by, *arg_output;
+static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static struct lk_input arg_input = { .command = "diff" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
@@ -36,24 +36,24 @@ static void input_donep(struct lk_input **in)
 
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_AT = 0x100, ARG_FROM, ARG_TO, ARG_BASE, ARG_BY };
+	enum { ARG_AT = 0x100, ARG_FROM, ARG_TO, ARG_BY };
 	static const struct option options[] = {
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "from", required_argument, NULL, ARG_FROM },
 		{ "to", required_argument, NULL, ARG_TO },
-		{ "base", required_argument, NULL, ARG_BASE },
 		{ "by", required_argument, NULL, ARG_BY },
 		{ "format", required_argument, NULL, 'f' },
+		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
+		LK_INPUT_BASE_OPTION,
 		LK_INPUT_SITE_OPTIONS,
 		{},
 	};
-	char **base;
 	int c, k;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:o:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_AT:
 			arg_at = optarg;
@@ -67,21 +67,12 @@ static int parse_args(int argc, char *argv[])
 		case ARG_BY:
 			arg_by = optarg;
 			break;
-		case ARG_BASE:
-			base = reallocarray(arg_base, arg_n_base + 1, sizeof(*base));
-			if (!base) {
-				lk_error(-ENOMEM, "diff: --base");
-				return LK_EXIT_USAGE;
-			}
-			arg_base = base;
-			arg_base[arg_n_base++] = optarg;
-			break;
 		case 'f':
-			if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
-				lk_msg("diff: --format: '%s' is neither text nor json", optarg);
+			if (lk_input_format("diff", optarg, &arg_format))
 				return LK_EXIT_USAGE;
-			}
-			arg_json = strcmp(optarg, "json") == 0;
+			break;
+		case 'o':
+			arg_output = optarg;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "diff", HELP_SHOWN);
@@ -119,7 +110,7 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 	}
 	if (moments) {
 		o->mode = LK_DIFF_MOMENTS;
-		if (arg_at || arg_n_base) {
+		if (arg_at || arg_input.n_bases) {
 			lk_msg("diff: %s compares two profiles, not two moments (--from, --to)",
 			       arg_at ? "--at" : "--base");
 			return LK_EXIT_USAGE;
@@ -139,7 +130,7 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 		return 0;
 	}
 	o->mode = LK_DIFF_PROFILES;
-	if (!arg_n_base && nfiles != 2) {
+	if (!arg_input.n_bases && nfiles != 2) {
 		lk_msg("diff: %s profile%s given: BASE NEW, or --base FILE... NEW..., or "
 		       "--from/--to and FILE...", nfiles < 2 ? "fewer than two" : "more than two",
 		       nfiles < 2 ? "" : "s");
@@ -172,14 +163,14 @@ int lk_cmd_diff(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_diff_freep) struct lk_diff *d = NULL;
-	_cleanup_(freep) char **base = NULL;
+	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 };
+	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed before d */
 	struct lk_diff_opts o;
 	size_t warned = 0;
 	uint32_t index = 0;
 	int status = LK_EXIT_OK, k, nfiles;
 
 	k = parse_args(argc, argv);
-	base = arg_base; /* parse_args' array, freed with the command */
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
 	if (k)
@@ -189,7 +180,10 @@ int lk_cmd_diff(int argc, char *argv[])
 	nfiles = argc - optind;
 	if (make_opts(nfiles, &o))
 		return LK_EXIT_USAGE;
-	o.top = in->top_set ? in->top : arg_json ? 0 : LK_INPUT_TOP_DEFAULT;
+	o.top = in->top_set		       ? in->top
+		: arg_format == LK_FORMAT_JSON ? 0
+		: arg_format == LK_FORMAT_HTML ? LK_HTML_TOP
+					       : LK_INPUT_TOP_DEFAULT;
 	o.min_share = in->min_share;
 	o.stacks = in->stacks;
 	o.no_auto_wrappers = in->no_auto_wrappers;
@@ -202,18 +196,20 @@ int lk_cmd_diff(int argc, char *argv[])
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
 	/* Every file is read, so that each one that cannot be is named. */
-	for (size_t i = 0; i < arg_n_base; i++, index++) {
-		status |= add_file(d, 0, sym, index, base[i]);
+	for (size_t i = 0; i < in->n_bases; i++, index++) {
+		status |= add_file(d, 0, sym, index, in->bases[i]);
 		lk_input_warnings(sym, &warned);
 	}
 	for (int i = 0; i < nfiles; i++, index++) {
-		unsigned side = o.mode == LK_DIFF_PROFILES && (arg_n_base || i > 0);
+		unsigned side = o.mode == LK_DIFF_PROFILES && (in->n_bases || i > 0);
 		status |= add_file(d, side, sym, index, argv[optind + i]);
 		lk_input_warnings(sym, &warned);
 	}
 	if (status)
 		return LK_EXIT_FILE;
 	k = lk_diff_finish(d);
+	if (k >= 0 && arg_format == LK_FORMAT_HTML)
+		k = lk_diff_flame(d, &flame);
 	if (k == -E2BIG) {
 		char limit[32];
 		lk_msg("diff: the profiles need more than %s of memory to compare (--max-memory)",
@@ -222,9 +218,16 @@ int lk_cmd_diff(int argc, char *argv[])
 	}
 	if (k < 0)
 		return lk_error(k, "diff"), LK_EXIT_FILE;
-	if (arg_json)
-		lk_diff_json(stdout, d);
+	k = lk_outfile_open(&out, arg_output, 0666);
+	if (k < 0)
+		return lk_error(k, "diff: cannot create '%s'", arg_output), LK_EXIT_FILE;
+	if (arg_format == LK_FORMAT_JSON)
+		lk_diff_json(out.f, d);
+	else if (arg_format == LK_FORMAT_HTML)
+		lk_diff_html(out.f, d, flame);
 	else
-		lk_diff_text(stdout, d);
+		lk_diff_text(out.f, d);
+	if (arg_output && (k = lk_outfile_commit(&out)) < 0)
+		return lk_error(k, "diff: cannot write '%s'", arg_output), LK_EXIT_FILE;
 	return lk_cmd_end_output("diff", "diff", LK_EXIT_OK);
 }

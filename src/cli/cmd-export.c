@@ -1,15 +1,15 @@
 /* cmd-export.c: `leek export [OPTIONS] FILE...`: profiles in other tools' formats (export.h):
- * pprof's gzipped profile.proto, or folded stacks for flame graphs.
+ * pprof's gzipped profile.proto, folded stacks for flame graphs, or the HTML report's page.
  *
  * Files are read as `leek report` reads them (input.c: the same options, symbolizer and
  * messages; export.c loads each as the report does). Outputs: one per FILE, or one for all with
  * --merge; an output named after its input FILE is FILE without .zst or .gz, plus the format's
  * suffix (leek.x.1234.lk.zst: leek.x.1234.lk.pb.gz), beside FILE or in -o DIR. pprof writes
- * such files by default; folded writes to stdout, so several of its outputs need -o DIR. A
- * merged output of several files has no input to be named after: -o names it. --base makes a
- * pprof diff, and so one output. Each file written goes under a temporary name, mode 0600 (an
- * export holds the command line and the modules' load addresses, as the profile does), then is
- * renamed over OUT; "FILE -> OUT" is printed for each.
+ * such files by default; folded and html write to stdout, so several of their outputs need -o
+ * DIR. A merged output of several files has no input to be named after: -o names it. --base
+ * makes a pprof diff, and so one output. Each file written goes under a temporary name
+ * (outfile.h), mode 0600 (an export holds the command line and the modules' load addresses, as
+ * the profile does), then is renamed over OUT; "FILE -> OUT" is printed for each.
  *
  * A profile that cannot be read gets the report's "leek: FILE: offset N: ..." line and exit
  * status 2, and its output is not written; the other files are still exported (--merge: the
@@ -20,7 +20,6 @@
  * terminal.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +30,7 @@
 #include "commands.h"
 #include "export.h"
 #include "input.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 
@@ -38,8 +38,6 @@
 
 static const struct lk_export_format *arg_format;
 static const char *arg_output, *arg_at, *arg_value;
-static const char **arg_bases;
-static size_t arg_n_bases;
 static struct lk_input arg_input = { .command = "export" };
 
 static void input_donep(struct lk_input **in)
@@ -50,19 +48,18 @@ static void input_donep(struct lk_input **in)
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_AT = 0x100, ARG_VALUE, ARG_BASE };
+	enum { ARG_AT = 0x100, ARG_VALUE };
 	static const struct option options[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "at", required_argument, NULL, ARG_AT },
 		{ "value", required_argument, NULL, ARG_VALUE },
-		{ "base", required_argument, NULL, ARG_BASE },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
 		LK_INPUT_MERGE_OPTION,
+		LK_INPUT_BASE_OPTION,
 		{},
 	};
-	const char **bases;
 	int c, k;
 
 	optind = 0;
@@ -85,15 +82,6 @@ static int parse_args(int argc, char *argv[])
 			break;
 		case ARG_VALUE:
 			arg_value = optarg;
-			break;
-		case ARG_BASE:
-			bases = reallocarray(arg_bases, arg_n_bases + 1, sizeof(*bases));
-			if (!bases) {
-				lk_error(-ENOMEM, "export: --base");
-				return LK_EXIT_USAGE;
-			}
-			arg_bases = bases;
-			arg_bases[arg_n_bases++] = optarg;
 			break;
 		case 'h':
 			return lk_cmd_usage(stdout, "export", HELP_SHOWN);
@@ -149,12 +137,11 @@ static int check_outputs(size_t nfiles)
 {
 	bool one = nfiles == 1 || arg_input.merge;
 
-	if (arg_n_bases && !arg_format->takes_base) {
-		lk_msg("export: --base belongs to --format pprof (folded has no negative values: "
-		       "compare two folded files instead)");
+	if (arg_input.n_bases && !arg_format->takes_base) {
+		lk_msg("export: --base belongs to --format pprof (%s)", arg_format->no_base);
 		return LK_EXIT_USAGE;
 	}
-	if (arg_n_bases && !one) {
+	if (arg_input.n_bases && !one) {
 		lk_msg("export: --base makes one diff: give one FILE, or --merge");
 		return LK_EXIT_USAGE;
 	}
@@ -204,51 +191,29 @@ static int fail_nomem(void)
 	return LK_EXIT_FILE;
 }
 
-/* Writes x's output to out ("-": stdout) for input (printed as "INPUT -> OUT"); 0, or
- * LK_EXIT_FILE after printing why. */
+/* Writes x's output to out ("-": stdout; a file appears whole or not at all: outfile.h) for
+ * input (printed as "INPUT -> OUT"); 0, or LK_EXIT_FILE after printing why. */
 static int write_output(struct lk_export *x, const char *input, const char *out)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	FILE *f;
-	int fd, k;
+	_cleanup_(lk_outfile_discard) struct lk_outfile o = { 0 };
+	bool stream = strcmp(out, "-") == 0; /* check_outputs: not a terminal, for a binary format */
+	int k;
 
-	if (strcmp(out, "-") == 0) { /* check_outputs: not a terminal, for a binary format */
-		k = lk_export_write(x, stdout);
-		if (k < 0) {
-			lk_error(k, "export: cannot write the %s output", arg_format->name);
-			return LK_EXIT_FILE;
-		}
-		return 0;
-	}
-	if (asprintf(&tmp, "%s.XXXXXX", out) < 0) {
-		lk_error(-ENOMEM, "export: %s", out);
+	k = lk_outfile_open(&o, out, 0600);
+	if (k == 0)
+		k = lk_export_write(x, o.f);
+	if (k >= 0)
+		k = lk_outfile_commit(&o);
+	if (k == -ECANCELED)
+		lk_msg("export: '%s' not written: a profile failed part-way", out);
+	else if (k < 0 && stream)
+		lk_error(k, "export: cannot write the %s output", arg_format->name);
+	else if (k < 0)
+		lk_error(k, "export: cannot write '%s'", out);
+	if (k < 0)
 		return LK_EXIT_FILE;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC); /* mode 0600 */
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		lk_error(-errno, "export: cannot write '%s'", out);
-		if (fd >= 0) {
-			close(fd);
-			unlink(tmp);
-		}
-		return LK_EXIT_FILE;
-	}
-	k = lk_export_write(x, f);
-	if (k >= 0 && (fflush(f) != 0 || ferror(f)))
-		k = -(errno ? errno : EIO);
-	if (fclose(f) != 0 && k >= 0)
-		k = -errno;
-	if (k >= 0 && rename(tmp, out) < 0)
-		k = -errno;
-	if (k < 0) {
-		unlink(tmp);
-		if (k == -ECANCELED)
-			lk_msg("export: '%s' not written: a profile failed part-way", out);
-		else
-			lk_error(k, "export: cannot write '%s'", out);
-		return LK_EXIT_FILE;
-	}
-	printf("%s -> %s\n", input, out);
+	if (!stream)
+		printf("%s -> %s\n", input, out);
 	return 0;
 }
 
@@ -285,9 +250,11 @@ static int export_one(struct lk_symbolizer *sym, size_t *warned, const struct lk
 		else
 			read++;
 	}
-	for (size_t i = 0; i < arg_n_bases && read; i++)
-		if (add_file(x, sym, warned, arg_bases[i], first + (uint32_t)(n + i), true) != 0)
+	for (size_t i = 0; i < arg_input.n_bases && read; i++) {
+		uint32_t number = first + (uint32_t)(n + i);
+		if (add_file(x, sym, warned, arg_input.bases[i], number, true) != 0)
 			return LK_EXIT_FILE; /* half a diff would pass for a whole one */
+	}
 	if (!read)
 		return status;
 	k = write_output(x, files[0], out);
@@ -305,7 +272,6 @@ int lk_cmd_export(int argc, char *argv[])
 	k = parse_args(argc, argv);
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
-	_cleanup_(freep) const char **bases = arg_bases; /* parse_args' array */
 	if (k == 0)
 		k = parse_values(&o);
 	if (k == 0)

@@ -10,7 +10,6 @@
  * or keep a profile loaded after its section is built.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
@@ -21,15 +20,14 @@
 #include "commands.h"
 #include "html.h"
 #include "input.h"
+#include "outfile.h"
 #include "report.h"
 #include "util.h"
 
 #define DEFAULT_TREE_MIN_SHARE 0.005 /* pprof's default node fraction (-nodefraction) */
 
-enum format { FORMAT_TEXT, FORMAT_JSON, FORMAT_HTML };
-
 static enum lk_view arg_view = LK_VIEW_LEAKS;
-static enum format arg_format = FORMAT_TEXT;
+static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static const char *arg_output;
 static bool arg_view_set, arg_ascii, arg_tree, arg_inverted, arg_objects;
 static const char *arg_value;
@@ -156,16 +154,8 @@ static int parse_args(int argc, char *argv[])
 			arg_age = optarg;
 			break;
 		case 'f':
-			if (strcmp(optarg, "text") == 0)
-				arg_format = FORMAT_TEXT;
-			else if (strcmp(optarg, "json") == 0)
-				arg_format = FORMAT_JSON;
-			else if (strcmp(optarg, "html") == 0)
-				arg_format = FORMAT_HTML;
-			else {
-				lk_msg("report: --format: '%s' is not text, json or html", optarg);
+			if (lk_input_format("report", optarg, &arg_format))
 				return LK_EXIT_USAGE;
-			}
 			break;
 		case 'o':
 			arg_output = optarg;
@@ -201,7 +191,7 @@ static int parse_args(int argc, char *argv[])
 		       arg_input.top_set ? "--top" : "--stacks");
 		return LK_EXIT_USAGE;
 	}
-	if (arg_tree && arg_format == FORMAT_HTML) {
+	if (arg_tree && arg_format == LK_FORMAT_HTML) {
 		lk_msg("report: the tree is text or json; the HTML page has it as flame graphs");
 		return LK_EXIT_USAGE;
 	}
@@ -248,64 +238,28 @@ static int finish(struct lk_report *r, const char *what)
 	return k;
 }
 
-/* -o FILE: stdout goes to FILE from the first report on, so that a report that cannot be made
- * leaves no file behind (nor an empty one over an older report). 0 or a negative errno. */
-static int open_output(void)
-{
-	int fd;
-
-	if (!arg_output)
-		return 0;
-	fd = open(arg_output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (fd < 0)
-		return -errno;
-	fflush(stdout);
-	if (dup2(fd, STDOUT_FILENO) < 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	close(fd);
-	arg_output = NULL; /* opened */
-	return 0;
-}
-
-/* The HTML page of r, whose stacks went to flame (lk_flame_hook); 0 or a negative errno (-E2BIG:
- * the budget). */
-static int print_html(const struct lk_report *r, struct lk_flame *flame)
-{
-	const struct lk_flame_opts fo = { .min_share = LK_FLAME_MIN_SHARE,
-					  .max_nodes = LK_FLAME_MAX_NODES };
-	int k = lk_flame_finish(flame, &fo, (unsigned)r->ntimeline);
-
-	if (k < 0)
-		return k;
-	lk_html_write(stdout, r, flame, &fo);
-	return 0;
-}
-
-/* The JSON document starts with the first report, so that a file that cannot be read leaves
- * nothing on stdout that could pass for its report. */
+/* The output (stdout, or -o FILE's temporary file: outfile.h) and the JSON document start with
+ * the first report, so that a file that cannot be read leaves nothing that could pass for its
+ * report. */
 static int print_report(const struct lk_report *r, size_t nfiles, struct lk_json_doc **doc,
-			bool *first, struct lk_flame *flame)
+			struct lk_outfile *out)
 {
-	bool was_first = *first;
+	bool was_first = !out->f;
 	int k;
 
-	*first = false;
-	if (was_first && (k = open_output()) < 0) {
+	if (was_first && (k = lk_outfile_open(out, arg_output, 0666)) < 0) {
 		lk_error(k, "report: cannot create '%s'", arg_output);
 		return -EBADF; /* said */
 	}
-	if (arg_format == FORMAT_HTML)
-		return print_html(r, flame);
-	if (arg_format == FORMAT_TEXT) {
+	if (arg_format == LK_FORMAT_HTML)
+		return lk_html_report(out->f, r);
+	if (arg_format == LK_FORMAT_TEXT) {
 		if (!was_first)
-			putchar('\n');
-		lk_text_report(stdout, r);
+			fputc('\n', out->f);
+		lk_text_report(out->f, r);
 		return 0;
 	}
-	if (was_first && lk_json_begin(stdout, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
+	if (was_first && lk_json_begin(out->f, &r->opts, nfiles > 1 && !arg_input.merge, doc) < 0)
 		return -ENOMEM;
 	lk_json_report(*doc, r);
 	return 0;
@@ -316,13 +270,11 @@ int lk_cmd_report(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(lk_report_freep) struct lk_report *merged = NULL;
-	_cleanup_(lk_flame_freep) struct lk_flame *flame = NULL; /* freed first: it points into
-								 * the report and symbolizer */
+	_cleanup_(lk_outfile_discard) struct lk_outfile out = { 0 }; /* until the end: none kept */
 	struct lk_profile_opts po = { .at_ns = UINT64_MAX };
 	struct lk_report_opts ro;
 	struct lk_json_doc *doc = NULL;
 	size_t warned = 0, nfiles;
-	bool first = true;
 	int status = LK_EXIT_OK, k;
 
 	/* The view may come first, as a word: `leek report peak FILE`. */
@@ -345,7 +297,7 @@ int lk_cmd_report(int argc, char *argv[])
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
-	if (arg_format == FORMAT_HTML && nfiles > 1 && !in->merge) {
+	if (arg_format == LK_FORMAT_HTML && nfiles > 1 && !in->merge) {
 		lk_msg("report: --format html shows one profile, or several with --merge");
 		return LK_EXIT_USAGE;
 	}
@@ -356,12 +308,12 @@ int lk_cmd_report(int argc, char *argv[])
 		.view = arg_view,
 		.at_ns = po.at_ns,
 		.age_ns = po.age_ns,
-		.top = in->top_set		   ? in->top
-		       : arg_format == FORMAT_JSON ? 0
-		       : arg_format == FORMAT_HTML ? LK_HTML_TOP
-						   : LK_INPUT_TOP_DEFAULT,
+		.top = in->top_set		      ? in->top
+		       : arg_format == LK_FORMAT_JSON ? 0
+		       : arg_format == LK_FORMAT_HTML ? LK_HTML_TOP
+						      : LK_INPUT_TOP_DEFAULT,
 		/* A tree in the terminal hides what is too small to read; JSON has it all. */
-		.min_share = arg_tree && arg_format == FORMAT_TEXT && !in->min_share_set
+		.min_share = arg_tree && arg_format == LK_FORMAT_TEXT && !in->min_share_set
 				     ? DEFAULT_TREE_MIN_SHARE
 				     : in->min_share,
 		.merge = in->merge,
@@ -371,14 +323,9 @@ int lk_cmd_report(int argc, char *argv[])
 		.tree = arg_tree,
 		.inverted = arg_inverted,
 		.objects = arg_objects,
+		.series = arg_format == LK_FORMAT_HTML, /* the flame graphs of moments */
 		.filter = &in->filter,
 	};
-
-	if (arg_format == FORMAT_HTML) {
-		if (lk_flame_new(&flame) < 0)
-			return fail(-ENOMEM, "--format html");
-		ro.on_stack = lk_flame_hook(flame);
-	}
 	k = lk_input_symbolizer(in, &sym);
 	if (k)
 		return k;
@@ -400,7 +347,7 @@ int lk_cmd_report(int argc, char *argv[])
 				status = LK_EXIT_FILE;
 				continue;
 			}
-			k = print_report(one, nfiles, &doc, &first, flame);
+			k = print_report(one, nfiles, &doc, &out);
 			if (k < 0)
 				return report_failed(k, path);
 		}
@@ -408,10 +355,12 @@ int lk_cmd_report(int argc, char *argv[])
 	if (merged && merged->nprocs > 0) {
 		if (finish(merged, "--merge") < 0)
 			status = LK_EXIT_FILE;
-		else if ((k = print_report(merged, nfiles, &doc, &first, flame)) < 0)
+		else if ((k = print_report(merged, nfiles, &doc, &out)) < 0)
 			return report_failed(k, "--merge");
 	}
 	if (doc)
 		lk_json_end(doc);
+	if (arg_output && (k = lk_outfile_commit(&out)) < 0)
+		return lk_error(k, "report: cannot write '%s'", arg_output), LK_EXIT_FILE;
 	return lk_cmd_end_output("report", "report", status);
 }

@@ -40,9 +40,23 @@ static int add_pattern(struct lk_input *in, enum lk_site_pattern which, const ch
 	return r < 0 ? LK_EXIT_USAGE : 0;
 }
 
+/* A repeatable option's argument, at the end of its list (pointers into argv). */
+static int add_arg(struct lk_input *in, const char *option, const char ***list, size_t *n,
+		   const char *arg)
+{
+	const char **grown = reallocarray(*list, *n + 1, sizeof(*grown));
+
+	if (!grown) {
+		lk_error(-ENOMEM, "%s: --%s", in->command, option);
+		return LK_EXIT_USAGE;
+	}
+	*list = grown;
+	(*list)[(*n)++] = arg;
+	return 0;
+}
+
 int lk_input_option(struct lk_input *in, int c, const char *arg)
 {
-	const char **dirs;
 	uint64_t v;
 
 	switch (c) {
@@ -78,14 +92,9 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 		in->merge = true;
 		return 0;
 	case LK_INPUT_DEBUG_DIR:
-		dirs = reallocarray(in->debug_dirs, in->n_debug_dirs + 1, sizeof(*dirs));
-		if (!dirs) {
-			lk_error(-ENOMEM, "%s: --debug-dir", in->command);
-			return LK_EXIT_USAGE;
-		}
-		in->debug_dirs = dirs;
-		in->debug_dirs[in->n_debug_dirs++] = arg;
-		return 0;
+		return add_arg(in, "debug-dir", &in->debug_dirs, &in->n_debug_dirs, arg);
+	case LK_INPUT_BASE:
+		return add_arg(in, "base", &in->bases, &in->n_bases, arg);
 	case LK_INPUT_DEBUGINFOD:
 		in->debuginfod = true;
 		return 0;
@@ -93,6 +102,20 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 		return lk_cmd_max_memory(in->command, arg);
 	}
 	return lk_cmd_usage(stderr, in->command, LK_EXIT_USAGE);
+}
+
+int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret)
+{
+	static const char *const names[] = { [LK_FORMAT_TEXT] = "text", [LK_FORMAT_JSON] = "json",
+					     [LK_FORMAT_HTML] = "html" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*ret = (enum lk_input_format)i;
+			return 0;
+		}
+	lk_msg("%s: --format: '%s' is not text, json or html", command, arg);
+	return LK_EXIT_USAGE;
 }
 
 int lk_input_symbolizer(struct lk_input *in, struct lk_symbolizer **ret)

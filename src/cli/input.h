@@ -1,14 +1,15 @@
 /* input.h: what the commands that read and symbolize profiles (`leek report`, `leek export`,
  * `leek diff`) share, so that they take the same options, open the same symbolizer and say the
- * same things about the same files: --focus, --ignore, --merge, --debug-dir, --debuginfod and
- * --max-memory; for the commands that rank allocation sites (report, diff) --alloc-fn,
+ * same things about the same files: --focus, --ignore, --merge, --debug-dir, --debuginfod,
+ * --max-memory and --base; for the commands that rank allocation sites (report, diff) --alloc-fn,
  * --no-auto-wrappers, --top, --min-share and --stacks; the symbolizer's warnings, printed once
  * each; a file that cannot be read, and one without a trailer.
  *
- * A command puts LK_INPUT_OPTIONS (and LK_INPUT_MERGE_OPTION, LK_INPUT_SITE_OPTIONS with
- * LK_INPUT_SITE_SHORT if it takes them) in its getopt_long table and hands every option it does
- * not know itself to lk_input_option(). Everything here prints its own message and returns the
- * exit status (util.h's LK_EXIT_*), as the commands do; nothing exits.
+ * A command puts LK_INPUT_OPTIONS (and LK_INPUT_MERGE_OPTION, LK_INPUT_BASE_OPTION,
+ * LK_INPUT_SITE_OPTIONS with LK_INPUT_SITE_SHORT if it takes them) in its getopt_long table and
+ * hands every option it does not know itself to lk_input_option(). Everything here prints its
+ * own message and returns the exit status (util.h's LK_EXIT_*), as the commands do; nothing
+ * exits.
  */
 #ifndef LEEK_INPUT_H
 #define LEEK_INPUT_H
@@ -30,6 +31,7 @@ enum {
 	LK_INPUT_DEBUG_DIR,
 	LK_INPUT_DEBUGINFOD,
 	LK_INPUT_MAX_MEMORY,
+	LK_INPUT_BASE,
 };
 
 /* The rows of a getopt_long table for the options every such command takes. */
@@ -41,6 +43,8 @@ enum {
 	{ "max-memory", required_argument, NULL, LK_INPUT_MAX_MEMORY }
 /* --merge: one output of all the files (report, export; a diff merges each side anyway). */
 #define LK_INPUT_MERGE_OPTION { "merge", no_argument, NULL, LK_INPUT_MERGE }
+/* --base FILE, repeatable: the files of a diff's base side (export's pprof diff, diff). */
+#define LK_INPUT_BASE_OPTION { "base", required_argument, NULL, LK_INPUT_BASE }
 /* The options of the commands that pick and rank allocation sites (report, diff), and their
  * short forms (-n N, -s, -v) for getopt_long's short options. */
 #define LK_INPUT_SITE_OPTIONS                                                                      \
@@ -59,6 +63,8 @@ struct lk_input {
 	struct lk_site_filter filter; /* --focus, --ignore, --alloc-fn */
 	const char **debug_dirs;      /* --debug-dir, in the order given */
 	size_t n_debug_dirs;
+	const char **bases;           /* --base, in the order given */
+	size_t n_bases;
 	bool merge, debuginfod;
 	/* LK_INPUT_SITE_OPTIONS */
 	size_t top;                   /* --top, if top_set */
@@ -69,6 +75,11 @@ struct lk_input {
 /* Handles option c (one of the options above) with its argument: 0, or LK_EXIT_USAGE after
  * printing why (the command's usage for an option it does not know). */
 int lk_input_option(struct lk_input *in, int c, const char *arg);
+
+/* --format of the commands that print a report or a diff: text, json or html. */
+enum lk_input_format { LK_FORMAT_TEXT, LK_FORMAT_JSON, LK_FORMAT_HTML };
+/* arg as a format into *ret: 0, or LK_EXIT_USAGE after printing why. */
+int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret);
 
 /* After the options: leaves DEBUGINFOD_URLS unset unless --debuginfod (libdwfl would ask the
  * servers it names: a command must not wait on the network unasked), and opens the symbolizer
@@ -83,6 +94,6 @@ void lk_input_warnings(const struct lk_symbolizer *sym, size_t *printed);
  * trailer (trailer false) and 0. */
 int lk_input_loaded(const char *path, int k, const char *err, bool trailer);
 
-void lk_input_done(struct lk_input *in); /* frees the filter and the directories' list */
+void lk_input_done(struct lk_input *in); /* frees the filter and the lists of files */
 
 #endif /* LEEK_INPUT_H */

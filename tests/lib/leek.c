@@ -35,8 +35,8 @@ static bool set_in(const char *const *env, size_t n, const char *e)
 	return false;
 }
 
-void leek_start(struct proc *p, const char *dir, const char *const *env, const char *const *args,
-		unsigned timeout)
+void leek_start_with(struct proc *p, const char *dir, const char *const *args,
+		     const struct proc_opts *o)
 {
 	static const char *const defaults[] = {
 		"LC_ALL=C", /* the messages and number formats of any machine */
@@ -54,16 +54,24 @@ void leek_start(struct proc *p, const char *dir, const char *const *env, const c
 		argv[n++] = args[i];
 	}
 	argv[n] = NULL;
-	for (size_t i = 0; env && env[i]; i++) {
+	for (size_t i = 0; o->env && o->env[i]; i++) {
 		if (ne + 3 >= MAX_ENV)
 			FAIL("too many variables for leek");
-		envp[ne++] = env[i];
+		envp[ne++] = o->env[i];
 	}
 	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]) && defaults[i]; i++)
 		if (!set_in(envp, ne, defaults[i]))
 			envp[ne++] = defaults[i];
 	envp[ne] = NULL;
-	proc_start(p, dir, argv, envp, timeout);
+	struct proc_opts with = *o;
+	with.env = envp;
+	proc_start_with(p, dir, argv, &with);
+}
+
+void leek_start(struct proc *p, const char *dir, const char *const *env, const char *const *args,
+		unsigned timeout)
+{
+	leek_start_with(p, dir, args, &(struct proc_opts){ .env = env, .timeout = timeout });
 }
 
 void leek_exec(struct proc *p, const char *dir, const char *const *env, const char *const *args,

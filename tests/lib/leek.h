@@ -19,6 +19,9 @@ extern const char *const leek_library; /* the built libleek.so; NULL in a saniti
  * seconds, 0: 60. */
 void leek_start(struct proc *p, const char *dir, const char *const *env, const char *const *args,
 		unsigned timeout);
+/* The same with proc_start_with()'s options (o->env as env above). */
+void leek_start_with(struct proc *p, const char *dir, const char *const *args,
+		     const struct proc_opts *o);
 /* Both, and waits for it (proc_wait). */
 void leek_exec(struct proc *p, const char *dir, const char *const *env, const char *const *args,
 	       unsigned timeout);

@@ -27,23 +27,30 @@
 #include "prog.h"
 
 #define ROUNDS 3
+#define KEEP 64
 
 static char profile[512];
 static volatile sig_atomic_t handled;
 static void *volatile fault_addr, *volatile handled_addr;
 static sigjmp_buf back;
 
-static void churn(unsigned n)
-{
-	static void *keep[64];
+/* The blocks that churn keeps, one in 1000, 64 at most: alive across a cut, so that the file
+ * begun again has INHERIT records. One array a thread, never shared: two threads that read the
+ * same slot at once would both free its block: a double free of the program's own, which glibc
+ * alone aborts on ("double free or corruption") and leek counts as bad_free. The worker's array
+ * passes from each round's worker to the next through pthread_join and pthread_create. */
+static void *main_keep[KEEP], *worker_keep[KEEP];
 
+/* n blocks allocated and freed but for every 1000th, which replaces the oldest of keep's. */
+static void churn(void **keep, unsigned n)
+{
 	for (unsigned i = 0; i < n; i++) {
 		void *p = malloc(16 + i % 3000);
 		CHECK(p, "malloc");
 		memset(p, (int)i, 16);
 		if (i % 1000 == 0) {
-			free(keep[i / 1000 % 64]);
-			keep[i / 1000 % 64] = p;
+			free(keep[i / 1000 % KEEP]);
+			keep[i / 1000 % KEEP] = p;
 		} else {
 			free(p);
 		}
@@ -119,7 +126,7 @@ static void own_sigbus(void)
 static void *worker(void *arg)
 {
 	(void)arg;
-	churn(100000);
+	churn(worker_keep, 100000);
 	return NULL;
 }
 
@@ -152,10 +159,10 @@ int main(int argc, char **argv)
 	for (int round = 0; round < ROUNDS; round++) {
 		if (!strcmp(mode, "blocked")) {
 			CHECK(pthread_create(&th, NULL, worker, NULL) == 0, "pthread_create");
-			churn(100000);
+			churn(main_keep, 100000);
 			CHECK(pthread_join(th, NULL) == 0, "pthread_join");
 		} else {
-			churn(200000);
+			churn(main_keep, 200000);
 		}
 		if (!strcmp(mode, "copy")) {
 			char to[600];
@@ -164,7 +171,7 @@ int main(int argc, char **argv)
 		}
 		CHECK(truncate(profile, 0) == 0, "truncate %s", profile);
 		cuts++;
-		churn(50000); /* stores into the cut file */
+		churn(main_keep, 50000); /* stores into the cut file */
 	}
 	CHECK(handled == 0, "the program's SIGBUS handler ran %d times for leek's faults",
 	      (int)handled);

@@ -588,6 +588,23 @@ TEST(exact_counts)
 	run_cleanup(&r);
 }
 
+/* bad_free counts the program's own bad frees, each once, and nothing else: badfree.c's double
+ * frees (on one thread, under lk_lock, and on a thread with a record of its own, with no lock) and
+ * its realloc of a freed block. The profile holds one FREE a block (runner.c fails a FREE of a
+ * block that is not live; the tallies count them). */
+TEST(exact_bad_frees_counted)
+{
+	struct run r;
+	const char *argv[] = { "badfree", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	expect_clean(&r, 1, LOSS(LK_CNT_BAD_FREE));
+	ASSERT_EQ(check_tallies(&r), 5);
+	ASSERT_EQ(main_profile(&r)->counters[LK_CNT_BAD_FREE], printed(&r, "bad "));
+	ASSERT_EQ(printed(&r, "bad "), 5);
+	run_cleanup(&r);
+}
+
 /* A stack cut at LEEK_MAX_FRAMES is a loss counted once a sample, whether the sample's walk was
  * taken or found kept (walks-kept.c, lk_stack_kept: the count waits for the sample, so one that then
  * goes to the full capture is not counted twice). Every one of exact.c's own allocations is more

@@ -9,13 +9,15 @@
  *   - --from/--to against `leek report inuse --at` at both moments, and what was allocated;
  *   - groups of files merged on each side (--base), --by, --top, --min-share, --focus;
  *   - damaged, foreign and missing profiles on either side: exit 2, the offset named, nothing
- *     on stdout; usage errors: exit 1.
+ *     on stdout; usage errors: exit 1;
+ *   - --format html: the page's data is the diff's, its flame graph as wide as every change.
  * Nothing runs under LD_PRELOAD, so this also runs under ASan and UBSan (suite unit).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "build-profile.h"
 #include "diff-util.h"
@@ -246,6 +248,88 @@ TEST(changes_and_their_significance)
 	for (const char *s = r.out; (s = strstr(s, "   * ")); s++)
 		stars++;
 	ASSERT_EQ(stars, 3 + 3); /* the live change, and the alloc change, of each */
+	proc_free(&r);
+	tmp_dir_remove(dir);
+}
+
+/* The page's data: the JSON text of the leek-data element of page (an HTML file). */
+static struct json *page_data(const char *page)
+{
+	static const char open[] = "<script type=\"application/json\" id=\"leek-data\">";
+	const char *at = strstr(page, open), *end;
+	struct json *doc = NULL;
+	char err[256];
+
+	ASSERT_TRUE(at != NULL);
+	at += strlen(open);
+	end = strstr(at, "</script>");
+	ASSERT_TRUE(end != NULL);
+	if (json_parse(at, (size_t)(end - at), &doc, err, sizeof(err)) < 0)
+		FAIL("the page's data is no JSON: %s", err);
+	return doc;
+}
+
+/* --format html: one page (test-html.c loads pages in Chromium; this runs under ASan too), made
+ * into -o FILE once the diff is, whose data is the diff's: the sites in its ranking with the
+ * JSON's changes, and a flame graph of both sides whose root is as wide as every change added
+ * (each made-up stack is a site of its own, a leaf of the graph). A side that cannot be read
+ * leaves no page. */
+TEST(html_page)
+{
+	static const struct ev base[] = {
+		{ 1000, 1, 4096, 100 }, { 1000, 2, 64 * KiB, 3 }, { 1000, 4, 4096, 50 },
+		{ 1000, 6, MiB, 1 },    { 1000, 7, 16 * KiB, 30 },
+	};
+	static const struct ev new[] = {
+		{ 1000, 1, 4096, 200 }, { 1000, 2, 64 * KiB, 6 }, { 1000, 3, 4096, 50 },
+		{ 1000, 5, 4096, 2 },   { 1000, 7, 16 * KiB, 30 },
+	};
+	char dir[256], out[300], *a, *b, *page;
+	const struct json *sites, *psites, *root;
+	struct json *doc, *data;
+	double gross = 0;
+	struct proc r;
+
+	tmp_dir(dir);
+	a = build(dir, "a.lk", T, base, 5);
+	b = build(dir, "b.lk", T, new, 5);
+	doc = leek_diff_json(&r, dir, (const char *[]){ a, b, NULL });
+	proc_free(&r);
+	snprintf(out, sizeof(out), "%s/d.html", dir);
+	leek_diff(&r, dir, (const char *[]){ "--format", "html", "-o", out, a, b, NULL });
+	ASSERT_EQ(r.status, 0);
+	ASSERT_EQ(r.out_len, 0);
+	proc_free(&r);
+	page = read_file(out, NULL);
+	data = page_data(page);
+	ASSERT_STREQ(get_str(data, "kind"), "diff");
+	sites = json_get(doc, "sites");
+	psites = json_get(data, "sites");
+	ASSERT_EQ(psites->len, sites->len);
+	for (size_t i = 0; i < sites->len; i++) {
+		const struct json *s = json_at(sites, i), *p = json_at(psites, i);
+		double c = get_num(diff_change(s, "live"), "change_bytes");
+		ASSERT_STREQ(get_str(p, "function"), get_str(s, "function"));
+		ASSERT_EQ(json_path(p, "live.values")->len, 3);
+		ASSERT_NEAR(json_at(json_at(json_path(p, "live.values"), 2), 0)->num, c, 1);
+		ASSERT_EQ(get_bool(json_get(p, "live"), "significant"),
+			  get_bool(diff_change(s, "live"), "significant"));
+		gross += fabs(c);
+	}
+	/* node [parent, function, file, module, flags, dropped, live base, new, change, width] */
+	root = json_at(json_path(data, "flame.nodes"), 0);
+	ASSERT_EQ(json_at(root, 0)->num, -1);
+	ASSERT_NEAR(json_at(root, 9)->num, gross, (double)sites->len);
+	json_free(data);
+	json_free(doc);
+	free(page);
+
+	/* A side that cannot be read: exit 2, and no page. */
+	unlink(out);
+	write_file(b, "not a profile", 13);
+	leek_diff(&r, dir, (const char *[]){ "--format", "html", "-o", out, a, b, NULL });
+	ASSERT_EQ(r.status, 2);
+	ASSERT_EQ(count_files(dir, "d.html", ""), 0);
 	proc_free(&r);
 	tmp_dir_remove(dir);
 }
@@ -504,7 +588,7 @@ TEST(usage_errors)
 		{ "--by", "alloc", "--from", "1s", "a.lk" },  /* allocated between is no change */
 		{ "--from", "2s", "--to", "1s", "a.lk" },
 		{ "--format", "xml", "a.lk", "b.lk" },
-		{ "--format", "html", "a.lk", "b.lk" },      /* report's, not diff's */
+		{ "--format", "pprof", "a.lk", "b.lk" },     /* export's, not diff's */
 		{ "--top", "many", "a.lk", "b.lk" },
 		{ "--min-share", "200", "a.lk", "b.lk" },
 		{ "--focus", "(", "a.lk", "b.lk" },

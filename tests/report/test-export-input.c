@@ -8,7 +8,9 @@
  *   - hostile names (a module path with ';', a newline, an escape, a backslash, a byte outside
  *     UTF-8): escaped in both formats, so a folded line stays one line of `stack value` and
  *     pprof's strings stay valid UTF-8;
- *   - the command line's rules (which outputs, which options with which format).
+ *   - the command line's rules (which outputs, which options with which format), and --base,
+ *     which export shares with diff (input.c): repeated, every file read;
+ *   - --format html: the very page of `leek report --format html`, byte for byte.
  * Tests that need go skip without it.
  */
 #include <errno.h>
@@ -120,18 +122,27 @@ TEST(intact_sample)
 	tmp_dir_remove(dir);
 }
 
-/* A damaged file among good ones: the others are still exported, status 2; with --merge the
- * merged output holds the good ones, as `leek report --merge` does. */
-TEST(damaged_among_good)
+/* A new dir with a good profile (dir/good.lk, 2 threads) and the sample cut inside its fourth
+ * record (dir/bad.lk); their paths in good and bad (300 bytes). */
+static void good_and_bad(char *dir, char *good, char *bad)
 {
-	char dir[256], good[300], bad[300], out[320];
 	struct pb_sample s;
 
 	tmp_dir(dir);
 	threads_profile(dir, "good.lk", 1, 2000, false, good);
 	pb_build_sample(&s);
-	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
+	snprintf(bad, 300, "%s/bad.lk", dir);
 	write_file(bad, s.b.p, s.off[3] + 1);
+	free(s.b.p);
+}
+
+/* A damaged file among good ones: the others are still exported, status 2; with --merge the
+ * merged output holds the good ones, as `leek report --merge` does. */
+TEST(damaged_among_good)
+{
+	char dir[256], good[300], bad[300], out[320];
+
+	good_and_bad(dir, good, bad);
 	leek(dir, (const char *const[]){ "export", bad, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	snprintf(out, sizeof(out), "%s.pb.gz", good);
@@ -142,7 +153,54 @@ TEST(damaged_among_good)
 	leek(dir, (const char *const[]){ "export", "--merge", "-o", out, bad, good, NULL });
 	ASSERT_EQ(res.status, 2);
 	ASSERT_TRUE(exists(out));
-	free(s.b.p);
+	tmp_dir_remove(dir);
+}
+
+/* --base (input.c, shared by export and diff) takes any number of files, and every one is read:
+ * a damaged first base fails both commands, naming it, and no export is written. */
+TEST(base_repeated_every_file_read)
+{
+	char dir[256], good[300], bad[300], out[320];
+
+	good_and_bad(dir, good, bad);
+	snprintf(out, sizeof(out), "%s/d.pb.gz", dir);
+	leek(dir, (const char *const[]){ "export", "--base", bad, "--base", good, "-o", out, good,
+					 NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "bad.lk");
+	ASSERT_TRUE(!exists(out));
+	leek(dir, (const char *const[]){ "diff", "--base", bad, "--base", good, good, NULL });
+	ASSERT_EQ(res.status, 2);
+	ASSERT_CONTAINS(res.err, "bad.lk");
+	ASSERT_EQ(res.out_len, 0);
+	leek(dir, (const char *const[]){ "diff", "--base", good, "--base", good, good, NULL });
+	ASSERT_EQ(res.status, 0);
+	tmp_dir_remove(dir);
+}
+
+/* Two bases in a pprof diff: both negated, so the sums are NEW minus twice the base (here the
+ * same profile: minus it once; with one base they would be 0). */
+TEST(base_repeated_pprof)
+{
+	char dir[256], path[300], one[320], diff[320];
+	struct pprof_raw r1, rd;
+
+	need_go();
+	tmp_dir(dir);
+	threads_profile(dir, "p.lk", 2, 2000, false, path);
+	snprintf(one, sizeof(one), "%s/one.pb.gz", dir);
+	snprintf(diff, sizeof(diff), "%s/diff.pb.gz", dir);
+	leek(dir, (const char *const[]){ "export", "-o", one, path, NULL });
+	ASSERT_EQ(res.status, 0);
+	leek(dir, (const char *const[]){ "export", "--base", path, "--base", path, "-o", diff, path,
+					 NULL });
+	ASSERT_EQ(res.status, 0);
+	pprof_raw(dir, one, NULL, &r1);
+	pprof_raw(dir, diff, NULL, &rd);
+	for (int i = 0; i < PPROF_VALUES; i++)
+		ASSERT_EQ(pprof_raw_sum(&rd, i), -pprof_raw_sum(&r1, i));
+	pprof_raw_free(&r1);
+	pprof_raw_free(&rd);
 	tmp_dir_remove(dir);
 }
 
@@ -327,5 +385,75 @@ TEST(output_names)
 	leek(dir, (const char *const[]){ "export", "-o", "-", path, NULL });
 	ASSERT_EQ(res.status, 0);
 	ASSERT_TRUE(res.out_len > 2 && (uint8_t)res.out[0] == 0x1f && (uint8_t)res.out[1] == 0x8b);
+	tmp_dir_remove(dir);
+}
+
+/* `leek ARGS...` in dir, which must succeed; what it printed on stdout (malloc'ed). */
+static char *output_of(const char *dir, const char *const *args)
+{
+	leek(dir, args);
+	if (res.status != 0)
+		FAIL("leek %s %s: exit %d, stderr:\n%s", args[0], args[1], res.status, res.err);
+	return strndup(res.out, res.out_len);
+}
+
+/* --format html is the report's page: the bytes of `leek report --format html` of the same
+ * profile and moment (the end; --at peak, the peak view; --at TIME, inuse --at TIME), and with
+ * --merge of `report --merge`; on stdout by default, one page each in -o DIR; --base is refused
+ * with the way to a diff's page. */
+TEST(html_is_the_report_page)
+{
+	static const char *const views[][2][4] = {
+		{ { NULL }, { NULL } },
+		{ { "--at", "peak", NULL }, { "peak", NULL } },
+		{ { "--at", "1ms", NULL }, { "inuse", "--at", "1ms", NULL } },
+	};
+	char dir[256], a[300], b[300], sub[300], out[340], *exp, *rep, *page;
+
+	tmp_dir(dir);
+	threads_profile(dir, "a.lk", 7, 2000, false, a);
+	threads_profile(dir, "b.lk", 8, 2000, false, b);
+	for (size_t v = 0; v < 3; v++) {
+		const char *ea[8] = { "export", "--format", "html" }, *ra[8] = { "report", "--format",
+										  "html" };
+		size_t ne = 3, nr = 3;
+		for (size_t k = 0; views[v][0][k]; k++)
+			ea[ne++] = views[v][0][k];
+		for (size_t k = 0; views[v][1][k]; k++)
+			ra[nr++] = views[v][1][k];
+		ea[ne] = ra[nr] = a;
+		exp = output_of(dir, ea);
+		rep = output_of(dir, ra);
+		ASSERT_CONTAINS(exp, "<!DOCTYPE html>");
+		if (strcmp(exp, rep) != 0)
+			FAIL("export --format html %s is not report --format html %s", ea[3] ?: "",
+			     ra[3] ?: "");
+		free(exp);
+		free(rep);
+	}
+	exp = output_of(dir, (const char *const[]){ "export", "--format", "html", "--merge", a, b,
+						    NULL });
+	rep = output_of(dir, (const char *const[]){ "report", "--format", "html", "--merge", a, b,
+						    NULL });
+	ASSERT_STREQ(exp, rep);
+	free(exp);
+	free(rep);
+	snprintf(sub, sizeof(sub), "%s/d", dir);
+	ASSERT_TRUE(mkdir(sub, 0700) == 0);
+	leek(dir, (const char *const[]){ "export", "--format", "html", "-o", sub, a, b, NULL });
+	ASSERT_EQ(res.status, 0);
+	for (const char *p = a; p; p = p == a ? b : NULL) {
+		snprintf(out, sizeof(out), "%s/%s.html", sub, strrchr(p, '/') + 1);
+		page = read_file(out, NULL);
+		rep = output_of(dir, (const char *const[]){ "report", "--format", "html", p, NULL });
+		ASSERT_STREQ(page, rep);
+		free(page);
+		free(rep);
+		unlink(out);
+	}
+	rmdir(sub);
+	leek(dir, (const char *const[]){ "export", "--format", "html", "--base", a, b, NULL });
+	ASSERT_EQ(res.status, 1);
+	ASSERT_CONTAINS(res.err, "leek diff --format html");
 	tmp_dir_remove(dir);
 }

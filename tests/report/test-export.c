@@ -228,11 +228,18 @@ TEST(pprof_exact_totals_and_header)
 	ASSERT_NEAR((double)h.time_nanos / 1e9, get_num(proc0, "start_realtime_s"), 1e-6);
 	ASSERT_NEAR((double)h.duration_nanos / 1e9, get_num(report_totals(doc), "duration_s"),
 		    1e-6);
-	{ /* -raw's time, to the nanosecond: "2026-12-03 23:00:46.537129407 +0000 UTC" */
+	{ /* -raw's time, to the nanosecond: "2026-12-03 23:00:46.537129407 +0000 UTC". Go drops
+	   * the fraction's trailing zeros (".10599692" is 105 996 920 ns), and the fraction for 0. */
 		struct tm tm = { 0 };
+		const char *frac = strchr(r.time, '.');
 		long ns = 0;
+		int digits = 0;
 		ASSERT_TRUE(strptime(r.time, "%Y-%m-%d %H:%M:%S", &tm) != NULL);
-		ASSERT_TRUE(sscanf(strchr(r.time, '.'), ".%ld", &ns) == 1);
+		if (frac)
+			ASSERT_TRUE(sscanf(frac + 1, "%ld%n", &ns, &digits) == 1 && digits >= 1 &&
+				    digits <= 9);
+		for (int i = digits; frac && i < 9; i++)
+			ns *= 10;
 		ASSERT_EQ((int64_t)timegm(&tm) * 1000000000 + ns, h.time_nanos);
 	}
 	json_free(doc);

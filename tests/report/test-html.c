@@ -8,6 +8,7 @@
  * libleek, so only where tests/report builds them (not under a sanitizer); the hostile profile is
  * built record by record (build-profile.h) and runs everywhere.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "leek.h"
 
 #ifdef FX_DIR
+#include "diff-util.h"
 #include "report-util.h"
 #endif
 
@@ -201,9 +203,10 @@ TEST(output_only_for_a_report)
 	tmp_dir_remove(dir);
 }
 
-/* Names from a profile stay text: the page holds exactly its own five scripts, nothing runs
- * (no dialog, no console error: the browse fails on either), no element comes from a name, and
- * the names show verbatim where they belong. */
+/* Names from a profile stay text: the page holds exactly its own six scripts (the data, three
+ * libraries, common.js and report.js), nothing runs (no dialog, no console error: the browse
+ * fails on either), no element comes from a name, and the names show verbatim where they
+ * belong. */
 TEST(hostile_names_stay_text)
 {
 	char dir[256], profile[300], *page, *html;
@@ -228,7 +231,7 @@ TEST(hostile_names_stay_text)
 		"eval=[...document.querySelectorAll('#sites-table td.site')].map(td => "
 		"td.getAttribute('title')).join(' ')",
 		NULL });
-	ASSERT_EQ(result_num(&b, 0, NULL), 5);
+	ASSERT_EQ(result_num(&b, 0, NULL), 6);
 	ASSERT_EQ(result_num(&b, 1, NULL), 0);
 	ASSERT_STREQ(result_str(&b, 2), "leek: script>, pid 4242"); /* the exe's base name */
 	/* The function of module 2's frames: its base name and the offset. */
@@ -425,6 +428,254 @@ TEST(clicking_the_chart_shows_that_moment)
 	browsed_free(&b);
 	free(page);
 	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* The flame graph's leaves are the report's sites: every allocation of fx-wrapper goes through its
+ * static wrapper, which the report skips (src/cli/symbols/wrappers.h), so each of its twelve
+ * callers is a leaf of the graph, holding what the report's site of it holds, and the wrapper is
+ * no frame of it (nor is malloc). */
+TEST(a_skipped_wrapper_is_no_frame)
+{
+	char dir[256], out[300], *profile, *page, name[32];
+	struct proc p;
+	struct json *doc;
+	const struct json *frames;
+	const char *wrapper;
+	struct browsed b;
+
+	tmp_dir(dir);
+	snprintf(out, sizeof(out), "%s/x.%%p.lk", dir);
+	leek_run(&p, dir, (const char *const[]){ "--period", "1", "-o", out, "--", FX_WRAPPER,
+						 "many", NULL }, 60);
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	profile = run_profile(dir);
+	doc = leek_report_json(&p, dir, (const char *const[]){ profile, NULL });
+	ASSERT_EQ(report_wrappers(doc)->len, 1);
+	wrapper = get_str(json_at(report_wrappers(doc), 0), "function");
+	page = write_page(dir, "wrapper", profile);
+	browse(&b, dir, page, "wrapper", (const char *const[]){
+		SETTLED, SLEEP,
+		"eval=[...document.querySelectorAll('#flame-graph g.frame')].map(g => {"
+		" const d = d3.select(g).datum();"
+		" return [d.data.name, d.children ? d.children.length : 0, d.value]; })",
+		NULL });
+	frames = result(&b, 0);
+	for (unsigned k = 0; k < 12; k++) {
+		bool found = false;
+		snprintf(name, sizeof(name), "fixture_wcall_%u", k);
+		for (size_t i = 0; i < frames->len; i++) {
+			const struct json *f = json_at(frames, i);
+			const char *fn = json_str(json_at(f, 0));
+			if (!fn || strcmp(fn, name) != 0)
+				continue;
+			found = true;
+			ASSERT_EQ(json_at(f, 1)->num, 0); /* a leaf */
+			/* what the report's site holds: 64 (K + 1)^2 bytes live */
+			ASSERT_EQ(json_at(f, 2)->num,
+				  get_num(find_site(doc, name), "live_bytes"));
+			ASSERT_EQ(json_at(f, 2)->num, 64 * (k + 1) * (k + 1));
+		}
+		if (!found)
+			FAIL("no frame %s in the flame graph: %s", name, b.p.out);
+	}
+	for (size_t i = 0; i < frames->len; i++) {
+		const char *fn = json_str(json_at(json_at(frames, i), 0));
+		if (fn && (strcmp(fn, wrapper) == 0 || strcmp(fn, "malloc") == 0))
+			FAIL("the flame graph has a frame %s: %s", fn, b.p.out);
+	}
+	browsed_free(&b);
+	json_free(doc);
+	proc_free(&p);
+	free(page);
+	free(profile);
+	tmp_dir_remove(dir);
+}
+
+/* `leek run --period 1 -o DIR/NAME.%p.lk -- fx-diff ARGS...`: the profile. */
+static char *run_fx_diff(const char *dir, const char *name, const char *const *args)
+{
+	const char *argv[16] = { "--period", "1", "-o" };
+	char out[300], prefix[64];
+	size_t n = 3;
+	struct proc p;
+
+	snprintf(out, sizeof(out), "%s/%s.%%p.lk", dir, name);
+	argv[n++] = out;
+	argv[n++] = "--";
+	argv[n++] = FX("fx-diff");
+	for (size_t i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	leek_run(&p, dir, argv, 60);
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	snprintf(prefix, sizeof(prefix), "%s.", name);
+	return find_one(dir, prefix, "");
+}
+
+/* `leek diff --format html -o DIR/NAME.html ARGS...`, which must succeed; the page's path. */
+static char *write_diff_page(const char *dir, const char *name, const char *const *args)
+{
+	const char *argv[16] = { "diff", "--format", "html", "-o" };
+	struct proc p;
+	size_t n = 5;
+	char *page;
+
+	if (asprintf(&page, "%s/%s.html", dir, name) < 0)
+		abort();
+	argv[4] = page;
+	for (size_t i = 0; args[i] && n < 15; i++)
+		argv[n++] = args[i];
+	argv[n] = NULL;
+	leek_exec(&p, dir, NULL, argv, 60);
+	if (p.status != 0)
+		FAIL("leek diff --format html: status %d: %s", p.status, p.err);
+	ASSERT_EQ(p.out_len, 0); /* all of it went to the file */
+	proc_free(&p);
+	return page;
+}
+
+/* The frames of the flame graph as [name, value drawn, fill], and the sites' table's rows as
+ * [function, live change as shown, its class]. */
+#define DIFF_FRAMES \
+	"eval=[...document.querySelectorAll('#flame-graph g.frame')].map(g => [" \
+	"g.getAttribute('name'), d3.select(g).datum().value, " \
+	"g.querySelector('rect').getAttribute('fill')])"
+#define DIFF_ROWS \
+	"eval=[...document.querySelectorAll('#sites-table tbody tr')].map(tr => [" \
+	"tr.querySelector('td.site span').textContent, tr.children[4].textContent, " \
+	"tr.children[4].className])"
+
+/* The result's row whose first element is name; fails if none. */
+static const struct json *row_named(const struct browsed *b, size_t i, const char *name)
+{
+	const struct json *rows = result(b, i);
+
+	for (size_t j = 0; j < rows->len; j++)
+		if (strcmp(json_str(json_at(json_at(rows, j), 0)) ?: "", name) == 0)
+			return json_at(rows, j);
+	FAIL("no %s in result %zu: %s", name, i, b->p.out);
+}
+
+/* "rgb(R, G, B)": the red and the blue. */
+static void rgb(const char *fill, int *r, int *b)
+{
+	int g;
+
+	if (sscanf(fill, "rgb(%d, %d, %d)", r, &g, b) != 3)
+		FAIL("not a colour: %s", fill);
+}
+
+/* The diff's page of fx-diff run twice in exact mode (every change a fact): it loads with no
+ * console error; its table lists the sites in the diff's ranking (the JSON's, which is the
+ * text's), the grown site marked significant and red, the vanished one blue; its flame graph
+ * shows the grown site's frame as wide as its change, red, the vanished one's blue, and a root
+ * as wide as every change added; the tooltip gives a frame's change; a screenshot is kept. */
+TEST(diff_page_shows_the_change)
+{
+	char dir[256], *a, *b, *page;
+	const struct json *sites, *f;
+	struct json *doc;
+	struct proc p;
+	struct browsed br;
+	double gross = 0, grow;
+	int red, blue;
+
+	tmp_dir(dir);
+	/* grow 100 -> 400 blocks of 64 KiB, gone 300 -> 0, new 0 -> 300; churn never live */
+	a = run_fx_diff(dir, "a", (const char *[]){ "100", "300", "0", "2000", NULL });
+	b = run_fx_diff(dir, "b", (const char *[]){ "400", "0", "300", "8000", NULL });
+	doc = leek_diff_json(&p, dir, (const char *[]){ a, b, NULL });
+	sites = json_get(doc, "sites");
+	for (size_t i = 0; i < sites->len; i++)
+		gross += fabs(get_num(diff_change(json_at(sites, i), "live"), "change_bytes"));
+	grow = get_num(diff_change(diff_site(doc, "fixture_diff_grow"), "live"), "change_bytes");
+	ASSERT_EQ(grow, 300 * 65536);
+	page = write_diff_page(dir, "diff", (const char *[]){ a, b, NULL });
+	browse(&br, dir, page, "diff", (const char *const[]){
+		SETTLED, SLEEP,
+		DIFF_ROWS,
+		DIFF_FRAMES,
+		"eval=leek.state()",
+		"hover=#flame-graph g.frame[name=fixture_diff_grow] rect@0.5,0.5",
+		"eval=document.getElementById('tooltip').textContent",
+		"eval=document.getElementById('change-table').textContent",
+		NULL });
+	/* The table: every site of the diff, in its order. */
+	ASSERT_EQ(result(&br, 0)->len, sites->len);
+	for (size_t i = 0; i < sites->len; i++)
+		ASSERT_STREQ(json_str(json_at(json_at(result(&br, 0), i), 0)),
+			     get_str(json_at(sites, i), "function"));
+	f = row_named(&br, 0, "fixture_diff_grow");
+	ASSERT_STREQ(json_str(json_at(f, 1)), "* +18.8 MiB");
+	ASSERT_CONTAINS(json_str(json_at(f, 2)), "grew significant");
+	ASSERT_CONTAINS(json_str(json_at(row_named(&br, 0, "fixture_diff_gone"), 2)), "shrank");
+	/* The flame graph: the grown site as wide as its change, red; the vanished one blue. */
+	f = row_named(&br, 1, "fixture_diff_grow");
+	ASSERT_EQ(json_at(f, 1)->num, grow);
+	rgb(json_str(json_at(f, 2)), &red, &blue);
+	ASSERT_TRUE(red > blue + 100);
+	rgb(json_str(json_at(row_named(&br, 1, "fixture_diff_gone"), 2)), &red, &blue);
+	ASSERT_TRUE(blue > red + 100);
+	ASSERT_STREQ(get_str(result(&br, 2), "metric"), "live");
+	ASSERT_EQ(result_num(&br, 2, "value"), gross);
+	ASSERT_CONTAINS(result_str(&br, 3), "fixture_diff_grow");
+	ASSERT_CONTAINS(result_str(&br, 3), "change +18.8 MiB exact");
+	ASSERT_CONTAINS(result_str(&br, 4), "significant");
+	browsed_free(&br);
+	json_free(doc);
+	proc_free(&p);
+	free(page);
+	free(a);
+	free(b);
+	tmp_dir_remove(dir);
+}
+
+/* Two moments of one profile (fx-diff phases: fixture_phase_late's 120 blocks come, 50 of
+ * fixture_phase_early's go): the page shows the late site grown, the early one shrunk, in the
+ * table and in the flame graph; a profile that cannot be read leaves no page (exit 2). */
+TEST(diff_page_of_two_moments)
+{
+	char dir[256], bad[300], out[300], *prof, *page;
+	struct proc p;
+	struct browsed br;
+	const struct json *f;
+	int red, blue;
+
+	tmp_dir(dir);
+	prof = run_fx_diff(dir, "m", (const char *[]){ "phases", NULL });
+	page = write_diff_page(dir, "moments",
+			       (const char *[]){ "--from", "0.2", "--to", "0.6", prof, NULL });
+	browse(&br, dir, page, "diff-moments", (const char *const[]){
+		SETTLED, SLEEP,
+		DIFF_ROWS,
+		DIFF_FRAMES,
+		NULL });
+	ASSERT_STREQ(json_str(json_at(json_at(result(&br, 0), 0), 0)), "fixture_phase_late");
+	ASSERT_STREQ(json_str(json_at(row_named(&br, 0, "fixture_phase_late"), 1)), "* +7.50 MiB");
+	ASSERT_STREQ(json_str(json_at(row_named(&br, 0, "fixture_phase_early"), 1)), "* -3.13 MiB");
+	f = row_named(&br, 1, "fixture_phase_late");
+	ASSERT_EQ(json_at(f, 1)->num, 120 * 65536);
+	rgb(json_str(json_at(f, 2)), &red, &blue);
+	ASSERT_TRUE(red > blue + 100);
+	f = row_named(&br, 1, "fixture_phase_early");
+	ASSERT_EQ(json_at(f, 1)->num, 50 * 65536);
+	rgb(json_str(json_at(f, 2)), &red, &blue);
+	ASSERT_TRUE(blue > red + 100);
+	browsed_free(&br);
+
+	snprintf(bad, sizeof(bad), "%s/bad.lk", dir);
+	snprintf(out, sizeof(out), "%s/out.html", dir);
+	write_file(bad, "not a profile", 13);
+	leek_exec(&p, dir, NULL, (const char *const[]){ "diff", "--format", "html", "-o", out,
+							  prof, bad, NULL }, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_EQ(count_files(dir, "out", ".html"), 0);
+	proc_free(&p);
+	free(page);
+	free(prof);
 	tmp_dir_remove(dir);
 }
 #endif

@@ -81,9 +81,9 @@ TEST(walk_order)
 	lk_tree_walk(r->tree, enter, leave, &v);
 	ASSERT_STREQ(v.order, "0:root 1:0x400090 2:0x400020 3:0x400030 2:0x400010");
 	ASSERT_EQ(v.open, 0);
-	ASSERT_EQ(lk_tree_root(r->tree)->total.value, 450);
-	ASSERT_EQ(lk_tree_root(r->tree)->child->child->total.value, 350); /* 0x400020 */
-	ASSERT_EQ(lk_tree_root(r->tree)->child->child->self.value, 300);
+	ASSERT_EQ(lk_tree_root(r->tree)->sum[0].value, 450);
+	ASSERT_EQ(lk_tree_root(r->tree)->child->child->sum[0].value, 350); /* 0x400020 */
+	ASSERT_EQ(lk_tree_root(r->tree)->child->child->sum[1].value, 300);
 	lk_report_free(r);
 
 	memset(&v, 0, sizeof(v));

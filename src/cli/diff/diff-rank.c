@@ -48,11 +48,9 @@ static const struct lk_estimate *live_of(const struct lk_diff *d, const struct l
 	return d->opts.when == LK_DIFF_PEAK ? &s->peak_bytes : &s->live_bytes;
 }
 
-/* The change from the two sides' estimates, tested on x1 and x2: the same two (profiles), or the
- * blocks that left and came (moments), whose difference is the same up to rounding. The change
- * shown is new - base exactly, with the test's interval around it. */
-static void test(const struct lk_diff *d, struct lk_diff_change *c, const struct lk_estimate *x1,
-		 const struct lk_estimate *x2)
+/* The change shown is new - base exactly, with the test's interval around it. */
+void lk_diff_test(const struct lk_diff *d, struct lk_diff_change *c, const struct lk_estimate *x1,
+		  const struct lk_estimate *x2)
 {
 	double shift;
 
@@ -67,8 +65,7 @@ static void test(const struct lk_diff *d, struct lk_diff_change *c, const struct
 	c->tested = x1->samples + x2->samples > 0; /* else there is nothing to test: p = 1 */
 }
 
-/* What was allocated between two moments: a figure, not a change. */
-static void allocated(struct lk_diff_change *c, const struct lk_estimate *e)
+void lk_diff_allocated(struct lk_diff_change *c, const struct lk_estimate *e)
 {
 	*c = (struct lk_diff_change){ .new = *e };
 	lk_estimate_finish(&c->base);
@@ -89,8 +86,8 @@ static bool compare_site(struct lk_diff *d, struct lk_diff_site *s, const struct
 		const struct lk_window *w = &n->window;
 		s->live.base = w->from_bytes;
 		s->live.new = n->live_bytes;
-		test(d, &s->live, &w->left_bytes, &w->came_bytes);
-		allocated(&s->alloc, &w->alloc_bytes);
+		lk_diff_test(d, &s->live, &w->left_bytes, &w->came_bytes);
+		lk_diff_allocated(&s->alloc, &w->alloc_bytes);
 		return s->live.base.samples + s->live.new.samples + s->alloc.new.samples > 0;
 	}
 	if (b) {
@@ -101,8 +98,8 @@ static bool compare_site(struct lk_diff *d, struct lk_diff_site *s, const struct
 		s->live.new = *live_of(d, n);
 		s->alloc.new = n->alloc_bytes;
 	}
-	test(d, &s->live, &s->live.base, &s->live.new);
-	test(d, &s->alloc, &s->alloc.base, &s->alloc.new);
+	lk_diff_test(d, &s->live, &s->live.base, &s->live.new);
+	lk_diff_test(d, &s->alloc, &s->alloc.base, &s->alloc.new);
 	return s->live.base.samples + s->live.new.samples + s->alloc.base.samples +
 		       s->alloc.new.samples > 0;
 }
@@ -220,16 +217,16 @@ static void totals(struct lk_diff *d)
 		lk_estimate_add(&d->alloc.new, &s->alloc.new);
 	}
 	if (d->opts.mode == LK_DIFF_PROFILES) {
-		test(d, &d->live, &d->live.base, &d->live.new);
-		test(d, &d->alloc, &d->alloc.base, &d->alloc.new);
+		lk_diff_test(d, &d->live, &d->live.base, &d->live.new);
+		lk_diff_test(d, &d->alloc, &d->alloc.base, &d->alloc.new);
 	} else {
 		const struct lk_report *r = d->side[0];
 		for (size_t i = 0; i < r->nsites; i++) {
 			lk_estimate_add(&left, &r->sites[i].window.left_bytes);
 			lk_estimate_add(&came, &r->sites[i].window.came_bytes);
 		}
-		test(d, &d->live, &left, &came);
-		allocated(&d->alloc, &d->alloc.new);
+		lk_diff_test(d, &d->live, &left, &came);
+		lk_diff_allocated(&d->alloc, &d->alloc.new);
 	}
 	/* One test each, so no adjustment. */
 	d->live.significant = d->live.tested && d->live.change.p <= LK_CHANGE_FDR;

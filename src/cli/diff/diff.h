@@ -1,7 +1,8 @@
 /* diff.h: what `leek diff` shows: the change at each allocation site between two profiles (or two
  * groups of profiles, each merged), or between two moments of one, with a 95% interval and
  * whether it is significant (docs/sampling.md section 12). diff.c builds, diff-rank.c tests and
- * ranks, diff-text.c and diff-json.c print; another output is one more printer of struct lk_diff.
+ * ranks, diff-text.c, diff-json.c and diff-html.c print; another output is one more printer of
+ * struct lk_diff.
  *
  * Building one: lk_diff_new(), lk_diff_add_file() per file, lk_diff_finish(). Each side is a
  * report (report.h) of its files merged, with every site kept; sites are matched across the sides
@@ -20,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "flame.h"
 #include "report.h"
 
 enum lk_diff_mode {
@@ -102,6 +104,13 @@ static inline void lk_diff_freep(struct lk_diff **d)
 	lk_diff_free(*d);
 }
 
+/* diff-rank.c: c's change, new - base, tested on x1 and x2: base and new themselves (profiles),
+ * or the blocks that left and came (moments), whose difference is the same up to rounding. */
+void lk_diff_test(const struct lk_diff *d, struct lk_diff_change *c, const struct lk_estimate *x1,
+		  const struct lk_estimate *x2);
+/* What was allocated between two moments, e, as c: a figure (new), not a change (not tested). */
+void lk_diff_allocated(struct lk_diff_change *c, const struct lk_estimate *e);
+
 /* The figure that ranks (--by) and the other one. */
 static inline const struct lk_diff_change *lk_diff_figure(const struct lk_diff_site *s,
 							  enum lk_diff_by by)
@@ -112,5 +121,10 @@ static inline const struct lk_diff_change *lk_diff_figure(const struct lk_diff_s
 /* diff-text.c, diff-json.c (docs/json.md, "leek diff"). */
 void lk_diff_text(FILE *f, const struct lk_diff *d);
 void lk_diff_json(FILE *f, const struct lk_diff *d);
+/* diff-html.c: one self-contained page (src/cli/html/page.h): both sides' summaries, a flame
+ * graph of the change and the sites' changes. The flame graph first, from the sides' stacks (0,
+ * -ENOMEM or -E2BIG: the budget), then the page; the flame graph freed before the diff. */
+int lk_diff_flame(const struct lk_diff *d, struct lk_flame **ret);
+void lk_diff_html(FILE *f, const struct lk_diff *d, const struct lk_flame *flame);
 
 #endif /* LEEK_DIFF_H */

@@ -8,6 +8,7 @@
  *   pprof.c        the pprof writer: its tables, filled as stacks come
  *   pprof-pack.c   ... and their profile.proto message, packed (protobuf-c) and gzipped
  *   folded.c       the folded-stacks writer
+ *   html.c         the HTML report's page, through a report (src/cli/html/html.h)
  */
 #ifndef LEEK_EXPORT_INTERNAL_H
 #define LEEK_EXPORT_INTERNAL_H
@@ -43,7 +44,7 @@ void lk_gzip_write(struct lk_gzip *g, const void *p, size_t n); /* errors wait i
 int lk_gzip_close(struct lk_gzip *g); /* ends the stream: 0 or the first error */
 
 /* ---- the formats ---- */
-extern const struct lk_export_format lk_export_pprof, lk_export_folded;
+extern const struct lk_export_format lk_export_pprof, lk_export_folded, lk_export_html;
 
 /* ---- pprof-pack.c ---- */
 struct lk_pprof;

@@ -20,6 +20,7 @@
 static const struct lk_export_format *const formats[] = {
 	&lk_export_pprof,
 	&lk_export_folded,
+	&lk_export_html,
 };
 
 #define NFORMATS (sizeof(formats) / sizeof(formats[0]))
@@ -117,7 +118,8 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		.no_live_list = true, /* no format shows a block: the list and its sort spared */
 	};
 	struct lk_profile *p = NULL;
-	struct lk_export_process proc = { .path = path, .number = number, .base = base };
+	struct lk_export_process proc = { .path = path, .number = number, .sym = x->sym,
+					  .base = base };
 	int r = lk_profile_load(path, &po, &p, err);
 
 	if (r < 0)
@@ -126,7 +128,7 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 	r = lk_report_add_modules(x->sym, number, p);
 	if (r >= 0) {
 		r = x->fmt->process(x->w, &proc);
-		if (r >= 0)
+		if (r >= 0 && x->fmt->stack)
 			r = lk_export_stacks(&x->st, x->sym, &proc, &x->opts, count_stack, x);
 		x->broken |= r < 0; /* the writer may have part of it */
 	}

@@ -1,5 +1,6 @@
 /* export.h: profiles written in other tools' formats (`leek export`): pprof's profile.proto
- * (pprof.c, pprof-pack.c) and the folded stacks of flame graphs (folded.c).
+ * (pprof.c, pprof-pack.c), the folded stacks of flame graphs (folded.c), and the HTML report's
+ * page (html.c: a report, src/cli/html/html.h).
  *
  * Every format is fed the same way, by one step that any writer can call: lk_export_stacks()
  * hands out each stack of a loaded profile, symbolized (every inlined frame included) with its
@@ -70,6 +71,7 @@ struct lk_export_process {
 	const char *path;
 	const struct lk_profile *profile; /* header, totals, modules (lk_profile_modules) */
 	uint32_t number;                  /* its modules' profile number in the symbolizer */
+	struct lk_symbolizer *sym;        /* the session's, where they are registered */
 	bool base;                        /* from --base: a diff's base, whose values a writer
 					   * subtracts */
 };
@@ -115,14 +117,15 @@ struct lk_export_format {
 			     * stdout */
 	bool takes_base;    /* --base: a diff */
 	bool takes_value;   /* --value: writes one of the four values */
+	const char *no_base; /* without takes_base: why, for --base's message */
 	int (*open)(const struct lk_export_opts *o, void **ret);
 	int (*process)(void *w, const struct lk_export_process *p);
-	lk_export_stack_fn *stack;
+	lk_export_stack_fn *stack; /* NULL: the writer reads the profile in process() */
 	int (*write)(void *w, FILE *f); /* f's errors are the caller's to check */
 	void (*close)(void *w);         /* accepts NULL */
 };
 
-/* The format named name, or NULL; lk_export_format_names() lists them ("pprof, folded"). */
+/* The format named name, or NULL; lk_export_format_names() lists them ("pprof, folded, html"). */
 const struct lk_export_format *lk_export_format_find(const char *name);
 const char *lk_export_format_names(void);
 

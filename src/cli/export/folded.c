@@ -123,6 +123,7 @@ const struct lk_export_format lk_export_folded = {
 	.binary = false,
 	.takes_base = false,
 	.takes_value = true,
+	.no_base = "folded has no negative values: compare two folded files instead",
 	.open = folded_open,
 	.process = folded_process,
 	.stack = folded_stack,

@@ -1,5 +1,5 @@
-/* assets.h: the files the HTML report writes into every page, compiled into leek by
- * embed-assets.py (src/cli/html/meson.build): the page's own skeleton, code and style (page/)
+/* assets.h: the files the HTML pages are made of (page.c), compiled into leek by
+ * embed-assets.py (src/cli/html/meson.build): the pages' own skeletons, code and style (page/)
  * and the vendored libraries (third_party/). None holds "</script", "</style" or "<!--": the
  * build checks. Each has its length and its SHA-256 in base64, for the page's
  * Content-Security-Policy.
@@ -14,9 +14,12 @@
 	extern const size_t lk_asset_##name##_len;                                                 \
 	extern const char lk_asset_##name##_sha256[]
 
-LK_ASSET(page_html);   /* page/page.html: the body's skeleton */
-LK_ASSET(page_css);    /* page/page.css */
-LK_ASSET(page_js);     /* page/page.js: reads the data, draws the page */
+LK_ASSET(page_css);    /* page/page.css: the pages' own style */
+LK_ASSET(common_js);   /* page/common.js: what the pages' code shares */
+LK_ASSET(report_html); /* page/report.html: the report's skeleton */
+LK_ASSET(report_js);   /* page/report.js: reads the report's data, draws its page */
+LK_ASSET(diff_html);   /* page/diff.html, diff.js: the diff's */
+LK_ASSET(diff_js);
 LK_ASSET(d3_js);       /* third_party/d3 */
 LK_ASSET(flame_js);    /* third_party/d3-flame-graph */
 LK_ASSET(uplot_js);    /* third_party/uplot */

@@ -442,156 +442,106 @@ static __attribute__((noinline)) int run_end(struct lk_reader *r, struct lk_reco
 	return k < 0 ? k : lk_merge_next(r, rec);
 }
 
-/* A run's FREE_FIXED of block `block`, at s->pos, goes out as *rec. */
-static inline int run_free(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec,
-			   uint64_t block)
-{
-	uint64_t out = lk_merge_time(m, s->time);
-
-	*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = s->offset + s->pos, .time_ns = out,
-				   .free = { .tid = s->tid, .block = block } };
-	m->time_out = out;
-	s->prev = block;
-	s->pos += LK_FREE_FIXED_SIZE;
-	return 1;
-}
-
 /* A FREE of a block that is not s's own: where_for() == READY for it. */
 static bool others_ready(struct lk_merge *m, uint64_t block)
 {
 	return !allocator_of(m, block) && (block <= m->blocks_out || m->cut);
 }
 
-/* A run's FREE_FIXED of a block that is not s's own: it goes out if it is READY. */
-static __attribute__((noinline)) int run_free_other(struct lk_reader *r, struct lk_record *rec,
-						    uint64_t block)
-{
-	struct lk_merge *m = &r->merge;
-
-	if (!others_ready(m, block))
-		return run_end(r, rec);
-	return run_free(m, m->run, rec, block);
-}
-
-/* Whether a run's ALLOC_FIXED (its record as a word) goes as the run's: READY, and lets no waiter
- * go. */
-static inline bool run_alloc_goes(const struct lk_merge *m, const struct lk_seg *s, uint64_t word)
-{
-	uint64_t stack = word >> 24 & 0xffff;
-
-	return (stack <= m->stacks_out || m->cut) && !(s->kids.n && s->last + 1 >= s->wait_lo);
-}
-
-/* A run's ALLOC_FIXED, at s->pos, goes out as *rec. */
-static inline void run_alloc(struct lk_merge *m, struct lk_seg *s, struct lk_record *rec,
-			     uint64_t word)
-{
-	uint64_t out = lk_merge_time(m, s->time), block = s->last + 1, stack = word >> 24 & 0xffff;
-
-	stack = stack <= m->stacks_out ? stack : 0; /* cut: let_go() */
-	*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
-				   .time_ns = out,
-				   .alloc = { .tid = s->tid, .block = block, .size = word >> 8 & 0xffff,
-					      .stack = stack } };
-	m->time_out = out;
-	s->last = block;
-	s->next_alloc = block + 1;
-	s->pos += LK_ALLOC_FIXED_SIZE;
-}
-
 /* After the first record, s's head, decoded by start_run()'s caller, a run takes each record
  * straight from the body, without decoding it into s->head first: s->pos is at the record to go
  * out, and s->time, last and prev are the body's state before it. Only ALLOC_FIXED and FREE_FIXED,
  * nearly all of the records of an exact profile's bodies, go this way, at dt 0, so at s->time,
- * the first one's time; anything else, and a record that the run does not take (start_run()),
- * ends it (run_end()). s's min stays what it was (set_min() would give it again). Every call here
- * is a tail call, so that the records cost no frame. */
-int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
+ * the first one's time: an ALLOC_FIXED if its stack has gone out (or the main stream is cut:
+ * let_go()) and it lets no waiter go (start_run()), a FREE_FIXED of s's own block, and, if
+ * `others`, one of another segment's block that others_ready(). Anything else, and the end of
+ * the body, ends the run (run_end()); s's min stays what it was (set_min() would give it again).
+ *
+ * Up to n records into rec[]: the number taken, 0 if the record at s->pos does not go this way.
+ * The one decoding of a run's records: lk_merge_run() takes one a call, without `others`, so
+ * that nothing here is called and a record costs no frame (a FREE of another segment's block
+ * goes to run_other()); lk_merge_run_many() several, with `others`. Always inlined, so that each
+ * gets its own code; rec is restrict so that what is read of s and m need not be loaded again
+ * after each record written (-fno-strict-aliasing would have a compiler assume it may change).
+ * Both read the body's state in s rather than in locals: a single record then loads only what
+ * its path needs (docs/performance.md, "Reading profiles"). */
+static inline __attribute__((always_inline)) size_t run_take(struct lk_merge *m,
+							     struct lk_record *restrict rec,
+							     size_t n, bool others)
 {
-	struct lk_merge *m = &r->merge;
 	struct lk_seg *s = m->run;
-	uint64_t word, block;
-
-	if (m->run_head) { /* the first one: release() lets nothing go (start_run()) */
-		m->run_head = false;
-		emit(m, s, rec);
-		return 1;
-	}
-	if (s->pos >= s->end)
-		return run_end(r, rec);
-	memcpy(&word, s->body + s->pos, 8); /* LK_SEG_PAD */
-	word = le64toh(word);
-	switch (word & 0xff) {
-	case LK_REC_ALLOC_FIXED:
-		if (!run_alloc_goes(m, s, word))
-			return run_end(r, rec);
-		run_alloc(m, s, rec, word);
-		return 1;
-	case LK_REC_FREE_FIXED:
-		block = lk_free_block(s->last, s->prev, word >> 8 & 0xffff);
-		if (block - s->first >= s->next_alloc - s->first)
-			return run_free_other(r, rec, block);
-		return run_free(m, s, rec, block);
-	default:
-		return run_end(r, rec);
-	}
-}
-
-/* lk_merge_run()'s records, several at a time: the same tests, with the body's state in locals
- * (the records written would make a compiler load it again each time), written back at the end,
- * and before others_ready() reads s->next_alloc. */
-size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n)
-{
-	struct lk_merge *m = &r->merge;
-	struct lk_seg *s = m->run;
-	const uint8_t *body = s->body;
-	uint64_t last = s->last, prev = s->prev, next = s->next_alloc, first = s->first;
-	uint64_t offset = s->offset, tid = s->tid, stacks = m->stacks_out, wait_lo = s->wait_lo;
 	uint64_t out = lk_merge_time(m, s->time); /* every record's: s->time does not change */
-	uint32_t pos = s->pos, end = s->end;
-	bool kids = s->kids.n > 0, cut = m->cut;
 	size_t i = 0;
 
-	if (m->run_head)
-		return 0;
-	for (; i < n && pos < end; i++) {
+	for (; i < n && s->pos < s->end; i++) {
 		uint64_t word, block, stack;
-		memcpy(&word, body + pos, 8); /* LK_SEG_PAD */
+		memcpy(&word, s->body + s->pos, 8); /* LK_SEG_PAD */
 		word = le64toh(word);
 		if ((word & 0xff) == LK_REC_ALLOC_FIXED) {
 			stack = word >> 24 & 0xffff;
-			if ((stack > stacks && !cut) || (kids && last + 1 >= wait_lo))
-				break; /* run_alloc_goes() */
-			block = ++last;
-			next = block + 1;
-			rec[i] = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset + pos,
+			if ((stack > m->stacks_out && !m->cut) ||
+			    (s->kids.n && s->last + 1 >= s->wait_lo))
+				break; /* its stack is not out yet; it would let a waiter go */
+			block = ++s->last;
+			s->next_alloc = block + 1;
+			rec[i] = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
 						     .time_ns = out,
-						     .alloc = { .tid = tid, .block = block,
+						     .alloc = { .tid = s->tid, .block = block,
 								.size = word >> 8 & 0xffff,
-								.stack = stack <= stacks ? stack : 0 } };
-			pos += LK_ALLOC_FIXED_SIZE;
+								/* 0: cut (let_go()) */
+								.stack = stack <= m->stacks_out ? stack
+												: 0 } };
+			s->pos += LK_ALLOC_FIXED_SIZE;
 			continue;
 		}
 		if ((word & 0xff) != LK_REC_FREE_FIXED)
 			break;
-		block = lk_free_block(last, prev, word >> 8 & 0xffff);
-		if (block - first >= next - first) {
-			s->next_alloc = next;
-			if (!others_ready(m, block))
-				break;
-		}
-		prev = block;
-		rec[i] = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset + pos,
-					     .time_ns = out, .free = { .tid = tid, .block = block } };
-		pos += LK_FREE_FIXED_SIZE;
+		block = lk_free_block(s->last, s->prev, word >> 8 & 0xffff);
+		if (block - s->first >= s->next_alloc - s->first &&
+		    (!others || !others_ready(m, block)))
+			break; /* another segment's block, not ready (or for run_other()) */
+		s->prev = block;
+		rec[i] = (struct lk_record){ .tag = LK_REC_FREE, .offset = s->offset + s->pos,
+					     .time_ns = out, .free = { .tid = s->tid, .block = block } };
+		s->pos += LK_FREE_FIXED_SIZE;
 	}
-	s->pos = pos;
-	s->last = last;
-	s->prev = prev;
-	s->next_alloc = next;
 	if (i)
 		m->time_out = out;
 	return i;
+}
+
+/* The record at s->pos, which run_take() without `others` did not take: a FREE of another
+ * segment's block that others_ready() lets go (rare: a thread's frees are mostly of its own
+ * blocks), or the run's end. noinline, as run_end(): the records before it cost no frame. */
+static __attribute__((noinline)) int run_other(struct lk_reader *r, struct lk_record *rec)
+{
+	if (run_take(&r->merge, rec, 1, true))
+		return 1;
+	return run_end(r, rec);
+}
+
+/* The run's next record: its head first (release() lets nothing go: start_run()), then the
+ * body's records that run_take() gives. Its calls are tail calls, so that the records cost no
+ * frame. */
+int lk_merge_run(struct lk_reader *r, struct lk_record *rec)
+{
+	struct lk_merge *m = &r->merge;
+
+	if (m->run_head) {
+		m->run_head = false;
+		emit(m, m->run, rec);
+		return 1;
+	}
+	if (run_take(m, rec, 1, false))
+		return 1;
+	return run_other(r, rec);
+}
+
+size_t lk_merge_run_many(struct lk_reader *r, struct lk_record *rec, size_t n)
+{
+	if (r->merge.run_head)
+		return 0; /* lk_merge_run() gives the head */
+	return run_take(&r->merge, rec, n, true);
 }
 
 /* The main stream has handed out more: what was parked until then is placed again. */

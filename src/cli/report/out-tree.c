@@ -60,6 +60,7 @@ static void text_node(const struct lk_tree_node *n, unsigned depth, void *ctx)
 {
 	struct text *t = ctx;
 	bool objects = t->r->opts.objects;
+	struct lk_estimate total, self;
 	char a[32], b[64], c[32];
 
 	if (depth >= t->nlast) {
@@ -72,10 +73,12 @@ static void text_node(const struct lk_tree_node *n, unsigned depth, void *ctx)
 	}
 	if (depth < t->nlast)
 		t->last[depth] = !n->next;
+	lk_tree_total(t->r->tree, n, 0, &total);
+	lk_tree_self(t->r->tree, n, 0, &self);
 	fprintf(t->f, "%11s  %-22s %5.1f%% %8" PRIu64 " %11s  ",
-		fmt_est(a, sizeof(a), &n->total, objects), fmt_ci(b, sizeof(b), &n->total, objects),
-		t->view_total > 0 ? 100 * n->total.value / t->view_total : 0, n->total.samples,
-		fmt_est(c, sizeof(c), &n->self, objects));
+		fmt_est(a, sizeof(a), &total, objects), fmt_ci(b, sizeof(b), &total, objects),
+		t->view_total > 0 ? 100 * total.value / t->view_total : 0, total.samples,
+		fmt_est(c, sizeof(c), &self, objects));
 	if (!n->frame) {
 		fputs("(all stacks)\n", t->f);
 		return;
@@ -142,6 +145,7 @@ void lk_text_tree(FILE *f, const struct lk_report *r)
 
 struct json_out {
 	FILE *f;
+	const struct lk_tree *tree;
 	unsigned indent;
 	double view_total;
 };
@@ -170,6 +174,7 @@ static void json_node(const struct lk_tree_node *n, unsigned depth, void *ctx)
 {
 	const struct json_out *j = ctx;
 	const struct lk_sym_frame *fr = n->frame;
+	struct lk_estimate total, self;
 	FILE *f = j->f;
 
 	if (depth) /* the root is the value of "root" */
@@ -186,12 +191,14 @@ static void json_node(const struct lk_tree_node *n, unsigned depth, void *ctx)
 	put_str(f, "module", fr ? fr->module : NULL);
 	fprintf(f, ", \"inlined\": %s, \"allocator\": %s",
 		fr && fr->inlined ? "true" : "false", fr && n->func & LK_FUNC_ALLOC ? "true" : "false");
-	json_estimate(f, "total", &n->total);
+	lk_tree_total(j->tree, n, 0, &total);
+	lk_tree_self(j->tree, n, 0, &self);
+	json_estimate(f, "total", &total);
 	fprintf(f, ", \"samples\": %" PRIu64 ", \"too_few_samples\": %s, \"share\": ",
-		n->total.samples, n->total.too_few ? "true" : "false");
-	lk_json_write_number(f, j->view_total > 0 ? n->total.value / j->view_total : 0, 6);
-	json_estimate(f, "self", &n->self);
-	fprintf(f, ", \"self_samples\": %" PRIu64 ", \"children\": [%s", n->self.samples,
+		total.samples, total.too_few ? "true" : "false");
+	lk_json_write_number(f, j->view_total > 0 ? total.value / j->view_total : 0, 6);
+	json_estimate(f, "self", &self);
+	fprintf(f, ", \"self_samples\": %" PRIu64 ", \"children\": [%s", self.samples,
 		n->child ? "" : "]}");
 }
 
@@ -206,7 +213,8 @@ static void json_leave(const struct lk_tree_node *n, unsigned depth, void *ctx)
 void lk_json_tree(FILE *f, unsigned indent, const struct lk_report *r)
 {
 	const struct lk_estimate *total = r->opts.objects ? &r->view_objects : &r->view_bytes;
-	struct json_out j = { .f = f, .indent = indent, .view_total = total->value };
+	struct json_out j = { .f = f, .tree = r->tree, .indent = indent,
+			      .view_total = total->value };
 
 	lk_tree_walk(r->tree, json_node, json_leave, &j);
 }

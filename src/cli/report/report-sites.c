@@ -143,18 +143,6 @@ static int find_wrappers(struct lk_report *r)
 	return k;
 }
 
-/* Each function of r in all's numbering, into ids (r->funcs.n of them). */
-static int number_funcs(struct lk_funcs *all, const struct lk_report *r, uint32_t *ids)
-{
-	for (size_t f = 0; f < r->funcs.n; f++) {
-		int k = lk_funcs_get(all, lk_funcs_frame(&r->funcs, (uint32_t)f), &ids[f]);
-		if (k < 0)
-			return k;
-		ids[f] = LK_FUNC_ID(ids[f]);
-	}
-	return 0;
-}
-
 /* The reports' stacks as the rule sees them, their function ids in all's numbering (ids[i] for
  * report i) and their allocator flags their own, into s and funcs (every frame, in order). */
 static void joint_stacks(struct lk_report *const *r, size_t n, uint32_t *const *ids,
@@ -192,7 +180,7 @@ int lk_report_share_wrappers(struct lk_report *const *r, size_t n)
 		if (!(ids[i] = lk_budget_malloc((r[i]->funcs.n ? r[i]->funcs.n : 1) * sizeof(**ids))))
 			k = -errno;
 		else
-			k = number_funcs(&all, r[i], ids[i]);
+			k = lk_funcs_map(&all, &r[i]->funcs, ids[i]);
 	}
 	if (k >= 0 && (!(s = lk_budget_malloc((nstacks ? nstacks : 1) * sizeof(*s))) ||
 		       !(funcs = lk_budget_malloc((nframes ? nframes : 1) * sizeof(*funcs)))))
@@ -216,6 +204,14 @@ int lk_report_share_wrappers(struct lk_report *const *r, size_t n)
 	return k;
 }
 
+size_t lk_report_stack_site(const struct lk_report *r, const struct lk_report_stack *st)
+{
+	size_t at = lk_wrappers_next(&r->wrappers, st->funcs, st->n, st->alloc_at);
+
+	return at < st->n ? at : st->alloc_at; /* nothing past the allocator and the wrappers: as
+						* before them */
+}
+
 int lk_report_sites(struct lk_report *r)
 {
 	struct slots t = {};
@@ -223,13 +219,11 @@ int lk_report_sites(struct lk_report *r)
 
 	for (size_t i = 0; i < r->nstacks && k >= 0; i++) {
 		const struct lk_report_stack *st = &r->stacks[i];
-		size_t at = lk_wrappers_next(&r->wrappers, st->funcs, st->n, st->alloc_at);
+		size_t at = lk_report_stack_site(r, st);
 		struct lk_report_site *s;
 
 		if (st->filtered)
 			continue;
-		if (at >= st->n) /* nothing past the allocator and the wrappers: as before them */
-			at = st->alloc_at;
 		s = find_site(r, &t, st, at);
 		if (!s)
 			k = -errno;

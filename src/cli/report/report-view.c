@@ -186,13 +186,23 @@ static int merge_timelines(struct lk_report *r)
 	return 0;
 }
 
+/* The tree view's one figure: the view's, in bytes or objects. */
+static void view_figure(void *ctx, size_t report, const struct lk_report_stack *st,
+			const struct lk_estimate **e)
+{
+	const struct lk_report_opts *o = ctx;
+
+	(void)report;
+	e[0] = o->objects ? LK_VIEW_FIGURE(st, o->view, objects) : LK_VIEW_FIGURE(st, o->view, bytes);
+}
+
 /* The tree view: the call tree of the view's figure, pruned by --min-share of its total. */
 static int make_tree(struct lk_report *r)
 {
-	const struct lk_tree_opts o = { .view = r->opts.view, .objects = r->opts.objects,
-					.inverted = r->opts.inverted };
+	const struct lk_tree_opts o = { .figures = view_figure, .ctx = &r->opts, .nfigures = 1,
+					.self = true, .inverted = r->opts.inverted };
 	const struct lk_estimate *total = r->opts.objects ? &r->view_objects : &r->view_bytes;
-	int k = lk_tree_build(r, &o, &r->tree);
+	int k = lk_tree_build((const struct lk_report *const[]){ r }, 1, &o, &r->tree);
 
 	if (k < 0)
 		return k;

@@ -22,6 +22,7 @@
 
 /* A kept stack's block: its frames, then their function ids. */
 #define STACK_FRAME_BYTES (sizeof(struct lk_sym_frame *) + sizeof(uint32_t))
+#define SERIES_BYTES (sizeof(((struct lk_stack_stats *)0)->series)) /* opts.series */
 
 struct lk_report_index {
 	struct lk_site_stack st; /* the stack being added, symbolized */
@@ -71,6 +72,7 @@ struct lk_report *lk_report_free(struct lk_report *r)
 	for (size_t i = 0; i < r->nstacks; i++) {
 		lk_budget_free(r->stacks[i].frames, r->stacks[i].n * STACK_FRAME_BYTES);
 		lk_budget_free(r->stacks[i].window, sizeof(*r->stacks[i].window));
+		lk_budget_free(r->stacks[i].series, SERIES_BYTES);
 	}
 	lk_budget_free(r->stacks, (r->index ? r->index->stacks_cap : 0) * sizeof(*r->stacks));
 	lk_budget_free(r->sites, r->sites_cap * sizeof(*r->sites));
@@ -157,10 +159,12 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 {
 	struct lk_report_index *x = r->index;
 	struct lk_report_stack *s;
-	const struct lk_sym_frame **frames;
-	uint32_t *funcs;
+	const struct lk_sym_frame **frames = NULL;
+	uint32_t *funcs = NULL;
 	struct lk_window *window = NULL;
+	double *series = NULL;
 	size_t alloc_at = n;
+	int k = 0;
 
 	if (n > UINT32_MAX)
 		return -E2BIG;
@@ -174,22 +178,23 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 	}
 	if (p->window && !(window = lk_budget_malloc(sizeof(*window))))
 		return -errno;
-	frames = lk_budget_malloc(n * STACK_FRAME_BYTES);
-	if (!frames) {
-		lk_budget_free(window, sizeof(*window));
-		return -errno;
+	if ((r->opts.series && !(series = lk_budget_malloc(SERIES_BYTES))) ||
+	    !(frames = lk_budget_malloc(n * STACK_FRAME_BYTES))) {
+		k = -errno;
+	} else {
+		memcpy(frames, x->st.frames, n * sizeof(*frames));
+		funcs = (uint32_t *)(frames + n);
 	}
-	memcpy(frames, x->st.frames, n * sizeof(*frames));
-	funcs = (uint32_t *)(frames + n);
-	for (size_t i = 0; i < n; i++) {
-		int k = lk_funcs_get(&r->funcs, frames[i], &funcs[i]);
-		if (k < 0) {
-			lk_budget_free(frames, n * STACK_FRAME_BYTES);
-			lk_budget_free(window, sizeof(*window));
-			return k;
-		}
-		if (alloc_at == n && !(funcs[i] & LK_FUNC_ALLOC))
+	for (size_t i = 0; i < n && k >= 0; i++) {
+		k = lk_funcs_get(&r->funcs, frames[i], &funcs[i]);
+		if (k >= 0 && alloc_at == n && !(funcs[i] & LK_FUNC_ALLOC))
 			alloc_at = i;
+	}
+	if (k < 0) {
+		lk_budget_free(frames, n * STACK_FRAME_BYTES);
+		lk_budget_free(series, SERIES_BYTES);
+		lk_budget_free(window, sizeof(*window));
+		return k;
 	}
 	r->stacks[r->nstacks++] = (struct lk_report_stack){
 		.frames = frames,
@@ -208,9 +213,12 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 		.growth = p->growth,
 		.oldest_age_ns = -1,
 		.window = window,
+		.series = series,
 	};
 	if (window)
 		*window = *p->window;
+	if (series)
+		memcpy(series, p->series, SERIES_BYTES);
 	return 0;
 }
 
@@ -292,13 +300,6 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		n = r->index->st.n;
 		filtered = !lk_site_wanted(r->opts.filter, r->index->st.frames, n);
 		r->stacks_filtered += filtered;
-		/* The hook sees the site the allocator list picks: the wrappers the stacks reveal
-		 * are known only once every stack is in (lk_report_finish). */
-		if (!filtered && r->opts.on_stack &&
-		    (k = r->opts.on_stack->fn(r->opts.on_stack->ctx, profile, r->index->st.frames, n,
-					      lk_site_pick(r->opts.filter, r->index->st.frames, n),
-					      &st[i])) < 0)
-			break;
 		k = keep_stack(r, &st[i], n, filtered);
 		if (k >= 0 && r->opts.view == LK_VIEW_OLD)
 			k = lk_u64map_put(&site_of, st[i].id, r->nstacks - 1);

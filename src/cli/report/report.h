@@ -46,18 +46,6 @@ const char *lk_view_name(enum lk_view v);
 int lk_view_from_name(const char *name); /* enum lk_view, or -EINVAL */
 const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "unknown" */
 
-/* A consumer of every stack a report keeps (after --focus and --ignore), such as the flame graph
- * of the HTML report (src/cli/html/flame.h): lk_report_add() calls fn with the stack's frames,
- * symbolized and flattened, innermost first (frames[site] its site, as site.h picks it), its
- * estimates, and the symbolizer's number for its profile. The frames stay valid as long as the
- * report and its symbolizer; the stats only during the call. A negative return stops
- * lk_report_add() with it (-E2BIG: the memory budget, reported as the sites' is). */
-struct lk_report_stack_hook {
-	int (*fn)(void *ctx, uint32_t profile, const struct lk_sym_frame *const *frames, size_t n,
-		  size_t site, const struct lk_stack_stats *st);
-	void *ctx;
-};
-
 struct lk_report_opts {
 	enum lk_view view;
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
@@ -74,8 +62,9 @@ struct lk_report_opts {
 			   * the view's figure alone, and need not symbolize every stack) */
 	bool all_sites;   /* keep the sites with nothing in the view too (`leek diff`: a site may
 			   * have changed in another figure, or on the other side) */
+	bool series;      /* keep each stack's live bytes over time (lk_report_stack.series):
+			   * the HTML report's flame graph of a moment */
 	const struct lk_site_filter *filter;
-	const struct lk_report_stack_hook *on_stack; /* NULL: none */
 };
 
 /* One stack of a section, symbolized and kept until the report is freed: the sites, the tree
@@ -96,6 +85,9 @@ struct lk_report_stack {
 						  * end of its profile; -1 if none */
 	struct lk_window *window;                /* lk_profile_opts.window: a copy of the
 						  * stack's (from the budget); else NULL */
+	double *series;                          /* opts.series: a copy of the stack's
+						  * (LK_TIMELINE_BUCKETS points, from the budget);
+						  * else NULL */
 };
 
 /* "tree" for a tree (opts.tree), else the view's name. */
@@ -176,6 +168,10 @@ int lk_report_finish(struct lk_report *r, char **err);
 int lk_report_rename(struct lk_report *r, size_t i, const char *path);
 int lk_report_rank(struct lk_report *r); /* report-view.c: lk_report_finish() without the cleanup */
 int lk_report_sites(struct lk_report *r); /* report-sites.c: the sites of r's stacks, unranked */
+/* report-sites.c: where stack st of r has its site: its first frame past the allocator's that is
+ * not a wrapper r skips (after lk_report_finish, or lk_report_share_wrappers), or alloc_at if
+ * every frame past the allocator's is one. */
+size_t lk_report_stack_site(const struct lk_report *r, const struct lk_report_stack *st);
 /* report-sites.c: the wrappers that the stacks of n reports reveal together, as each report's
  * (`leek diff`: its two sides skip the same frames, so that a site's key means the same on both).
  * The rule runs once over every stack of them all, on one numbering of their functions; each

@@ -97,3 +97,14 @@ int lk_funcs_get(struct lk_funcs *t, const struct lk_sym_frame *frame, uint32_t 
 	*ret = id;
 	return 0;
 }
+
+int lk_funcs_map(struct lk_funcs *t, const struct lk_funcs *from, uint32_t *ids)
+{
+	for (size_t f = 0; f < from->n; f++) {
+		int k = lk_funcs_get(t, from->first[f], &ids[f]);
+		if (k < 0)
+			return k;
+		ids[f] = LK_FUNC_ID(ids[f]);
+	}
+	return 0;
+}

@@ -41,6 +41,10 @@ void lk_funcs_done(struct lk_funcs *t);
  * must outlive t (frames from the symbolizer or lk_site_stack do). 0, -ENOMEM or -E2BIG. */
 int lk_funcs_get(struct lk_funcs *t, const struct lk_sym_frame *frame, uint32_t *ret);
 
+/* Each function of from in t's numbering, into ids[0 .. from->n) (ids without the allocator
+ * flag): the same functions of several reports under one numbering. 0, -ENOMEM or -E2BIG. */
+int lk_funcs_map(struct lk_funcs *t, const struct lk_funcs *from, uint32_t *ids);
+
 static inline const struct lk_sym_frame *lk_funcs_frame(const struct lk_funcs *t, uint32_t id)
 {
 	return t->first[LK_FUNC_ID(id)];
