@@ -16,7 +16,7 @@
  * that record's slot, and takes it with no lock: a record is one live thread's at a time, and
  * the atomic exchange of a try-lock, a full barrier behind all the stores of the sample before,
  * was a seventh of exact mode's common sample on redis-server with I/O threads (docs/
- * performance.md, "Threads"). Any other thread takes one of KEPT_SHARED slots by its id: with no
+ * performance.md, "Exact mode against heaptrack"). Any other thread takes one of KEPT_SHARED slots by its id: with no
  * lock while the process has one thread, else with a try-lock; two threads that share one cost
  * each other a shortcut, never a wrong stack. A fork's child may inherit a slot half changed by a
  * thread that the fork left behind: the child begins a new epoch, and a slot of an older one is
