@@ -2,7 +2,7 @@
  *
  * Each line votes for the parsers that take it as a record (mtrace.c, kdump.c): a line either
  * parser calls malformed votes for neither. The format with more votes wins, if it has at least
- * half of the lines, so that a trace that starts with a few damaged lines is still recognized
+ * a quarter of the lines, so that a trace that starts with a few damaged lines is still recognized
  * and a file that is neither is refused rather than read as a trace full of malformed lines. A
  * kdump line never parses as mtrace (it starts with a number) and an mtrace line never as kdump
  * (no record type), so a tie can only be between lines that neither takes.
@@ -32,11 +32,11 @@ int lk_import_detect(const char *const *lines, size_t n, enum lk_import_format *
 		         strspn(lines[i], " ") < len && lines[i][strspn(lines[i], " ")] >= '0' &&
 		         lines[i][strspn(lines[i], " ")] <= '9';
 	}
-	if (mtrace > kdump && 2 * mtrace >= n) {
+	if (mtrace > kdump && 4 * mtrace >= n) {
 		*ret = LK_IMPORT_MTRACE;
 		return 0;
 	}
-	if (kdump > mtrace && 2 * kdump >= n) {
+	if (kdump > mtrace && 4 * kdump >= n) {
 		*ret = LK_IMPORT_KDUMP;
 		return 0;
 	}
