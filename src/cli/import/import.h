@@ -162,9 +162,11 @@ int lk_import_binaries_resolve(struct lk_import_binaries *bs, struct lk_import_c
  * one on every line: the count says how many, the first ones where. */
 #define LK_IMPORT_WARNINGS_KEPT 1000
 /* Addresses freed that are remembered, to tell a double free from a free of an address never
- * allocated: 16 bytes each in the map, so at most 64 MiB. Past it the map starts again, and a
- * double free of an address forgotten that way is reported as never allocated. */
-#define LK_IMPORT_FREED_MAX (4u << 20)
+ * allocated: the map's table takes 24 bytes a slot, at most twice this many slots, so at most
+ * 12 MiB. An allocator reuses its addresses, so in a real trace this covers far more frees than
+ * it holds. Past it the map starts again, and a double free of an address forgotten that way is
+ * reported as a free of an address never allocated. */
+#define LK_IMPORT_FREED_MAX (256u << 10)
 
 enum lk_import_warn {
 	LK_WARN_DOUBLE_FREE,     /* a free of an address freed before and not allocated since */
