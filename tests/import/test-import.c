@@ -449,3 +449,89 @@ TEST(random_trace_against_the_mtrace_script)
 	proc_free(&p);
 	tmp_dir_remove(dir);
 }
+
+/* Lines of either format damaged at random (bytes replaced, cut, repeated) and random bytes:
+ * the import never crashes (ASan checks this binary's leek too), and ends with 0 or 1. */
+TEST(damaged_traces_never_crash)
+{
+	static const char *const seeds[] = {
+	    "@ ./mt_pie:[0x11da] + 0x55fe324d14a0 0x64\n",
+	    "@ /lib/libc.so.6:(__strdup+1a)[0x9e9aa] + 0x55fe324d12a0 0x6\n",
+	    "@ ./mt_pie:[0x1210] < 0x55fe324d14a0\n@ ./mt_pie:[0x1210] > 0x55fe324d1630 0x3e8\n",
+	    "- 0x55fe324d1630\n! 0x10 0x20\n= Start\n",
+	    " 12146 100 a.out    1224066908.225975 USER  0x8101080 = malloc(100)\n",
+	    " 12146 a.out    USER  0x8105000 = realloc(0x8101080, 4096)\n",
+	    " 12146 a.out    USER  free(0x8103300)\n 12146 a.out    USER  malloc_init()\n",
+	};
+	char dir[256], path[512];
+	uint64_t rng = 7;
+
+	tmp_dir(dir);
+	for (int round = 0; round < 24; round++) {
+		char *text = calloc(1, 1 << 16);
+		size_t n = 0;
+		ASSERT_TRUE(text);
+		/* one format per file, so that detection has something to find half the time */
+		unsigned base = round % 2 ? 4 : 0, span = round % 2 ? 3 : 4;
+		while (n < (1 << 16) - 200) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			const char *s = seeds[base + (rng >> 33) % span];
+			size_t len = strlen(s);
+			memcpy(text + n, s, len);
+			for (int k = 0; k < 3; k++) {
+				rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+				if ((rng >> 60) < 6)
+					text[n + (rng >> 20) % len] = (char)(rng >> 8);
+			}
+			n += len;
+		}
+		trace(path, dir, "d.trace", text);
+		struct proc p = {0};
+		import(&p, dir, (const char *[]){path, NULL});
+		ASSERT_TRUE(p.status <= 2);
+		if (p.status == 2)
+			ASSERT_CONTAINS(p.err, "neither an mtrace nor a kdump trace");
+		proc_free(&p);
+		import(&p, dir,
+		       (const char *[]){"-f", round % 2 ? "kdump" : "mtrace", "-f", "json", "-vv",
+		                        path, NULL});
+		ASSERT_TRUE(p.status == 0 || p.status == 1);
+		json_free(parse(&p));
+		proc_free(&p);
+		free(text);
+	}
+	tmp_dir_remove(dir);
+}
+
+/* A trace of a million allocations, each freed before the next, at addresses that never repeat:
+ * memory follows the live set (one block) and the freed addresses remembered (import.h), not
+ * the trace's 2 million lines. */
+TEST(memory_follows_the_live_set)
+{
+	char dir[256], path[512];
+	struct proc p = {0};
+	FILE *f;
+
+	if (!leek_library)
+		SKIP("a sanitizer build: its shadow memory is not leek's");
+	tmp_dir(dir);
+	snprintf(path, sizeof(path), "%s/long.trace", dir);
+	f = fopen(path, "w");
+	ASSERT_TRUE(f);
+	for (unsigned long long i = 0; i < 1000000; i++)
+		fprintf(f, "@ ./p:[0x%llx] + %#llx 0x20\n- %#llx\n", i % 100, 0x10000 + i * 0x30,
+		        0x10000 + i * 0x30);
+	fputs("+ 0x5 0x1\n", f);
+	fclose(f);
+	import(&p, dir, (const char *[]){"-f", "json", path, NULL});
+	ASSERT_EQ(p.status, 1);
+	struct json *j = parse(&p);
+	ASSERT_EQ(get_u64(j, "leaked_objects"), 1);
+	ASSERT_EQ(get_u64(json_get(j, "counts"), "peak_objects"), 1);
+	/* the freed map's 12 MiB at most, the binary and libdw: far below the ~64 MiB that a map
+	 * of every address would take */
+	if (p.max_rss_kb > 40 * 1024)
+		FAIL("peak RSS %ld KiB for a live set of one block", p.max_rss_kb);
+	proc_free(&p);
+	tmp_dir_remove(dir);
+}
