@@ -377,6 +377,16 @@ TEST(convert_then_report)
 	ASSERT_EQ(get_u64(t, "live_bytes_end"), 398);
 	ASSERT_EQ(get_u64(t, "alloc_bytes"), 100 + 200 + 64 + 1000 + 32 + 6 + 128);
 	proc_free(&p);
+	/* export and diff read it too: one folded stack a leaking caller, with its bytes */
+	leek_exec(&p, dir, NULL, (const char *[]){"export", "--format", "folded", out, NULL}, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, " 200\n");
+	ASSERT_CONTAINS(p.out, " 128\n");
+	proc_free(&p);
+	leek_exec(&p, dir, NULL, (const char *[]){"diff", "--format", "json", out, out, NULL}, 60);
+	ASSERT_EQ(p.status, 0);
+	json_free(parse(&p));
+	proc_free(&p);
 
 	snprintf(out, sizeof(out), "%s/k.lk", dir);
 	import(&p, dir,
