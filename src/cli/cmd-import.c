@@ -199,16 +199,18 @@ static int read_trace(struct state *s, enum lk_import_format fmt)
 				fprintf(stderr, "line %" PRIu64 ": skipped\n", no);
 			continue;
 		}
-		size_t before = s->m.callers.n;
 		if (rec.caller && arg_convert && s->bins.n) {
-			/* convert.c needs the caller resolved before its ALLOC: intern it now */
+			/* convert.c writes a caller's frame at its first ALLOC, in its binary's
+			 * terms: a new caller is resolved before the matcher sees it. The report's
+			 * callers are resolved at the end, all at once (lk_cmd_import). */
+			size_t before = s->m.callers.n;
 			uint64_t id;
 			if ((r = lk_import_callers_intern(&s->m.callers, rec.caller, rec.caller_len,
 			                                  &id)) < 0)
 				return r;
+			if (s->m.callers.n != before && (r = resolve_new(s)) < 0)
+				return r;
 		}
-		if (s->m.callers.n != before && (r = resolve_new(s)) < 0)
-			return r;
 		if ((r = lk_import_match_add(&s->m, &rec, no)) < 0)
 			return r;
 	}
