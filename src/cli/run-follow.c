@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "compress.h"
+#include "follow.h"
 #include "run.h"
 #include "symbolize.h"
 #include "util.h"
@@ -155,7 +156,7 @@ struct lk_run_follower {
 	char *path;                /* the profile followed, or NULL */
 	struct stat st;            /* its identity */
 	int fd;                    /* for its size */
-	uint64_t seen, limit;      /* its size at the last look; what is safe to read */
+	struct lk_follow_limit lim; /* its size at the last look; what is safe to read */
 	struct lk_profile_follow *f; /* NULL until its header is below the limit; after a failure */
 	bool failed;               /* give up on this file */
 	bool compress;             /* and compress it as well */
@@ -176,7 +177,7 @@ static void drop(struct lk_run_follower *w)
 	w->fd = -1;
 	free(w->path);
 	w->path = NULL;
-	w->seen = w->limit = 0;
+	w->lim = (struct lk_follow_limit){ 0 };
 	w->failed = false;
 	w->sym_profile--; /* a new file's modules: new keys in the symbolizer, which stays */
 	w->modules_seen = w->stacks_seen = 0;
@@ -259,32 +260,23 @@ static void follow_some(struct lk_run_follower *w)
 
 	if (fstat(w->fd, &st) < 0 || st.st_ino != w->st.st_ino || st.st_dev != w->st.st_dev)
 		return;
-	/* Below its size at the last look, if it has grown since; below its size now less the most
-	 * it grows at once (which a look that came only after the writing stopped needs). Records
-	 * are at most LK_READ_RECORD_MAX bytes. */
-	uint64_t size = (uint64_t)st.st_size, slack = LK_GROW_MAX + LK_READ_RECORD_MAX;
-	if (size > w->seen) {
-		if (w->seen > LK_READ_RECORD_MAX && w->seen - LK_READ_RECORD_MAX > w->limit)
-			w->limit = w->seen - LK_READ_RECORD_MAX;
-		w->seen = size;
-	}
-	if (size > slack && size - slack > w->limit)
-		w->limit = size - slack;
+	lk_follow_limit_update(&w->lim, (uint64_t)st.st_size); /* follow.c */
 	if (!w->f) {
 		struct lk_file_header h;
-		if (w->limit < LK_HEADER_FIXED_SIZE ||
+		if (w->lim.limit < LK_HEADER_FIXED_SIZE ||
 		    pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-		    le32toh(h.header_size) > w->limit - LK_HEADER_FIXED_SIZE)
+		    le32toh(h.header_size) > w->lim.limit - LK_HEADER_FIXED_SIZE)
 			return; /* its header is not all below the limit yet */
-		if (lk_profile_follow_open(w->path, w->limit, &lk_run_summary_opts, &w->f, NULL) < 0) {
+		if (lk_profile_follow_open(w->path, w->lim.limit, &lk_run_summary_opts, &w->f,
+					   NULL) < 0) {
 			w->failed = true;
 			return;
 		}
 	}
 	for (;;) {
 		uint64_t from = lk_profile_follow_offset(w->f), at = from + LK_FOLLOW_STEP;
-		if (at > w->limit)
-			at = w->limit;
+		if (at > w->lim.limit)
+			at = w->lim.limit;
 		if (lk_profile_follow_step(w->f, at, NULL) < 0) {
 			w->f = lk_profile_follow_free(w->f);
 			w->failed = true;
@@ -298,7 +290,7 @@ static void follow_some(struct lk_run_follower *w)
 		bool stop = w->stop;
 		pthread_mutex_unlock(&w->mu);
 		/* The program has ended, all below the limit is read, or a record stops it. */
-		if (stop || at == w->limit || lk_profile_follow_offset(w->f) == from)
+		if (stop || at == w->lim.limit || lk_profile_follow_offset(w->f) == from)
 			break;
 	}
 	prepare_modules(w);
