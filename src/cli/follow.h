@@ -20,11 +20,27 @@ struct lk_follow_limit {
  * down). Returns the limit. */
 uint64_t lk_follow_limit_update(struct lk_follow_limit *l, uint64_t size);
 
-/* The raw profile that process pid writes, found among the files it maps (libleek keeps its
- * profile's current window mapped, and no descriptor between uses): the mapped regular file,
- * owned by this user, whose header has leek's magic and pid. 0 and a malloc'd path in *ret;
- * -ESRCH no such process; -ENOENT it maps no profile (not yet: a process maps its profile once it
- * writes its first record); -EACCES its maps cannot be read. */
+/* A profile found: the file, and its header's start time and pid. */
+struct lk_follow_profile {
+	char *path;
+	uint64_t start_ns, pid;
+};
+
+/* Every regular file that matches the output pattern (%p, %e: anything), belongs to this user
+ * (the effective uid) and whose header carries the session (and the pid, unless 0), oldest
+ * first, in a malloc'd *ret of malloc'd paths. quiet: no message about a directory that cannot
+ * be listed, or about a file of another user's that carries the session (ignored). */
+size_t lk_follow_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
+			       struct lk_follow_profile **ret);
+
+/* The raw profile that process pid writes. libleek holds no descriptor of it between writes, and
+ * maps none, so it is found as libleek names it: LEEK_OUTPUT and LEEK_SESSION from the process's
+ * /proc/PID/environ (its environment at exec), relative to /proc/PID/cwd, then the newest file of
+ * that pattern with the pid and session in its header (lk_follow_find_profiles). A process that
+ * changed either variable, or its directory before its first allocation, is not found: give the
+ * file instead. 0 and a malloc'd path in *ret; -ESRCH no such process; -ENOENT no profile (not
+ * yet: a profile is named once its process has something to write); -EACCES its environment
+ * cannot be read (another user's). */
 int lk_follow_find_pid(pid_t pid, char **ret);
 
 /* Whether pid is alive: neither gone nor a zombie (an exited child not yet reaped). */

@@ -19,11 +19,9 @@
  *
  * Never: write to the profile, print, or hold up the program's exit.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -43,106 +41,6 @@
 #define LK_FOLLOW_STEP (1 << 20) /* bytes read between two checks for the program's exit */
 #define LK_FOLLOW_MODULES 1024   /* module ids opened ahead: a program's first ones; any later
 				  * module is opened by the summary, as it would be anyway */
-
-static int cmp_found(const void *a, const void *b)
-{
-	const struct lk_run_profile *x = a, *y = b;
-
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* Turns the output pattern's file name into an fnmatch(3) pattern: %p, %e -> '*'. */
-static void name_pattern(const char *name, char *out, size_t size)
-{
-	size_t n = 0;
-
-	for (const char *s = name; *s && n + 3 < size; s++) {
-		if (*s == '%' && s[1] == '%')
-			out[n++] = *++s;
-		else if (*s == '%' && s[1]) {
-			out[n++] = '*';
-			s++;
-		} else {
-			if (strchr("*?[\\", *s))
-				out[n++] = '\\';
-			out[n++] = *s;
-		}
-	}
-	out[n] = 0;
-}
-
-size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
-			    struct lk_run_profile **ret)
-{
-	char dir[4096], glob[4096], glob_n[4096 + 8];
-	const char *slash = strrchr(pattern, '/');
-	struct lk_run_profile *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-
-	*ret = NULL;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
-	if (!*dir)
-		strcpy(dir, "/");
-	if (strchr(dir, '%')) {
-		if (!quiet)
-			lk_msg("not looking for the profiles: the output directory %s has a %% "
-			       "pattern", dir);
-		return 0;
-	}
-	name_pattern(slash + 1, glob, sizeof(glob));
-	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
-	d = opendir(dir);
-	if (!d) {
-		if (!quiet)
-			lk_error(-errno, "cannot list %s to find the profiles", dir);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		struct lk_file_header h;
-		struct stat st;
-		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
-			continue;
-		int fd = lk_open_regular(dirfd(d), de->d_name, &st);
-		if (fd < 0)
-			continue;
-		ssize_t k = pread(fd, &h, sizeof(h), 0);
-		close(fd);
-		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
-		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
-			continue;
-		/* The session is no secret (a profile's header is as readable as its directory
-		 * lets it be): a file of another user's that carries it was planted, and its
-		 * paths would be opened and its name printed as ours. */
-		if (st.st_uid != geteuid()) {
-			if (!quiet)
-				lk_msg("warning: %s/%s carries this run's session but belongs to uid "
-				       "%u: ignored", strcmp(dir, "/") ? dir : "", de->d_name,
-				       (unsigned)st.st_uid);
-			continue;
-		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			struct lk_run_profile *l = realloc(list, cap * sizeof(*l));
-			if (!l)
-				break;
-			list = l;
-		}
-		if (asprintf(&list[n].path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-			     de->d_name) < 0)
-			break;
-		list[n].start_ns = le64toh(h.start_monotonic_ns);
-		list[n++].pid = le32toh(h.pid);
-	}
-	closedir(d);
-	if (n)
-		qsort(list, n, sizeof(*list), cmp_found);
-	*ret = list;
-	return n;
-}
 
 struct lk_run_follower {
 	const char *pattern;
@@ -222,8 +120,8 @@ static bool newer(const struct timespec *a, const struct timespec *b)
  * that exec'd another left its profile unchanged since (both have the pid and the start time). */
 static void look_for_profile(struct lk_run_follower *w)
 {
-	struct lk_run_profile *list;
-	size_t n = lk_run_find_profiles(w->pattern, w->session, w->pid, true, &list), best = n;
+	struct lk_follow_profile *list;
+	size_t n = lk_follow_find_profiles(w->pattern, w->session, w->pid, true, &list), best = n;
 	struct stat st, best_st = { 0 };
 	int fd;
 

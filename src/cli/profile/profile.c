@@ -570,6 +570,14 @@ int lk_profile_follow_open(const char *path, uint64_t limit, const struct lk_pro
 	return 0;
 }
 
+void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
+			    uint64_t *t_ns)
+{
+	*now = (double)f->sp.ls.heap_q / LIVE_Q_ONE;
+	*peak = (double)f->sp.peak / LIVE_Q_ONE;
+	*t_ns = f->sp.last_ns;
+}
+
 uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f)
 {
 	return lk_reader_end_offset(f->rd);

@@ -222,6 +222,10 @@ uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f);
  * valid until the next call on f. Its estimates are not computed yet. */
 const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f);
 struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /* NULL-safe */
+/* The heap estimate H(t) after the records read so far, its highest value yet, and the time of
+ * the last record read (since start): `leek watch --high-water` between its reports. */
+void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
+			    uint64_t *t_ns);
 static inline void lk_profile_freep(struct lk_profile **p)
 {
 	lk_profile_free(*p);
