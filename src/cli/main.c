@@ -266,6 +266,27 @@ static const struct lk_command commands[] = {
 	  "Exits 0 when the process exited cleanly (its profile has a trailer), 3 when it ended\n"
 	  "without one (a crash, a kill, an exec), 4 when watch was stopped by SIGINT or SIGTERM,\n"
 	  "2 if the profile cannot be found or read, 1 on a usage error.\n" },
+	{ "top", lk_cmd_top, "a live full-screen view of a running process's profile, like top",
+	  "usage: leek top [OPTIONS] FILE|PID\n"
+	  "\n"
+	  "Shows, refreshed every --interval, the live sites of a profile that its process still\n"
+	  "writes (FILE, or PID's, found as `leek watch` finds it): live bytes, their change since\n"
+	  "the view opened, bytes allocated, growth verdict and slope, and the heap estimate and\n"
+	  "RSS over the run as sparklines. When the process ends, the last view (of the whole\n"
+	  "file) stays until q.\n"
+	  "\n"
+	  "Keys: l, a, g sort by live, allocated or growth; up/down (k/j) select a site; s or\n"
+	  "Enter shows its stack; q quits.\n"
+	  "\n"
+	  "      --interval DURATION  how often the view is read again (default 2s)\n"
+	  "      --wait DURATION      how long to wait for PID's profile to appear (default 10s)\n"
+	  "      --ascii              ASCII sparklines, whatever the locale\n"
+	  "      --focus REGEX, --ignore REGEX, --alloc-fn REGEX, --no-auto-wrappers,\n"
+	  "      --debug-dir DIR, --debuginfod, --max-memory SIZE\n"
+	  "                           as for `leek report`\n"
+	  "\n"
+	  "Exits 0 on q, 2 if the profile cannot be found or read, 1 on a usage error or without\n"
+	  "a terminal.\n" },
 	{ "compress", lk_cmd_compress, "zstd-compress profiles (as `leek run` does unless --no-compress)",
 	  "usage: leek compress FILE...\n"
 	  "\n"

@@ -73,6 +73,8 @@ struct lk_live_opts {
 	int64_t known_ns;
 	unsigned frees;            /* frees: how many */
 	size_t top;                /* sites kept; 0: all */
+	bool all_sites;            /* also the sites with nothing in the view (`leek top`, which
+				    * sorts by bytes allocated too) */
 	bool stacks, ascii;
 	const struct lk_site_filter *filter;
 };

@@ -128,7 +128,8 @@ int lk_live_view_make(struct lk_live_source *s, const struct lk_live_opts *o,
 		.top = o->top,
 		.stacks = o->stacks,
 		.ascii = o->ascii,
-		.shown_only = true, /* only the sites with something in the view */
+		.shown_only = !o->all_sites, /* only the sites with something in the view */
+		.all_sites = o->all_sites,
 		.filter = o->filter,
 	};
 	struct lk_profile *p = NULL;
