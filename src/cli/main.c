@@ -233,8 +233,9 @@ static const struct lk_command commands[] = {
 	{ "watch", lk_cmd_watch, "report on a running process's profile as it runs, and at its end",
 	  "usage: leek watch [OPTIONS] FILE|PID\n"
 	  "\n"
-	  "Follows a raw profile that its process still writes: FILE, or the profile that process\n"
-	  "PID maps (/proc/PID/maps). It only reads the file, so the process pays nothing for it.\n"
+	  "Follows a raw profile that its process still writes: FILE, or the one process PID\n"
+	  "writes, found from its LEEK_OUTPUT and directory. It only reads the file and /proc, so\n"
+	  "the process pays nothing for it.\n"
 	  "It prints, by allocation site with 95% intervals and each site's growth verdict:\n"
 	  "  every --every        the live sampled blocks allocated --age or more before (old)\n"
 	  "  on SIGHUP            every live site (all)\n"
@@ -345,7 +346,8 @@ int lk_cmd_usage(FILE *f, const char *command, int status)
 		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 	fputs("\nExit status: 0 success; 1 usage error; 2 a profile is unreadable, corrupt or\n"
 	      "not a leek profile, or a program leek cannot profile. `leek run` exits with the\n"
-	      "program's status. See `leek help COMMAND`.\n",
+	      "program's status, `leek watch` with how the process ended. See `leek help\n"
+	      "COMMAND`.\n",
 	      f);
 	return status;
 }

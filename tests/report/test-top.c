@@ -110,11 +110,11 @@ TEST(keys_and_screen)
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", leek_library);
 	snprintf(output, sizeof(output), "LEEK_OUTPUT=%s/svc.%%p.lk", dir);
 	snprintf(tally, sizeof(tally), "%s/tally", dir);
-	proc_start(&s, dir, (const char *[]){ FX_SERVICE, "0", "100K", "1M", "40M", tally, NULL },
+	proc_start(&s, dir, (const char *[]){ FX_SERVICE, "300", "100K", "1M", "40M", tally, NULL },
 		   env, 120);
 	snprintf(cmd, sizeof(cmd),
-		 "env LANG=C.UTF-8 LC_ALL=C.UTF-8 %s top --interval 300ms --wait 60s %d; "
-		 "echo TOP-EXIT=$?; sleep 600",
+		 "timeout 400 env LANG=C.UTF-8 LC_ALL=C.UTF-8 %s top --interval 300ms --wait 60s %d; "
+		 "echo TOP-EXIT=$?; sleep 30", /* all of it ends by itself, should the test fail */
 		 leek_bin, (int)s.pid);
 	{
 		const char *argv[] = { tmux, "-L", sock, "-f", "/dev/null", "new-session", "-d",

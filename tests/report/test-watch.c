@@ -248,7 +248,7 @@ TEST(signals)
 	size_t n;
 
 	tmp_dir(dir);
-	start_service(&s, dir, "0", "40M", false);
+	start_service(&s, dir, "300", "40M", false); /* ends by itself, should a test fail */
 	snprintf(pid, sizeof(pid), "%d", (int)s.pid);
 	leek_start(&w, dir, NULL,
 		   (const char *[]){ "watch", "--format", "json", "--every", "1h", "--age", "200ms",
@@ -338,7 +338,7 @@ TEST(file_every_stop)
 	double until = now_s() + WAIT_S;
 
 	tmp_dir(dir);
-	start_service(&s, dir, "0", "40M", false);
+	start_service(&s, dir, "300", "40M", false); /* ends by itself, should a test fail */
 	while (!(profile = count_files(dir, "svc.", ".lk") ? find_one(dir, "svc.", ".lk") : NULL)) {
 		if (now_s() > until)
 			FAIL("the service wrote no profile in %d s", WAIT_S);
