@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # watch-cost.sh: what `leek watch` and `leek top` cost the process they watch: the CPU time of
-# tests/fixtures/fx-service (a leak, a pool and 40 MB/s of churn, under libleek at LEEK_PERIOD) for
-# the same work, a fixed run of SECONDS at fixed rates, alone, under `leek watch` (a report every
-# second, the heap followed for --high-water) and under `leek top` (in a detached tmux session,
-# refreshed every 500 ms; skipped without tmux).
+# tests/fixtures/fx-service (a leak, a pool and CHURN bytes a second in 256-byte blocks, under
+# libleek at PERIOD) for the same work, a fixed run of SECONDS_RUN at fixed rates, alone, under
+# `leek watch` (a report every second, the heap followed for --high-water) and under `leek top`
+# (in a detached tmux session, refreshed every 500 ms; skipped without tmux).
 #
 #   bench/watch-cost.sh [BUILD_DIR]                (default: build)
-#   ROUNDS=9 SECONDS_RUN=10 bench/watch-cost.sh
+#   ROUNDS=9 SECONDS_RUN=20 CHURN=400M PERIOD=65536 bench/watch-cost.sh
+#                          (the defaults: 5 rounds of 5 s, 400M, 65536; a run's CPU time is
+#                          measured in the kernel's ticks, so a longer run is more precise)
 #
 # The configurations run interleaved (alone, watch, top, alone, ...) for ROUNDS rounds (default
 # 5), so a busy machine slows all of them alike. The table shows the medians of the service's CPU
@@ -19,6 +21,7 @@ build=${1:-build}
 rounds=${ROUNDS:-5}
 secs=${SECONDS_RUN:-5}
 period=${PERIOD:-65536}
+churn=${CHURN:-400M}
 
 lib=$(realpath "$build/src/preload/libleek.so")
 leek=$(realpath "$build/src/cli/leek")
@@ -30,13 +33,13 @@ command -v tmux >/dev/null && have_tmux=1
 
 # One run: prints the service's CPU seconds. $1: alone, watch or top.
 run() {
-	python3 - "$1" "$lib" "$leek" "$svc" "$tmp" "$secs" "$period" "$$" <<'PY'
+	python3 - "$1" "$lib" "$leek" "$svc" "$tmp" "$secs" "$period" "$$" "$churn" <<'PY'
 import os, subprocess, sys, time
-mode, lib, leek, svc, tmp, secs, period, sh = sys.argv[1:]
+mode, lib, leek, svc, tmp, secs, period, sh, churn = sys.argv[1:]
 for f in os.listdir(tmp):
     os.unlink(os.path.join(tmp, f))
 env = dict(os.environ, LD_PRELOAD=lib, LEEK_PERIOD=period, LEEK_OUTPUT=tmp + "/svc.%p.lk")
-p = subprocess.Popen([svc, secs, "100K", "1M", "40M", tmp + "/tally"], env=env)
+p = subprocess.Popen([svc, secs, "100K", "1M", churn, tmp + "/tally"], env=env)
 w = None
 if mode == "watch":
     w = subprocess.Popen([leek, "watch", "--every", "1s", "--age", "0", "--high-water",
@@ -69,7 +72,7 @@ for ((r = 0; r < rounds; r++)); do
 done
 
 median() { python3 -c "import statistics, sys; print(f'{statistics.median(map(float, sys.argv[1:])):.3f}')" "$@"; }
-printf "fx-service %ss, 40 MB/s churn, LEEK_PERIOD=%s, %s rounds (medians)\n" "$secs" "$period" "$rounds"
+printf "fx-service %ss, %s/s churn, LEEK_PERIOD=%s, %s rounds (medians)\n" "$secs" "$churn" "$period" "$rounds"
 printf "%-8s %12s %10s\n" config "cpu s" ratio
 for m in "${modes[@]}"; do
 	# shellcheck disable=SC2086
