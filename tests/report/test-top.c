@@ -112,9 +112,11 @@ TEST(keys_and_screen)
 	snprintf(tally, sizeof(tally), "%s/tally", dir);
 	proc_start(&s, dir, (const char *[]){ FX_SERVICE, "300", "100K", "1M", "40M", tally, NULL },
 		   env, 120);
+	/* All of it ends by itself, should the test fail; --foreground keeps top in the terminal's
+	 * process group, where it may read keys (else SIGTTIN stops it). */
 	snprintf(cmd, sizeof(cmd),
-		 "timeout 400 env LANG=C.UTF-8 LC_ALL=C.UTF-8 %s top --interval 300ms --wait 60s %d; "
-		 "echo TOP-EXIT=$?; sleep 30", /* all of it ends by itself, should the test fail */
+		 "timeout --foreground 400 env LANG=C.UTF-8 LC_ALL=C.UTF-8 %s top --interval 300ms "
+		 "--wait 60s %d; echo TOP-EXIT=$?; sleep 30",
 		 leek_bin, (int)s.pid);
 	{
 		const char *argv[] = { tmux, "-L", sock, "-f", "/dev/null", "new-session", "-d",
