@@ -381,8 +381,8 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 static void summarize(const char *pattern, uint64_t session, struct lk_run_follower *follower)
 {
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
-	struct lk_run_profile *list = NULL;
-	size_t n = lk_run_find_profiles(pattern, session, 0, false, &list);
+	struct lk_follow_profile *list = NULL;
+	size_t n = lk_follow_find_profiles(pattern, session, 0, false, &list);
 	const char *const *warnings;
 	size_t nwarnings;
 	bool stop = false;

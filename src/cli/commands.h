@@ -15,6 +15,8 @@ int lk_cmd_report(int argc, char *argv[]);
 int lk_cmd_export(int argc, char *argv[]);
 int lk_cmd_diff(int argc, char *argv[]);
 int lk_cmd_import(int argc, char *argv[]);
+int lk_cmd_watch(int argc, char *argv[]);
+int lk_cmd_top(int argc, char *argv[]);
 int lk_cmd_help(int argc, char *argv[]);
 
 /* Prints the usage of one command (or of leek, for NULL) to f; returns status. */

@@ -19,11 +19,9 @@
  *
  * Never: write to the profile, print, or hold up the program's exit.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -33,6 +31,7 @@
 #include <unistd.h>
 
 #include "compress.h"
+#include "follow.h"
 #include "run.h"
 #include "symbolize.h"
 #include "util.h"
@@ -42,106 +41,6 @@
 #define LK_FOLLOW_STEP (1 << 20) /* bytes read between two checks for the program's exit */
 #define LK_FOLLOW_MODULES 1024   /* module ids opened ahead: a program's first ones; any later
 				  * module is opened by the summary, as it would be anyway */
-
-static int cmp_found(const void *a, const void *b)
-{
-	const struct lk_run_profile *x = a, *y = b;
-
-	if (x->start_ns != y->start_ns)
-		return x->start_ns < y->start_ns ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
-/* Turns the output pattern's file name into an fnmatch(3) pattern: %p, %e -> '*'. */
-static void name_pattern(const char *name, char *out, size_t size)
-{
-	size_t n = 0;
-
-	for (const char *s = name; *s && n + 3 < size; s++) {
-		if (*s == '%' && s[1] == '%')
-			out[n++] = *++s;
-		else if (*s == '%' && s[1]) {
-			out[n++] = '*';
-			s++;
-		} else {
-			if (strchr("*?[\\", *s))
-				out[n++] = '\\';
-			out[n++] = *s;
-		}
-	}
-	out[n] = 0;
-}
-
-size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
-			    struct lk_run_profile **ret)
-{
-	char dir[4096], glob[4096], glob_n[4096 + 8];
-	const char *slash = strrchr(pattern, '/');
-	struct lk_run_profile *list = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-	DIR *d;
-
-	*ret = NULL;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - pattern), pattern);
-	if (!*dir)
-		strcpy(dir, "/");
-	if (strchr(dir, '%')) {
-		if (!quiet)
-			lk_msg("not looking for the profiles: the output directory %s has a %% "
-			       "pattern", dir);
-		return 0;
-	}
-	name_pattern(slash + 1, glob, sizeof(glob));
-	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
-	d = opendir(dir);
-	if (!d) {
-		if (!quiet)
-			lk_error(-errno, "cannot list %s to find the profiles", dir);
-		return 0;
-	}
-	while ((de = readdir(d))) {
-		struct lk_file_header h;
-		struct stat st;
-		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
-			continue;
-		int fd = lk_open_regular(dirfd(d), de->d_name, &st);
-		if (fd < 0)
-			continue;
-		ssize_t k = pread(fd, &h, sizeof(h), 0);
-		close(fd);
-		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
-		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
-			continue;
-		/* The session is no secret (a profile's header is as readable as its directory
-		 * lets it be): a file of another user's that carries it was planted, and its
-		 * paths would be opened and its name printed as ours. */
-		if (st.st_uid != geteuid()) {
-			if (!quiet)
-				lk_msg("warning: %s/%s carries this run's session but belongs to uid "
-				       "%u: ignored", strcmp(dir, "/") ? dir : "", de->d_name,
-				       (unsigned)st.st_uid);
-			continue;
-		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 8;
-			struct lk_run_profile *l = realloc(list, cap * sizeof(*l));
-			if (!l)
-				break;
-			list = l;
-		}
-		if (asprintf(&list[n].path, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "",
-			     de->d_name) < 0)
-			break;
-		list[n].start_ns = le64toh(h.start_monotonic_ns);
-		list[n++].pid = le32toh(h.pid);
-	}
-	closedir(d);
-	if (n)
-		qsort(list, n, sizeof(*list), cmp_found);
-	*ret = list;
-	return n;
-}
 
 struct lk_run_follower {
 	const char *pattern;
@@ -155,7 +54,7 @@ struct lk_run_follower {
 	char *path;                /* the profile followed, or NULL */
 	struct stat st;            /* its identity */
 	int fd;                    /* for its size */
-	uint64_t seen, limit;      /* its size at the last look; what is safe to read */
+	struct lk_follow_limit lim; /* its size at the last look; what is safe to read */
 	struct lk_profile_follow *f; /* NULL until its header is below the limit; after a failure */
 	bool failed;               /* give up on this file */
 	bool compress;             /* and compress it as well */
@@ -176,7 +75,7 @@ static void drop(struct lk_run_follower *w)
 	w->fd = -1;
 	free(w->path);
 	w->path = NULL;
-	w->seen = w->limit = 0;
+	w->lim = (struct lk_follow_limit){ 0 };
 	w->failed = false;
 	w->sym_profile--; /* a new file's modules: new keys in the symbolizer, which stays */
 	w->modules_seen = w->stacks_seen = 0;
@@ -221,8 +120,8 @@ static bool newer(const struct timespec *a, const struct timespec *b)
  * that exec'd another left its profile unchanged since (both have the pid and the start time). */
 static void look_for_profile(struct lk_run_follower *w)
 {
-	struct lk_run_profile *list;
-	size_t n = lk_run_find_profiles(w->pattern, w->session, w->pid, true, &list), best = n;
+	struct lk_follow_profile *list;
+	size_t n = lk_follow_find_profiles(w->pattern, w->session, w->pid, true, &list), best = n;
 	struct stat st, best_st = { 0 };
 	int fd;
 
@@ -259,32 +158,23 @@ static void follow_some(struct lk_run_follower *w)
 
 	if (fstat(w->fd, &st) < 0 || st.st_ino != w->st.st_ino || st.st_dev != w->st.st_dev)
 		return;
-	/* Below its size at the last look, if it has grown since; below its size now less the most
-	 * it grows at once (which a look that came only after the writing stopped needs). Records
-	 * are at most LK_READ_RECORD_MAX bytes. */
-	uint64_t size = (uint64_t)st.st_size, slack = LK_GROW_MAX + LK_READ_RECORD_MAX;
-	if (size > w->seen) {
-		if (w->seen > LK_READ_RECORD_MAX && w->seen - LK_READ_RECORD_MAX > w->limit)
-			w->limit = w->seen - LK_READ_RECORD_MAX;
-		w->seen = size;
-	}
-	if (size > slack && size - slack > w->limit)
-		w->limit = size - slack;
+	lk_follow_limit_update(&w->lim, (uint64_t)st.st_size); /* follow.c */
 	if (!w->f) {
 		struct lk_file_header h;
-		if (w->limit < LK_HEADER_FIXED_SIZE ||
+		if (w->lim.limit < LK_HEADER_FIXED_SIZE ||
 		    pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-		    le32toh(h.header_size) > w->limit - LK_HEADER_FIXED_SIZE)
+		    le32toh(h.header_size) > w->lim.limit - LK_HEADER_FIXED_SIZE)
 			return; /* its header is not all below the limit yet */
-		if (lk_profile_follow_open(w->path, w->limit, &lk_run_summary_opts, &w->f, NULL) < 0) {
+		if (lk_profile_follow_open(w->path, w->lim.limit, &lk_run_summary_opts, &w->f,
+					   NULL) < 0) {
 			w->failed = true;
 			return;
 		}
 	}
 	for (;;) {
 		uint64_t from = lk_profile_follow_offset(w->f), at = from + LK_FOLLOW_STEP;
-		if (at > w->limit)
-			at = w->limit;
+		if (at > w->lim.limit)
+			at = w->lim.limit;
 		if (lk_profile_follow_step(w->f, at, NULL) < 0) {
 			w->f = lk_profile_follow_free(w->f);
 			w->failed = true;
@@ -298,7 +188,7 @@ static void follow_some(struct lk_run_follower *w)
 		bool stop = w->stop;
 		pthread_mutex_unlock(&w->mu);
 		/* The program has ended, all below the limit is read, or a record stops it. */
-		if (stop || at == w->limit || lk_profile_follow_offset(w->f) == from)
+		if (stop || at == w->lim.limit || lk_profile_follow_offset(w->f) == from)
 			break;
 	}
 	prepare_modules(w);

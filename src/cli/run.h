@@ -1,5 +1,5 @@
 /* run.h: what `leek run` must know before it starts a program (run-target.c), and how it finds
- * and follows the profiles of its run (run-follow.c).
+ * and follows the profiles of its run (run-follow.c; follow.h finds them).
  *
  * Refusing early is the point: LD_PRELOAD silently does nothing for a static, setuid or foreign
  * program, and a run that writes no profile without saying why is worse than no run.
@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "follow.h"
 #include "profile.h"
 
 /* Finds the file that execvp() would run for cmd and checks that libleek.so can be preloaded
@@ -23,19 +24,6 @@ int lk_run_check_target(const char *cmd);
  * (found relative to this binary, so a moved prefix works, then at the configured path).
  * 0 and a malloc'd path, or -ENOENT after printing where it looked. */
 int lk_run_find_library(char **ret);
-
-/* A profile of the run: the file, and its header's start time and pid. */
-struct lk_run_profile {
-	char *path;
-	uint64_t start_ns, pid;
-};
-
-/* Every regular file that matches the output pattern (%p, %e: anything), belongs to this user
- * (the effective uid) and whose header carries the session (and the pid, unless 0), oldest
- * first, in a malloc'd *ret of malloc'd paths. quiet: no message about a directory that cannot
- * be listed, or about a file of another user's that carries the session (ignored). */
-size_t lk_run_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
-			    struct lk_run_profile **ret);
 
 /* How the summary after the run reads a profile, whether the follower read it or the summary
  * reads it all: at the end, with no list of the blocks live then (it shows none). */

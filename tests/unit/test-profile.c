@@ -1510,3 +1510,93 @@ TEST(window_sampled_against_a_tally)
 	lk_profile_free(pf);
 	free(s.b.p);
 }
+
+/* `leek watch`'s options (profile.h): a limit below which only whole records are read, blocks
+ * known up to a time left out of old_*, and the ring of the last frees.
+ *
+ *   t   record          live       frees so far
+ *   10  ALLOC A 100     A
+ *   20  ALLOC B 200     A B
+ *   30  FREE A          B          A (lived 20)
+ *       ---- cut: the limit below reads up to here ----
+ *   40  ALLOC C 300     B C
+ *   45  ALLOC D 50      B C D
+ *   50  FREE B          C D        A B (lived 30)
+ *   55  FREE D          C          A B D (lived 10)
+ *   60  TRAILER
+ */
+TEST(watch_limit_known_recent_frees)
+{
+	static const uint64_t frames[] = { 0x7f01 };
+	uint64_t counters[LK_CNT_MAX + 1] = { [LK_CNT_SAMPLES] = 4, [LK_CNT_FREES] = 3 };
+	const struct lk_profile_totals *t;
+	const struct lk_free_event *fe;
+	const struct lk_stack_stats *st;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+	size_t cut;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	sim_stack(&s, frames, 1);
+	sim_alloc(&s, 10, 0xa000, 100, 1);
+	sim_alloc(&s, 20, 0xb000, 200, 1);
+	sim_free(&s, 30, 0xa000);
+	cut = s.b.len;
+	sim_alloc(&s, 40, 0xc000, 300, 1);
+	sim_alloc(&s, 45, 0xd000, 50, 1);
+	sim_free(&s, 50, 0xb000);
+	sim_free(&s, 55, 0xd000);
+	sim_trailer(&s, 60, counters);
+	pb_zeros(&s.b, 2 * LK_READ_RECORD_MAX); /* as a file being written: room past its records */
+
+	/* A record is read only if it starts LK_READ_RECORD_MAX bytes or more before the limit. */
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .limit = cut + LK_READ_RECORD_MAX - 1,
+				     .recent_frees = 8 };
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	t = lk_profile_totals(p);
+	ASSERT_TRUE(!t->trailer);
+	ASSERT_EQ(t->duration_ns, 30);
+	ASSERT_EQ(t->frees, 1);
+	ASSERT_EXACT(t->live_bytes_end, 200);
+	ASSERT_EQ(lk_profile_frees(p, &fe), 1);
+	ASSERT_EQ(fe[0].size, 100);
+	ASSERT_EQ(fe[0].alloc_ns, 10);
+	ASSERT_EQ(fe[0].free_ns, 30);
+	ASSERT_EQ(fe[0].stack, 1);
+	ASSERT_EQ(fe[0].free_stack, 0); /* FREE records carry none yet */
+	ASSERT_EQ(fe[0].weight, 1);
+	lk_profile_free(p);
+
+	/* The whole file; a ring of 2 keeps B and D, oldest first. */
+	o = (struct lk_profile_opts){ .at_ns = UINT64_MAX, .recent_frees = 2 };
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_TRUE(lk_profile_totals(p)->trailer);
+	ASSERT_EQ(lk_profile_frees(p, &fe), 2);
+	ASSERT_EQ(fe[0].size, 200);
+	ASSERT_EQ(fe[0].free_ns - (uint64_t)fe[0].alloc_ns, 30);
+	ASSERT_EQ(fe[1].size, 50);
+	ASSERT_EQ(fe[1].free_ns, 55);
+	lk_profile_free(p);
+	o.recent_frees = 0; /* none kept */
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_EQ(lk_profile_frees(p, &fe), 0);
+	lk_profile_free(p);
+
+	/* C (allocated at 40) is the one block live at the end: known at 40, old at 39. */
+	o = (struct lk_profile_opts){ .at_ns = UINT64_MAX, .known = true, .known_ns = 40 };
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_EQ(lk_profile_stacks(p, &st), 1);
+	ASSERT_EXACT(st[0].old_bytes, 0);
+	ASSERT_EXACT(lk_profile_totals(p)->known_bytes, 300);
+	ASSERT_EXACT(lk_profile_totals(p)->known_objects, 1);
+	ASSERT_EXACT(st[0].live_bytes, 300); /* live_* as ever */
+	lk_profile_free(p);
+	o.known_ns = 39;
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	lk_profile_stacks(p, &st);
+	ASSERT_EXACT(st[0].old_bytes, 300);
+	ASSERT_EQ(lk_profile_totals(p)->known_bytes.value, 0);
+	lk_profile_free(p);
+	free(s.b.p);
+}

@@ -135,7 +135,7 @@ int profile_open_input(const char *path, int *ret, char **msg)
 	return 0;
 }
 
-int profile_open_reader(int fd, struct lk_reader **ret, char **msg)
+int profile_open_reader(int fd, uint64_t limit, struct lk_reader **ret, char **msg)
 {
 	struct lk_reader *rd;
 	int r;
@@ -145,7 +145,9 @@ int profile_open_reader(int fd, struct lk_reader **ret, char **msg)
 	rd = lk_reader_new();
 	if (!rd)
 		return profile_fail(msg, -ENOMEM, "out of memory");
-	r = lk_reader_open_fd(rd, fd);
+	r = limit ? lk_reader_follow(rd, limit) : 0; /* before opening: the header too */
+	if (r >= 0)
+		r = lk_reader_open_fd(rd, fd);
 	if (r < 0) {
 		profile_fail_reader(msg, rd, r);
 		lk_reader_free(rd);

@@ -276,13 +276,26 @@ struct lk_profile {
 
 	struct lk_live_block *live_blocks; /* at the end, oldest first; room for live_blocks_cap */
 	size_t nlive_blocks, live_blocks_cap;
+
+	struct lk_free_event *frees;      /* opts.recent_frees: a ring of the last frees, in order
+					   * from frees_head once the passes end (profile-frees.c) */
+	size_t nfrees, frees_cap, frees_head;
 };
+
+/* profile-frees.c: the ring of recent frees (opts.recent_frees). init: 0 or -ENOMEM/-E2BIG (the
+ * budget); note: block b, live until now, was freed by rec; order: once the passes end, the
+ * ring oldest first; done: its memory back (NULL-safe). */
+int profile_frees_init(struct lk_profile *p);
+void profile_note_free(struct lk_profile *p, const struct live_block *b, const struct lk_record *rec);
+void profile_frees_order(struct lk_profile *p);
+void profile_frees_done(struct lk_profile *p);
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each
  * profile_fail* sets *msg (malloc'ed) unless it already holds the first failure's message, and
  * returns r. */
 int profile_open_input(const char *path, int *ret, char **msg);
-int profile_open_reader(int fd, struct lk_reader **ret, char **msg); /* from the start */
+/* From the start; below limit only, unless 0 (lk_profile_opts.limit). */
+int profile_open_reader(int fd, uint64_t limit, struct lk_reader **ret, char **msg);
 int profile_fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int profile_fail_reader(char **msg, const struct lk_reader *rd, int r);
 /* "offset N: what", or strerror(-r) without what. */

@@ -181,7 +181,10 @@ static void end_block(void *ctx, const struct live_block *b)
 	if (c->live)
 		add_live(c->p, b, &wt);
 	/* Old: at least age_ns before the end (an INHERITed block may be from before the start). */
-	if ((__int128)c->end_ns - b->t_ns >= (__int128)c->p->opts.age_ns)
+	if (c->p->opts.known && b->t_ns <= c->p->opts.known_ns) /* known: counted apart */
+		profile_add_block(&c->p->totals.known_bytes, &c->p->totals.known_objects, b->size,
+				  &wt);
+	else if ((__int128)c->end_ns - b->t_ns >= (__int128)c->p->opts.age_ns)
 		profile_add_block(&s->old_bytes, &s->old_objects, b->size, &wt);
 	if (c->list)
 		c->p->live_blocks[c->n++] = (struct lk_live_block){
@@ -232,6 +235,8 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 	p->nlive_blocks = c.n;
 	lk_estimate_finish(&t->live_bytes_end);
 	lk_estimate_finish(&t->live_objects_end);
+	lk_estimate_finish(&t->known_bytes);
+	lk_estimate_finish(&t->known_objects);
 
 	for (size_t i = 0; i < p->nstacks; i++) {
 		struct lk_stack_stats *s = &p->stacks[i];
@@ -273,6 +278,7 @@ struct lk_profile *lk_profile_free(struct lk_profile *p)
 		return NULL;
 	profile_tables_free(p);
 	lk_budget_free(p->live_blocks, p->live_blocks_cap * sizeof(*p->live_blocks));
+	profile_frees_done(p);
 	free(p->strings);
 	free(p);
 	return NULL;

@@ -131,7 +131,7 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 	uint64_t t;
 	int r;
 
-	r = profile_open_reader(fd, &rd, msg);
+	r = profile_open_reader(fd, p->opts.limit, &rd, msg);
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
@@ -243,9 +243,11 @@ static void apply_free(struct lk_profile *p, struct second_pass *sp, const struc
 	struct live_block b;
 
 	p->totals.frees++;
-	if (live_set_remove(&sp->ls, rec->free.block, &b))
+	if (live_set_remove(&sp->ls, rec->free.block, &b)) {
 		unlive(p, sp, &b);
-	else
+		if (p->frees) /* opts.recent_frees */
+			profile_note_free(p, &b, rec);
+	} else
 		p->totals.frees_unknown++;
 }
 
@@ -374,6 +376,7 @@ static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t dur
 		close_bucket(p, sp);
 	close_bucket(p, sp);
 	live_set_drop_table(&sp->ls); /* no block is looked up from here on: room for the list */
+	profile_frees_order(p);
 	return profile_finish(p, &sp->ls, duration_ns, !sp->at_done);
 }
 
@@ -385,7 +388,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	uint64_t end;
 	int r;
 
-	r = profile_open_reader(fd, &rd, msg);
+	r = profile_open_reader(fd, p->opts.limit, &rd, msg);
 	if (r < 0)
 		return r;
 	for (unsigned b = 0; b < p->nbuckets; b++)
@@ -422,7 +425,8 @@ static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char *
 		p->windows = lk_budget_calloc(1, sizeof(*p->windows));
 		p->windows_cap = 1;
 	}
-	if (!p->stacks || !p->runs || (p->opts.window && !p->windows)) {
+	if (!p->stacks || !p->runs || (p->opts.window && !p->windows) ||
+	    profile_frees_init(p) < 0) {
 		profile_fail(msg, -ENOMEM, "out of memory");
 		return lk_profile_free(p);
 	}
@@ -564,6 +568,14 @@ int lk_profile_follow_open(const char *path, uint64_t limit, const struct lk_pro
 	ahead_init(&f->ah, f->rd, UINT64_MAX);
 	*ret = f;
 	return 0;
+}
+
+void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
+			    uint64_t *t_ns)
+{
+	*now = (double)f->sp.ls.heap_q / LIVE_Q_ONE;
+	*peak = (double)f->sp.peak / LIVE_Q_ONE;
+	*t_ns = f->sp.last_ns;
 }
 
 uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f)

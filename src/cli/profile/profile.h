@@ -138,7 +138,19 @@ struct lk_profile_opts {
 	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
 			      * run`'s summary, which shows no block, spares the list's memory and
 			      * its sort (a million blocks live at an exact redis-server's exit) */
+	uint64_t limit;      /* 0: the whole file. Else the file is still being written, and only
+			      * the records that end before this offset are read, as a follower
+			      * reads them (lk_reader_follow; docs/format.md, "Reading a profile
+			      * being written"): `leek watch`'s reports; the end is the last record
+			      * read, and totals.trailer is false */
+	bool known;          /* old_* leave out the blocks allocated at or before known_ns, and
+			      * totals.known_* sum them (`leek watch`'s SIGUSR1) */
+	int64_t known_ns;
+	unsigned recent_frees; /* the last N frees of sampled blocks are kept (lk_profile_frees);
+				* at most LK_PROFILE_MAX_RECENT_FREES, 0: none */
 };
+
+#define LK_PROFILE_MAX_RECENT_FREES 65536 /* 48 bytes each: 3 MiB at most */
 
 struct lk_profile_totals {
 	uint64_t duration_ns;           /* time of the last record */
@@ -160,6 +172,8 @@ struct lk_profile_totals {
 					      * as ALLOC and FREE, as the reader gives them) */
 	uint64_t ext_records;           /* and extensions */
 	uint64_t end_offset;            /* the file offset after the last record */
+	struct lk_estimate known_bytes, known_objects; /* opts.known: the blocks live at the end
+					 * and allocated at or before known_ns, left out of old_* */
 	uint32_t ncounters;             /* every counter of the last LOSS or TRAILER that named
 					 * it, known to this leek or not, in the order first seen */
 	struct lk_counter_value counters[LK_READ_MAX_COUNTERS];
@@ -208,6 +222,10 @@ uint64_t lk_profile_follow_offset(const struct lk_profile_follow *f);
  * valid until the next call on f. Its estimates are not computed yet. */
 const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f);
 struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /* NULL-safe */
+/* The heap estimate H(t) after the records read so far, its highest value yet, and the time of
+ * the last record read (since start): `leek watch --high-water` between its reports. */
+void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
+			    uint64_t *t_ns);
 static inline void lk_profile_freep(struct lk_profile **p)
 {
 	lk_profile_free(*p);
@@ -229,6 +247,21 @@ struct lk_live_block {
 	double weight;
 };
 size_t lk_profile_live_blocks(const struct lk_profile *p, const struct lk_live_block **ret);
+
+/* The last opts.recent_frees frees of sampled blocks, oldest first (profile-frees.c): what
+ * `leek watch` shows on SIGUSR2, to help with a use-after-free. A FREE record names its block,
+ * whose allocation gives the size, stack and time. */
+struct lk_free_event {
+	uint64_t block, size;
+	uint64_t stack;       /* the allocation's stack id */
+	uint64_t free_stack;  /* the freeing stack's id: 0 (unknown) while FREE records carry none;
+			       * the one place to fill it once they do (issue 31, "Free stacks";
+			       * profile-frees.c, profile_note_free) */
+	int64_t alloc_ns;     /* since start (negative for an INHERITed block) */
+	uint64_t free_ns;     /* since start */
+	double weight;        /* 1/p of the block's size */
+};
+size_t lk_profile_frees(const struct lk_profile *p, const struct lk_free_event **ret);
 
 /* Helpers shared with the report (pure functions, docs/sampling.md). */
 double lk_sample_weight(uint64_t size, uint64_t period);          /* 1/p(s); 1 in exact mode */

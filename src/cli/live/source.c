@@ -1,0 +1,164 @@
+/* source.c: the profile that `leek watch` and `leek top` follow: which file, how much of it is
+ * written for good, whether its process still runs, and its heap estimate record by record.
+ *
+ * With a pid, the file is the one its process maps (follow.c); with a file, its process is the
+ * header's pid. The process has gone when /proc says it is gone or a zombie; a pid reused by
+ * another process after the exit is not told from the first one (a FILE whose process died long
+ * ago and whose pid runs something else is followed until that ends). The heap follower reads each record once (lk_profile_follow),
+ * so following costs what the process writes, never more; the views read the file again.
+ *
+ * Never: write to the profile, signal the process, or print.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "live.h"
+#include "util.h"
+
+#define FIND_POLL_NS 50000000ull  /* how often a pid's maps are read while its profile is looked
+				   * for: 20 times a second, a cheap read of /proc */
+#define FOLLOW_STEP (1u << 20)    /* records read at a time by the heap follower (as run-follow) */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool all_digits(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return false;
+	return true;
+}
+
+/* Opens the file and checks that it is a raw profile: the magic, and the pid in its header. */
+static int open_file(struct lk_live_source *s)
+{
+	struct lk_file_header h;
+	ssize_t n;
+
+	s->fd = lk_open_regular(AT_FDCWD, s->path, &s->st);
+	if (s->fd < 0)
+		return s->fd;
+	n = pread(s->fd, &h, sizeof(h), 0);
+	if (n < 0)
+		return -errno;
+	if (n != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0)
+		return -EMEDIUMTYPE; /* compressed profiles are read whole: `leek report` */
+	if (!s->pid)
+		s->pid = (pid_t)le32toh(h.pid);
+	s->header_size = le32toh(h.header_size);
+	return 0;
+}
+
+int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
+		 struct lk_live_source **ret)
+{
+	struct lk_live_source *s = calloc(1, sizeof(*s));
+	uint64_t until = now_ns() + wait_ns;
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->sym = sym;
+	if (all_digits(arg)) {
+		long pid = strtol(arg, NULL, 10);
+		if (pid <= 0 || pid > 0x3fffffff) {
+			free(s);
+			return -ESRCH;
+		}
+		s->pid = (pid_t)pid;
+		while ((r = lk_follow_find_pid(s->pid, &s->path)) == -ENOENT && now_ns() < until)
+			nanosleep(&(struct timespec){ 0, FIND_POLL_NS }, NULL);
+	} else {
+		s->path = strdup(arg);
+		r = s->path ? 0 : -ENOMEM;
+	}
+	if (r >= 0)
+		r = open_file(s);
+	if (r < 0) {
+		lk_live_close(s);
+		return r;
+	}
+	*ret = s;
+	return 0;
+}
+
+/* The heap follower's reading up to the limit; it stops for good after a failure (the views read
+ * the file themselves, and say what is wrong with it). */
+static void follow_heap(struct lk_live_source *s)
+{
+	if (!s->f) {
+		struct lk_file_header h;
+		if (s->lim.limit < LK_HEADER_FIXED_SIZE ||
+		    pread(s->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+		    le32toh(h.header_size) > s->lim.limit - LK_HEADER_FIXED_SIZE)
+			return; /* its header is not all below the limit yet */
+		if (lk_profile_follow_open(s->path, s->lim.limit,
+					   &(struct lk_profile_opts){ .at_ns = UINT64_MAX,
+								      .no_live_list = true },
+					   &s->f, NULL) < 0) {
+			s->follow_failed = true; /* no second try */
+			return;
+		}
+	}
+	for (;;) {
+		uint64_t from = lk_profile_follow_offset(s->f), at = from + FOLLOW_STEP;
+		if (at > s->lim.limit)
+			at = s->lim.limit;
+		if (lk_profile_follow_step(s->f, at, NULL) < 0) {
+			s->f = lk_profile_follow_free(s->f);
+			s->follow_failed = true;
+			return;
+		}
+		if (at == s->lim.limit || lk_profile_follow_offset(s->f) == from)
+			return;
+	}
+}
+
+int lk_live_poll(struct lk_live_source *s)
+{
+	struct stat st;
+	bool alive;
+
+	if (fstat(s->fd, &st) < 0)
+		return -errno;
+	alive = !s->ended && lk_follow_pid_alive(s->pid);
+	lk_follow_limit_update(&s->lim, (uint64_t)st.st_size);
+	if (!s->follow_failed)
+		follow_heap(s);
+	if (!alive)
+		s->ended = true;
+	return alive ? 1 : 0;
+}
+
+void lk_live_heap(const struct lk_live_source *s, double *now, double *peak, uint64_t *t_ns)
+{
+	*now = *peak = 0;
+	*t_ns = 0;
+	if (s->f)
+		lk_profile_follow_heap(s->f, now, peak, t_ns);
+}
+
+void lk_live_close(struct lk_live_source *s)
+{
+	if (!s)
+		return;
+	lk_profile_follow_free(s->f);
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s->path);
+	free(s);
+}
