@@ -44,6 +44,8 @@ static const struct lk_command commands[] = {
 	  "                      sign (default: leek.%e.%p.lk in the current directory)\n"
 	  "      --seed N        seed of the sampler, for a reproducible run\n"
 	  "      --no-children   do not profile the programs COMMAND executes\n"
+	  "      --free-stacks   record the stack that frees each sampled block, for\n"
+	  "                      `leek report frees` (LEEK_FREE_STACKS=1)\n"
 	  "      --no-compress   leave the profiles raw (FILE, not FILE.zst), e.g. to read one while\n"
 	  "                      its program still runs; `leek compress` can do it later\n"
 	  "      --no-follow     read and compress the profiles only after COMMAND exits\n"

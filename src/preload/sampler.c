@@ -404,6 +404,46 @@ static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
 		free_under_lock(t, b, r);
 }
 
+/* A free with its stack (LEEK_FREE_STACKS): the stack captured with no lock held, as a sample's
+ * is (take_sample), then interned, its STACK written if this file lacks it, and the FREE_STACK
+ * stored in the main stream, under lk_lock. Only for a block that is a sample: a quiet block's
+ * free has no record, and its stack is not taken. The countdown is UINT64_MAX meanwhile, as in
+ * take_sample: what the unwinder allocates is not sampled. frame: as lk_stack_capture's. */
+static LK_COLD LK_NOINLINE void free_with_stack(struct lk_thread *t, struct lk_block *b,
+						const void *frame)
+{
+	uint64_t buf[LK_CAPTURE_FRAMES], hash = 0;
+	const uint64_t *frames = buf;
+	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
+	uint64_t left = t->bytes_left;
+	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid(), known = 0, stack = 0, n;
+	void *ticket = NULL, *p = b + 1;
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames, &known,
+			     &ticket);
+	uint64_t now = lk_now_ns();
+	lk_lock();
+	drain_deferred(NULL, tid, now);
+	if (lk_arena_block(p) != b) {
+		lk_counters[LK_CNT_BAD_FREE]++;
+	} else {
+		if (b->magic == LK_BLOCK_LIVE && b->id && lk_writer_ready()) {
+			stack = known ? known : lk_stack_intern(frames, n, hash);
+			lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
+			lk_counters[LK_CNT_FREES]++;
+		}
+		end_sample(b, NULL, tid, now); /* a FREE if the one above was not stored */
+		lk_arena_free(p);
+	}
+	lk_unlock();
+	lk_stack_learned(ticket, stack);
+	t->bytes_left = left;
+	t->in_slow = 0;
+	*err = saved;
+}
+
 LK_HOT void lk_free_sampled(void *p)
 {
 	struct lk_thread *t = &lk_tls;
@@ -425,7 +465,9 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (lk_unlikely(!lk_single_threaded()))
+	if (lk_unlikely(lk_cfg.free_stacks) && b->magic == LK_BLOCK_LIVE)
+		free_with_stack(t, b, __builtin_frame_address(0));
+	else if (lk_unlikely(!lk_single_threaded()))
 		free_threads(t, b);
 	else
 		free_under_lock(t, b, NULL); /* no record: the branches on one fold away */
