@@ -276,6 +276,8 @@ struct lk_profile {
 
 	struct lk_live_block *live_blocks; /* at the end, oldest first; room for live_blocks_cap */
 	size_t nlive_blocks, live_blocks_cap;
+
+	struct profile_frees *frees;      /* opts.frees: profile-frees.c's; else NULL */
 };
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each
@@ -341,6 +343,14 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 /* The list of the blocks live at the end, oldest first: once the live set is freed, so that the
  * sort's room (as much again as the list) comes from the set's. */
 void profile_sort_live(struct lk_profile *p);
+
+/* profile-frees.c (opts.frees): the free rec of live block b, just removed from the set, with
+ * its weight w. 0, -ENOMEM, or -E2BIG (beyond the budget). profile_frees_finish sorts the pairs
+ * and finishes their estimates, at the end; profile_frees_free accepts a profile without them. */
+int profile_frees_add(struct lk_profile *p, const struct live_block *b, const struct lk_record *rec,
+		      double w, double v1);
+void profile_frees_finish(struct lk_profile *p);
+void profile_frees_free(struct lk_profile *p);
 
 /* profile-tables.c: copies of STACK and MODULE records. 0, -ENOMEM, or -E2BIG: beyond a limit
  * (*what says which) or beyond the budget (*what untouched). */

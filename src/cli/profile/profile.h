@@ -138,6 +138,9 @@ struct lk_profile_opts {
 	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
 			      * run`'s summary, which shows no block, spares the list's memory and
 			      * its sort (a million blocks live at an exact redis-server's exit) */
+	bool frees;          /* keep the frees of sampled blocks: lk_profile_free_pairs(), and the
+			      * last frees_last of them, lk_profile_frees_recent() (profile-frees.c) */
+	size_t frees_last;
 };
 
 struct lk_profile_totals {
@@ -229,6 +232,32 @@ struct lk_live_block {
 	double weight;
 };
 size_t lk_profile_live_blocks(const struct lk_profile *p, const struct lk_live_block **ret);
+
+/* profile-frees.c, with opts.frees: the frees of sampled blocks, each with the stack that
+ * allocated the block and, in a profile written with LEEK_FREE_STACKS, the stack that freed it
+ * (0: none recorded). A block live at the end has no free; an INHERITed block's alloc_ns is before
+ * the start (negative). Memory: frees_last events, and one pair for each (allocation stack, free
+ * stack) that occurs, from the budget. */
+struct lk_free_event {
+	uint64_t block, size, tid;
+	uint64_t alloc_stack, free_stack;
+	int64_t alloc_ns;  /* allocation time since start */
+	uint64_t free_ns;  /* free time since start */
+	double weight;     /* 1/p(size): the allocations this sample stands for */
+};
+struct lk_free_pair {
+	uint64_t alloc_stack, free_stack;
+	struct lk_estimate bytes, objects; /* freed, estimated (bytes.samples: the sampled frees) */
+	uint64_t life_min_ns, life_max_ns; /* over the sampled frees */
+	double life_mean_ns;               /* weighted as the objects: the estimated mean lifetime */
+	double life_sum_w;                 /* internal: sum of w * lifetime */
+};
+/* The last min(frees, frees_last) frees, oldest first. */
+size_t lk_profile_frees_recent(const struct lk_profile *p, const struct lk_free_event **ret);
+/* Every pair, by estimated bytes freed, largest first (ties: by stacks); estimates finished. */
+size_t lk_profile_free_pairs(const struct lk_profile *p, const struct lk_free_pair **ret);
+/* FREE_STACK records read: whether the profile has free stacks at all. */
+uint64_t lk_profile_free_stacks_seen(const struct lk_profile *p);
 
 /* Helpers shared with the report (pure functions, docs/sampling.md). */
 double lk_sample_weight(uint64_t size, uint64_t period);          /* 1/p(s); 1 in exact mode */
