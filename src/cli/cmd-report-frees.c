@@ -34,6 +34,7 @@ int lk_cmd_report_frees(int argc, char *argv[])
 		{ "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' },
 		LK_INPUT_OPTIONS,
+		LK_INPUT_MERGE_OPTION, /* refused below, with a reason */
 		LK_INPUT_SITE_OPTIONS,
 		{},
 	};
