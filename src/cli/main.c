@@ -141,9 +141,18 @@ static const struct lk_command commands[] = {
 	  "                       suffixes; default: half the RAM, or half the cgroup's memory\n"
 	  "                       limit, RLIMIT_AS or RLIMIT_DATA if lower)\n"
 	  "\n"
+	  "\n"
 	  "Several files are reported one after the other unless --merge. Exits 0, or 2 if a\n"
 	  "profile is unreadable, corrupt, not a leek profile or needs more than --max-memory\n"
-	  "(the others are still reported), 1 on a usage error.\n" },
+	  "(the others are still reported), 1 on a usage error.\n"
+	  "\n"
+	  "usage: leek report frees [--last N] [OPTIONS] FILE...\n"
+	  "\n"
+	  "The frees of sampled blocks: the last N (default 20), oldest first, each with its\n"
+	  "size, lifetime, allocation site and free site, then every (allocation stack, free\n"
+	  "stack) pair by estimated bytes freed, with its objects and lifetimes (-n: the top N\n"
+	  "pairs; -s: whole stacks; -f json: docs/json.md, \"leek-frees\"). A free has a free\n"
+	  "stack only in a profile recorded with `leek run --free-stacks` (LEEK_FREE_STACKS=1).\n" },
 	{ "export", lk_cmd_export, "write profiles for pprof, flame graphs (folded stacks) or a page",
 	  "usage: leek export [OPTIONS] FILE...\n"
 	  "\n"

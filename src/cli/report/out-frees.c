@@ -167,9 +167,9 @@ void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 		lk_json_u64(j, "tid", e->e.tid);
 		lk_json_u64(j, "size", e->e.size);
 		lk_json_num(j, "weight", e->e.weight, 3);
-		lk_json_num(j, "alloc_s", (double)e->e.alloc_ns / 1e9, 9);
-		lk_json_num(j, "free_s", (double)e->e.free_ns / 1e9, 9);
-		lk_json_num(j, "lifetime_s", lifetime_ns(&e->e) / 1e9, 9);
+		lk_json_num(j, "alloc_s", (double)e->e.alloc_ns / 1e9, 6);
+		lk_json_num(j, "free_s", (double)e->e.free_ns / 1e9, 6);
+		lk_json_num(j, "lifetime_s", lifetime_ns(&e->e) / 1e9, 6);
 		site_json(j, "alloc_site", e->alloc);
 		site_json(j, "free_site", e->free);
 		stack_json(j, "alloc_stack_id", "alloc_stack", e->alloc);
@@ -186,9 +186,9 @@ void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 		lk_json_u64(j, "samples", q->p.bytes.samples);
 		lk_json_estimate(j, "bytes", &q->p.bytes);
 		lk_json_estimate(j, "objects", &q->p.objects);
-		lk_json_num(j, "lifetime_mean_s", q->p.life_mean_ns / 1e9, 9);
-		lk_json_num(j, "lifetime_min_s", (double)q->p.life_min_ns / 1e9, 9);
-		lk_json_num(j, "lifetime_max_s", (double)q->p.life_max_ns / 1e9, 9);
+		lk_json_num(j, "lifetime_mean_s", q->p.life_mean_ns / 1e9, 6);
+		lk_json_num(j, "lifetime_min_s", (double)q->p.life_min_ns / 1e9, 6);
+		lk_json_num(j, "lifetime_max_s", (double)q->p.life_max_ns / 1e9, 6);
 		site_json(j, "alloc_site", q->alloc);
 		site_json(j, "free_site", q->free);
 		stack_json(j, "alloc_stack_id", "alloc_stack", q->alloc);
