@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "commands.h"
 #include "frees.h"
 #include "input.h"
@@ -107,6 +108,12 @@ int lk_cmd_report_frees(int argc, char *argv[])
 		}
 		k = lk_frees_section_new(argv[i], p, sym, index, &in->filter, top, &s);
 		lk_input_warnings(sym, &warned);
+		if (k == -E2BIG) {
+			lk_msg("%s: the report needs more than %s of memory (--max-memory)", argv[i],
+			       lk_budget_format((char[32]){ 0 }, 32, lk_budget_limit()));
+			status = LK_EXIT_FILE;
+			continue;
+		}
 		if (k < 0) {
 			lk_error(k, "report: %s", argv[i]);
 			status = LK_EXIT_FILE;

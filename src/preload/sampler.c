@@ -481,8 +481,8 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (lk_unlikely(lk_cfg.free_stacks) && b->magic == LK_BLOCK_LIVE)
-		free_with_stack(t, b, __builtin_frame_address(0));
+	if (lk_unlikely(lk_cfg.free_stacks) && lk_arena_block(p) == b && b->magic == LK_BLOCK_LIVE)
+		free_with_stack(t, b, __builtin_frame_address(0)); /* a header that is one */
 	else if (lk_unlikely(!lk_single_threaded()))
 		free_threads(t, b);
 	else

@@ -16,10 +16,10 @@ struct lk_frees_section *lk_frees_section_free(struct lk_frees_section *s)
 	if (!s)
 		return NULL;
 	for (size_t i = 0; i < s->nstacks; i++)
-		free(s->stacks[i].frames);
-	free(s->stacks);
-	free(s->recent);
-	free(s->pairs);
+		lk_budget_free(s->stacks[i].frames, s->stacks[i].n * sizeof(*s->stacks[i].frames));
+	lk_budget_free(s->stacks, s->stacks_cap * sizeof(*s->stacks));
+	lk_budget_free(s->recent, s->recent_cap * sizeof(*s->recent));
+	lk_budget_free(s->pairs, s->pairs_cap * sizeof(*s->pairs));
 	lk_site_stack_done(&s->st);
 	free(s->path);
 	free(s->exe);
@@ -70,12 +70,13 @@ static const struct lk_frees_stack *stack_of(struct builder *b, uint64_t id, int
 	*x = (struct lk_frees_stack){ .id = id };
 	k = lk_site_symbolize(&s->st, b->sym, b->index, st ? st->frames : NULL,
 			      st ? st->modules : NULL, st ? st->nframes : 0);
-	if (k >= 0 && s->st.n && !(x->frames = malloc(s->st.n * sizeof(*x->frames))))
-		k = -ENOMEM;
+	if (k >= 0 && s->st.n && !(x->frames = lk_budget_malloc(s->st.n * sizeof(*x->frames))))
+		k = -errno;
 	if (k >= 0)
 		k = lk_u64map_put(&b->by_id, id, s->nstacks + 1);
 	if (k < 0) {
-		free(x->frames);
+		lk_budget_free(x->frames, s->st.n * sizeof(*x->frames));
+		x->frames = NULL;
 		*err = k;
 		return NULL;
 	}
@@ -113,12 +114,15 @@ int lk_frees_section_new(const char *path, const struct lk_profile *p, struct lk
 	s->trailer = t->trailer;
 	s->npairs_total = npr;
 	s->npairs = top && top < npr ? top : npr;
-	b.cap = b.nst + 1;
-	s->stacks = calloc(b.cap, sizeof(*s->stacks));
-	s->recent = calloc(nev ? nev : 1, sizeof(*s->recent));
-	s->pairs = calloc(s->npairs ? s->npairs : 1, sizeof(*s->pairs));
-	if (!s->path || !s->exe || !s->stacks || !s->recent || !s->pairs)
+	b.cap = s->stacks_cap = b.nst + 1;
+	s->recent_cap = nev ? nev : 1;
+	s->pairs_cap = s->npairs ? s->npairs : 1;
+	if (!s->path || !s->exe)
 		k = -ENOMEM;
+	else if (!(s->stacks = lk_budget_calloc(s->stacks_cap, sizeof(*s->stacks))) ||
+		 !(s->recent = lk_budget_calloc(s->recent_cap, sizeof(*s->recent))) ||
+		 !(s->pairs = lk_budget_calloc(s->pairs_cap, sizeof(*s->pairs))))
+		k = -errno; /* -ENOMEM, or -E2BIG beyond the budget */
 	if (k >= 0)
 		k = lk_report_add_modules(sym, index, p);
 	for (size_t i = 0; i < nev && k >= 0; i++) {

@@ -5,8 +5,8 @@
  * stack) pair (lk_free_pair), each stack symbolized once, its site picked as the report picks an
  * allocation's (site.h: the first frame outside the allocator, so free and operator delete are
  * skipped too). The profile can be freed once the section is made; the symbolizer must outlive
- * it. Memory: the profile's frees (bounded there) and one symbolized copy of each stack they
- * name.
+ * it. Memory, from the budget (budget.h): a copy of the profile's recent frees and of the pairs
+ * shown, and one symbolized copy of each stack they name.
  */
 #ifndef LEEK_FREES_H
 #define LEEK_FREES_H
@@ -54,10 +54,12 @@ struct lk_frees_section {
 	struct lk_frees_stack *stacks;
 	size_t nstacks;
 	struct lk_site_stack st;  /* the synthetic frames the stacks point to */
+	size_t stacks_cap, recent_cap, pairs_cap; /* for lk_budget_free */
 };
 
 /* The section of profile p (loaded with opts.frees), its stacks symbolized in sym as profile
- * `index` (its modules added here). top: pairs kept, 0 all. 0, -ENOMEM or -E2BIG. */
+ * `index` (its modules added here). top: pairs kept, 0 all. 0, -ENOMEM or -E2BIG (beyond the
+ * budget). */
 int lk_frees_section_new(const char *path, const struct lk_profile *p, struct lk_symbolizer *sym,
 			 uint32_t index, const struct lk_site_filter *filter, size_t top,
 			 struct lk_frees_section **ret);
