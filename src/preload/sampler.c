@@ -481,8 +481,11 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (lk_unlikely(lk_cfg.free_stacks) && lk_arena_block(p) == b && b->magic == LK_BLOCK_LIVE)
-		free_with_stack(t, b, __builtin_frame_address(0)); /* a header that is one */
+	/* Not once the profile is closed (enabled: the exit's destructors free, and nothing would
+	 * be written); b's header read only once it is known to be one. */
+	if (lk_unlikely(lk_cfg.free_stacks) && enabled && lk_arena_block(p) == b &&
+	    b->magic == LK_BLOCK_LIVE)
+		free_with_stack(t, b, __builtin_frame_address(0));
 	else if (lk_unlikely(!lk_single_threaded()))
 		free_threads(t, b);
 	else
