@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # micro.sh: ns per malloc+free pair under libleek, against glibc alone, against the cheapest
 # interposer there can be (bench/floor.c), with LEEK_FREE_STACKS=1 against without (leekfs), and
-# beside the samplers of jemalloc and tcmalloc at the
-# same period (512 KiB), each against its own allocator without sampling.
+# beside the samplers of jemalloc and tcmalloc at the same period (512 KiB), each against its own
+# allocator without sampling.
 #
 #   bench/micro.sh [BUILD_DIR]                  (default: build)
 #   ROUNDS=9 SCALE=2 bench/micro.sh /tmp/build-bench
 #
 # The cases (bench/micro.c): 128 B, 16 KiB and 1 MiB pairs on one thread, 128 B pairs on 2
 # threads at once, and a ring of 1024 live blocks of 16 to 4096 B (free the oldest, allocate a
-# new one). Every case runs under every configuration, interleaved (none, floor, leek, jemalloc,
-# jemalloc-prof, tcmalloc, tcmalloc-sampled, none, ...) for ROUNDS rounds (default 7), so a busy
-# machine slows all of them alike. bench/free-stacks.sh counts free stacks' instructions instead. The table shows medians of ns per pair and, in brackets,
-# medians of the per-round ratios (each round's pair of runs are seconds apart). The budget column
-# is issue 4's, for reference: these are timings on a shared machine, never a pass/fail test.
+# new one). Every case runs under every configuration, interleaved (none, floor, leek, leekfs,
+# jemalloc, jemalloc-prof, tcmalloc, tcmalloc-sampled, none, ...) for ROUNDS rounds (default 7),
+# so a busy machine slows all of them alike (bench/free-stacks.sh counts leekfs's instructions
+# instead). The table shows medians of ns per pair and, in brackets, medians of the per-round
+# ratios (each round's pair of runs are seconds apart). The budget column is issue 4's, for
+# reference: these are timings on a shared machine, never a pass/fail test.
 # SCALE multiplies the iteration counts (default 1: about a minute in all; 0.1 for a quick look).
 #
 # Peers are Debian's packages, found by path and skipped when missing (the apt-get line is

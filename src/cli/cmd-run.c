@@ -4,8 +4,8 @@
  * LD_PRELOAD, LEEK_OUTPUT (made absolute: the program may chdir), LEEK_SESSION (a random number
  * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
  * and, when asked, LEEK_PERIOD, LEEK_SEED, LEEK_INHERIT and LEEK_FREE_STACKS. While the program
- * runs leek forwards signals and waits, and a thread of its own reads and compresses the program's profile
- * as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
+ * runs leek forwards signals and waits, and a thread of its own reads and compresses the
+ * program's profile as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
  * its sites) and compresses it into FILE.zst (compress.c) unless --no-compress, each from where the
  * follower got to. Nothing after the program's exit changes leek's status: a profile that cannot
