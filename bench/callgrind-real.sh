@@ -16,7 +16,9 @@
 # start-up, exit, and the slow paths by entry point (samples, frees of sampled blocks, realloc). The
 # rest of leek's difference to the plain run ("other") is the dynamic loader loading libleek and
 # libunwind, and the real allocator doing less (or different) work. About 10 minutes. KEEP=1 keeps
-# the callgrind files (the temporary directory is printed). Needs valgrind, sqlite3, python3.11.
+# the callgrind files (the temporary directory is printed). FREE_STACKS=1 adds a fourth run of each,
+# under leek with LEEK_FREE_STACKS=1, and its ratios to plain and to leek without it. Needs
+# valgrind, sqlite3, python3.11.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -44,6 +46,8 @@ cg() {
   case $config in
     floor) pre=(LD_PRELOAD="$tmp/libfloor.so") ;;
     leek) pre=(LEEK_SEED="$seed" LEEK_OUTPUT="$tmp/out/%p.lk" LD_PRELOAD="$lib") ;;
+    leekfs) pre=(LEEK_SEED="$seed" LEEK_OUTPUT="$tmp/out/%p.lk" LEEK_FREE_STACKS=1
+                 LD_PRELOAD="$lib") ;;
   esac
   env "${pre[@]}" valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$name.$config" "$@" \
     >/dev/null 2>"$tmp/err" || { echo "failed: $config $*" >&2; tail -5 "$tmp/err" >&2; exit 1; }
@@ -53,8 +57,10 @@ total() { grep -m1 -E '^(summary|totals):' "$1" | awk '{ print $2 }'; }
 names=(sqlite pymalloc malloc)
 declare -A label=([sqlite]="sqlite3, $rows rows" [pymalloc]="python3.11 pymalloc, scale $pyscale"
   [malloc]="python3.11 malloc, scale $pyscale")
+configs=(plain floor leek)
+[ -n "${FREE_STACKS:-}" ] && configs+=(leekfs)
 for n in "${names[@]}"; do
-  for c in plain floor leek; do
+  for c in "${configs[@]}"; do
     case $n in
       sqlite) cg $n $c sqlite3 :memory: ".read $tmp/w.sql" ;;
       *) PYTHONMALLOC=$n cg $n $c /usr/bin/python3.11 bench/workloads/alloc.py "$pyscale" ;;
@@ -65,12 +71,19 @@ done
 echo "leek in instructions (callgrind), $(date -u '+%Y-%m-%d %H:%M UTC'), $lib (this checkout:" \
   "$(git describe --always --dirty 2>/dev/null || echo '?')), default period, LEEK_SEED=$seed"
 echo
-printf '%-32s %15s %15s %8s %15s %8s %10s\n' workload plain floor "x plain" leek "x plain" \
+printf '%-32s %15s %15s %8s %15s %8s %10s' workload plain floor "x plain" leek "x plain" \
   "leek/floor"
+[ -n "${FREE_STACKS:-}" ] && printf ' %15s %8s %8s' "leek+fs" "x plain" "fs/leek"
+echo
 for n in "${names[@]}"; do
   p=$(total "$tmp/cg.$n.plain"); f=$(total "$tmp/cg.$n.floor"); l=$(total "$tmp/cg.$n.leek")
-  printf '%-32s %15s %15s %8.4f %15s %8.4f %10.4f\n' "${label[$n]}" "$p" "$f" \
+  printf '%-32s %15s %15s %8.4f %15s %8.4f %10.4f' "${label[$n]}" "$p" "$f" \
     "$(echo "$f / $p" | bc -l)" "$l" "$(echo "$l / $p" | bc -l)" "$(echo "$l / $f" | bc -l)"
+  if [ -n "${FREE_STACKS:-}" ]; then
+    s=$(total "$tmp/cg.$n.leekfs")
+    printf ' %15s %8.4f %8.4f' "$s" "$(echo "$s / $p" | bc -l)" "$(echo "$s / $l" | bc -l)"
+  fi
+  echo
 done
 for n in "${names[@]}"; do
   p=$(total "$tmp/cg.$n.plain")

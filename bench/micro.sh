@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # micro.sh: ns per malloc+free pair under libleek, against glibc alone, against the cheapest
-# interposer there can be (bench/floor.c), and beside the samplers of jemalloc and tcmalloc at the
-# same period (512 KiB), each against its own allocator without sampling.
+# interposer there can be (bench/floor.c), with LEEK_FREE_STACKS=1 against without (leekfs), and
+# beside the samplers of jemalloc and tcmalloc at the same period (512 KiB), each against its own
+# allocator without sampling.
 #
 #   bench/micro.sh [BUILD_DIR]                  (default: build)
 #   ROUNDS=9 SCALE=2 bench/micro.sh /tmp/build-bench
 #
 # The cases (bench/micro.c): 128 B, 16 KiB and 1 MiB pairs on one thread, 128 B pairs on 2
 # threads at once, and a ring of 1024 live blocks of 16 to 4096 B (free the oldest, allocate a
-# new one). Every case runs under every configuration, interleaved (none, floor, leek, jemalloc,
-# jemalloc-prof, tcmalloc, tcmalloc-sampled, none, ...) for ROUNDS rounds (default 7), so a busy
-# machine slows all of them alike. The table shows medians of ns per pair and, in brackets,
-# medians of the per-round ratios (each round's pair of runs are seconds apart). The budget column
-# is issue 4's, for reference: these are timings on a shared machine, never a pass/fail test.
+# new one). Every case runs under every configuration, interleaved (none, floor, leek, leekfs,
+# jemalloc, jemalloc-prof, tcmalloc, tcmalloc-sampled, none, ...) for ROUNDS rounds (default 7),
+# so a busy machine slows all of them alike (bench/free-stacks.sh counts leekfs's instructions
+# instead). The table shows medians of ns per pair and, in brackets, medians of the per-round
+# ratios (each round's pair of runs are seconds apart). The budget column is issue 4's, for
+# reference: these are timings on a shared machine, never a pass/fail test.
 # SCALE multiplies the iteration counts (default 1: about a minute in all; 0.1 for a quick look).
 #
 # Peers are Debian's packages, found by path and skipped when missing (the apt-get line is
@@ -46,11 +48,12 @@ declare -A label=([128]="128 B" [16k]="16 KiB" [1m]="1 MiB" [128x2]="128 B, 2 th
 libdir=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 je=$libdir/libjemalloc.so.2
 tc=$libdir/libtcmalloc.so.4
-configs=(none floor leek)
+configs=(none floor leek leekfs)
 declare -A envs=(
   [none]=""
   [floor]="LD_PRELOAD=$tmp/libfloor.so"
   [leek]="LEEK_OUTPUT=$tmp/leek/%e.%p.lk LD_PRELOAD=$lib"
+  [leekfs]="LEEK_OUTPUT=$tmp/leek/%e.%p.lk LEEK_FREE_STACKS=1 LD_PRELOAD=$lib"
 )
 notes=()
 if [ -f "$je" ]; then
@@ -128,8 +131,8 @@ has tc && echo "       tcmalloc $(dpkg-query -W -f '${Version}' libgoogle-perfto
 for n in "${notes[@]}"; do echo "note:  $n"; done
 echo
 echo "ns per malloc+free pair (median); [x] = median per-round ratio to the column it names"
-printf '%-17s %7s %15s %15s %10s %7s %-9s' case glibc "floor [x glibc]" "leek [x glibc]" \
-  "leek/floor" budget "leek is"
+printf '%-17s %7s %15s %15s %10s %7s %-9s %16s' case glibc "floor [x glibc]" "leek [x glibc]" \
+  "leek/floor" budget "leek is" "+fs [x leek]"
 has je && printf ' %8s %19s' jemalloc "+prof [x jemalloc]"
 has tc && printf ' %8s %19s' tcmalloc "+sampl [x tcmalloc]"
 echo
@@ -137,6 +140,7 @@ for c in "${cases[@]}"; do
   printf '%-17s %7s %15s %15s %10s %7s %-9s' "${label[$c]}" "$(ns $c none)" \
     "$(ns $c floor) [$(ratio $c floor none)]" "$(ns $c leek) [$(ratio $c leek none)]" \
     "$(ratio $c leek floor)" "${budget[$c]}" "$(verdict $c)"
+  printf ' %16s' "$(ns $c leekfs) [$(ratio $c leekfs leek)]"
   if has je; then
     if has jeprof; then jp="$(ns $c jeprof) [$(ratio $c jeprof je)]"; else jp=-; fi
     printf ' %8s %19s' "$(ns $c je)" "$jp"

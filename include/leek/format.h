@@ -41,7 +41,9 @@
  * after zstd; docs/format.md). Version 6 (version 5 had one stream): SEGMENT, a stretch of the file
  * that one thread of a multi-threaded process fills with its own ALLOC and FREE records, with no
  * lock and no store to a line that another thread writes (exact mode on 2 threads: 9x the cost of
- * one thread with a shared stream; docs/performance.md). The reader reads versions 3 to 6.
+ * one thread with a shared stream; docs/performance.md). Version 7 (version 6 had no free
+ * stacks): FREE_STACK, a FREE that names the stack of the call that freed the block
+ * (LEEK_FREE_STACKS). The reader reads versions 3 to 7.
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -49,7 +51,7 @@
 #include <stdint.h>
 
 #define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
-#define LK_FORMAT_VERSION 6
+#define LK_FORMAT_VERSION 7
 #define LK_FORMAT_VERSION_MIN 3 /* the oldest a reader reads: only FREE's block differs */
 #define LK_HEADER_FIXED_SIZE 88
 #define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
@@ -121,9 +123,11 @@ enum lk_rec_tag {
 	LK_REC_SEGMENT = 13,     /* dt tid blocks skip length, then [skip zero bytes] and the body
 				  * [length bytes] (version 6)            6..51 B, and the body */
 	LK_REC_SEG_END = 14,     /* in a segment's body: nothing follows in it (version 6)   1 B */
-	LK_REC_MAX_KNOWN = 14,
+	LK_REC_FREE_STACK = 15,  /* dt block_code stack: a FREE and the stack that freed it
+				  * (version 7)                          4..31 B, typically 5..7 */
+	LK_REC_MAX_KNOWN = 15,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
-	 * skips the ones it does not know. Tags 13..0x7f are reserved and are an error. */
+	 * skips the ones it does not know. Tags 16..0x7f are reserved and are an error. */
 	LK_REC_EXT_FIRST = 0x80
 };
 
@@ -137,6 +141,15 @@ enum lk_rec_tag {
  * FREE_FIXED's block_code in 2. They mean what an ALLOC and a FREE with those fields mean, and a
  * reader hands them on as ALLOC and FREE. A writer uses them where the fields fit (exact mode's
  * coarse clock makes dt 0 for nearly every record); before version 5 they are unknown tags. */
+
+/* FREE_STACK (version 7): a FREE whose block is coded as a FREE's (block_code, against the same
+ * state, which it moves on as a FREE does), followed by the id of the stack of the call that freed
+ * it: frame 0 is the innermost caller of free (or realloc, free_sized, ...), as an ALLOC's stack
+ * is of the allocation function; 0 when that stack could not be taken. A stack it names is
+ * written before it, as for an ALLOC; ALLOC and FREE_STACK stacks share one id sequence. Only in
+ * the main stream, never in a thread segment's body. A writer writes it instead of a FREE when
+ * LEEK_FREE_STACKS is on (docs/design.md, "Free stacks"); a reader hands it on as a FREE with its
+ * stack. */
 
 /* SEGMENT (version 6): a thread's own stretch of the file. Its body, `length` bytes (at most
  * LK_SEG_MAX) that start `skip` zero bytes (at most LK_SEG_SKIP_MAX) after the record, holds only

@@ -131,6 +131,8 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 		fputs(" t=", stdout);
 		print_ns(rec->time_ns);
 		printf(" tid=%" PRIu64 " block=%" PRIu64, rec->free.tid, rec->free.block);
+		if (rec->free.stack) /* a FREE_STACK's (LEEK_FREE_STACKS) */
+			printf(" free_stack=%" PRIu64, rec->free.stack);
 		break;
 	case LK_REC_STACK:
 		printf(" %" PRIu64 ":", rec->stack.id);

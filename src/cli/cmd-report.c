@@ -277,6 +277,11 @@ int lk_cmd_report(int argc, char *argv[])
 	size_t warned = 0, nfiles;
 	int status = LK_EXIT_OK, k;
 
+	/* The frees of sampled blocks are not a view of sites: a command of their own. */
+	if (argc > 1 && strcmp(argv[1], "frees") == 0 && access(argv[1], F_OK) < 0) {
+		argv[1] = argv[0]; /* getopt's messages name the command */
+		return lk_cmd_report_frees(argc - 1, argv + 1);
+	}
 	/* The view may come first, as a word: `leek report peak FILE`. */
 	if (argc > 1 && is_view(argv[1])) {
 		set_view(argv[1]);

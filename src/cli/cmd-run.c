@@ -3,9 +3,9 @@
  * leek talks to libleek.so only through the LEEK_* environment (src/common/options.h): it sets
  * LD_PRELOAD, LEEK_OUTPUT (made absolute: the program may chdir), LEEK_SESSION (a random number
  * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
- * and, when asked, LEEK_PERIOD, LEEK_SEED and LEEK_INHERIT. While the program runs leek
- * forwards signals and waits, and a thread of its own reads and compresses the program's profile
- * as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
+ * and, when asked, LEEK_PERIOD, LEEK_SEED, LEEK_INHERIT and LEEK_FREE_STACKS. While the program
+ * runs leek forwards signals and waits, and a thread of its own reads and compresses the
+ * program's profile as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
  * its sites) and compresses it into FILE.zst (compress.c) unless --no-compress, each from where the
  * follower got to. Nothing after the program's exit changes leek's status: a profile that cannot
@@ -31,6 +31,7 @@
 static const char *arg_output = NULL;
 static const char *arg_period = NULL, *arg_seed = NULL;
 static bool arg_no_children = false;
+static bool arg_free_stacks = false; /* LEEK_FREE_STACKS=1: off unless asked (options.h) */
 static bool arg_compress = true;
 static bool arg_follow = true;
 
@@ -145,6 +146,7 @@ static int setup_env(const char *pattern, const char *period, uint64_t *ret_sess
 	if (setenv("LD_PRELOAD", preload, 1) < 0 || setenv("LEEK_OUTPUT", pattern, 1) < 0 ||
 	    setenv("LEEK_SESSION", num, 1) < 0 ||
 	    (arg_no_children && setenv("LEEK_INHERIT", "0", 1) < 0) ||
+	    (arg_free_stacks && setenv("LEEK_FREE_STACKS", "1", 1) < 0) ||
 	    (*period && setenv("LEEK_PERIOD", period, 1) < 0) ||
 	    (arg_seed && setenv("LEEK_SEED", arg_seed, 1) < 0))
 		return lk_error(-errno, "cannot set the environment");
@@ -413,12 +415,14 @@ static void summarize(const char *pattern, uint64_t session, struct lk_run_follo
 
 int lk_cmd_run(int argc, char *argv[])
 {
-	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW, ARG_MAX_MEMORY };
+	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW, ARG_MAX_MEMORY,
+	       ARG_FREE_STACKS };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, ARG_SEED },
 		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
+		{ "free-stacks", no_argument, NULL, ARG_FREE_STACKS },
 		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
 		{ "no-follow", no_argument, NULL, ARG_NO_FOLLOW },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
@@ -445,6 +449,9 @@ int lk_cmd_run(int argc, char *argv[])
 			break;
 		case ARG_NO_CHILDREN:
 			arg_no_children = true;
+			break;
+		case ARG_FREE_STACKS:
+			arg_free_stacks = true;
 			break;
 		case ARG_NO_COMPRESS:
 			arg_compress = false;

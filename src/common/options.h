@@ -52,6 +52,11 @@
 	  "coarse reading, the kernel's last tick (1 to 10 ms), which costs a quarter as much and "  \
 	  "is read twice a sample: ages, lifetimes and timelines are read in seconds, and a "       \
 	  "sampled 1 MiB pair then costs no more than exact mode's (docs/performance.md)")         \
+	X(free_stacks, "LEEK_FREE_STACKS", BOOL, "0",                                              \
+	  "1 records the stack of the call that frees each sampled block (`leek report frees`): "  \
+	  "about 500 instructions a sampled free. Off by default: a sampled 1 MiB pair costs "     \
+	  "1.41x as much with it, beyond issue 4's budget, and exact mode's pair 1.84x "           \
+	  "(docs/design.md, \"Free stacks\"; bench/free-stacks.sh)")                                \
 	X(session, "LEEK_SESSION", UINT, "0",                                                      \
 	  "set by `leek run` so that it can find the profiles of its process tree")                 \
 	X(quiet, "LEEK_QUIET", BOOL, "0",                                                          \

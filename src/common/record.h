@@ -18,6 +18,7 @@
 #define LK_THREAD_MAX (1 + LK_VARINT_MAX)
 #define LK_ALLOC_MAX (1 + 3 * LK_VARINT_MAX)
 #define LK_FREE_MAX (1 + 2 * LK_VARINT_MAX)
+#define LK_FREE_STACK_MAX (1 + 3 * LK_VARINT_MAX)
 #define LK_INHERIT_MAX (1 + 3 * LK_VARINT_MAX)
 #define LK_STACK_MAX (1 + (2 + LK_MAX_FRAMES) * LK_VARINT_MAX)
 #define LK_MODULE_MAX                                                                              \
@@ -88,6 +89,17 @@ static inline size_t lk_rec_free(uint8_t *b, uint64_t dt, uint64_t blocks, uint6
 	n += lk_varint_put(b + n, lk_free_code(blocks, *prev, block));
 	*prev = block;
 	return n;
+}
+
+/* FREE_STACK (version 7): a FREE, coded as lk_rec_free codes it, and the stack that freed the
+ * block. */
+static inline size_t lk_rec_free_stack(uint8_t *b, uint64_t dt, uint64_t blocks, uint64_t *prev,
+				       uint64_t block, uint64_t stack)
+{
+	size_t n = lk_rec_free(b, dt, blocks, prev, block);
+
+	b[0] = LK_REC_FREE_STACK;
+	return n + lk_varint_put(b + n, stack);
 }
 
 /* ALLOC_FIXED and FREE_FIXED (format.h): an ALLOC and a FREE at dt 0 whose fields fit their

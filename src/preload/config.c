@@ -209,6 +209,7 @@ void lk_config_load(void)
 	/* More than 584 years: never, rather than a product that wraps around. */
 	lk_cfg.rss_interval_ns = ms > UINT64_MAX / 1000000 ? UINT64_MAX : ms * 1000000;
 	lk_cfg.precise_time = load("LEEK_PRECISE_TIME", LK_OPT_precise_time, BOOL, 0, 1, NULL);
+	lk_cfg.free_stacks = load("LEEK_FREE_STACKS", LK_OPT_free_stacks, BOOL, 0, 1, NULL);
 	lk_cfg.session = load("LEEK_SESSION", LK_OPT_session, UINT, 0, UINT64_MAX, NULL);
 	/* A secure program's environment is left as it is: nothing of leek's touches it. */
 	lk_cfg.inherit = load("LEEK_INHERIT", LK_OPT_inherit, BOOL, 0, 1, NULL) || lk_cfg.secure;

@@ -46,6 +46,7 @@
 struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
 	bool seed_set, inherit, quiet, precise_time;
+	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
 	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
 	bool off;    /* no profile can be written as asked (LEEK_OUTPUT too long): unprofiled */
 	char output[LK_MAX_PATH];
@@ -362,6 +363,9 @@ uint64_t lk_writer_dt(uint64_t now_ns); /* ns since the previous timed record */
 void lk_writer_alloc(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_block *b,
 		     uint64_t size, uint32_t stack);
 void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_block *b);
+/* FREE_STACK of b (LEEK_FREE_STACKS), in the main stream: as lk_writer_free with no record of its
+ * own, and `stack` its file's id of the stack that freed b (0: none). */
+void lk_writer_free_stack(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack);
 bool lk_writer_rss_due(uint64_t now_ns); /* lk_writer_rss_maybe would write: no lock needed */
 void lk_writer_rss_maybe(uint64_t now_ns);     /* lk_lock held */
 void lk_writer_rss_unlocked(uint64_t now_ns);  /* no lock held: takes it to write the record */

@@ -79,15 +79,28 @@ static LK_INLINE void end_sample(struct lk_block *b, struct lk_trec *r, uint32_t
 	}
 }
 
+/* end_sample for a block that a realloc (whose stack is `stack`) ends: with LEEK_FREE_STACKS, a
+ * FREE_STACK in the main stream that names the realloc's stack. Caller holds lk_lock. */
+static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now,
+				  uint32_t stack)
+{
+	if (lk_cfg.free_stacks && b->magic == LK_BLOCK_LIVE && b->id) {
+		lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
+		lk_counters[LK_CNT_FREES]++;
+	}
+	end_sample(b, r, tid, now); /* nothing left to do if the one above was stored */
+}
+
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
- * realloc'ed) if the arena can resize it in place, which ends old's own sample, else a new one;
- * NULL if the arena has none. */
+ * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
+ * old's own sample, else a new one; NULL if the arena has none. */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t align,
-					       struct lk_trec *r, uint32_t tid, uint64_t now)
+					       struct lk_trec *r, uint32_t tid, uint64_t now,
+					       uint32_t stack)
 {
 	if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
-		end_sample(b, r, tid, now); /* its new sample starts in record_sample */
+		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
 	return lk_arena_take(usable, align);
@@ -137,14 +150,17 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	/* lk_writer_ready() before the arena: a forked child's file opens there, with an INHERIT
 	 * record for every live block, which must not include the one allocated below. */
 	struct lk_block *b = NULL;
+	if (old && lk_cfg.free_stacks) /* old's FREE_STACK may name it (sample_block) */
+		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
 		enabled = false;
-	} else if (!(b = sample_block(old, usable, align, r, t->tid, now))) {
+	} else if (!(b = sample_block(old, usable, align, r, t->tid, now, stack))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
 		p = b + 1;
-		stack = known ? known : lk_stack_intern(frames, n, hash);
+		if (!stack)
+			stack = known ? known : lk_stack_intern(frames, n, hash);
 		record_sample(b, size, usable, stack, r, t->tid, now);
 	}
 	lk_unlock();
@@ -189,7 +205,7 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, usable, align, r, t->tid, now)))
+			    (b = sample_block(old, usable, align, r, t->tid, now, stack)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
@@ -404,6 +420,46 @@ static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
 		free_under_lock(t, b, r);
 }
 
+/* A free with its stack (LEEK_FREE_STACKS): the stack captured with no lock held, as a sample's
+ * is (take_sample), then interned, its STACK written if this file lacks it, and the FREE_STACK
+ * stored in the main stream, under lk_lock. Only for a block that is a sample: a quiet block's
+ * free has no record, and its stack is not taken. The countdown is UINT64_MAX meanwhile, as in
+ * take_sample: what the unwinder allocates is not sampled. frame: as lk_stack_capture's. */
+static LK_COLD LK_NOINLINE void free_with_stack(struct lk_thread *t, struct lk_block *b,
+						const void *frame)
+{
+	uint64_t buf[LK_CAPTURE_FRAMES], hash = 0;
+	const uint64_t *frames = buf;
+	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
+	uint64_t left = t->bytes_left;
+	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid(), known = 0, stack = 0, n;
+	void *ticket = NULL, *p = b + 1;
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames, &known,
+			     &ticket);
+	uint64_t now = lk_now_ns();
+	lk_lock();
+	drain_deferred(NULL, tid, now);
+	if (lk_arena_block(p) != b) {
+		lk_counters[LK_CNT_BAD_FREE]++;
+	} else {
+		if (b->magic == LK_BLOCK_LIVE && b->id && lk_writer_ready()) {
+			stack = known ? known : lk_stack_intern(frames, n, hash);
+			lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
+			lk_counters[LK_CNT_FREES]++;
+		}
+		end_sample(b, NULL, tid, now); /* a FREE if the one above was not stored */
+		lk_arena_free(p);
+	}
+	lk_unlock();
+	lk_stack_learned(ticket, stack);
+	t->bytes_left = left;
+	t->in_slow = 0;
+	*err = saved;
+}
+
 LK_HOT void lk_free_sampled(void *p)
 {
 	struct lk_thread *t = &lk_tls;
@@ -425,7 +481,12 @@ LK_HOT void lk_free_sampled(void *p)
 		__atomic_fetch_add(&lk_counters[LK_CNT_DEFERRED_FREES], 1, __ATOMIC_RELAXED);
 		return;
 	}
-	if (lk_unlikely(!lk_single_threaded()))
+	/* Not once the profile is closed (enabled: the exit's destructors free, and nothing would
+	 * be written); b's header read only once it is known to be one. */
+	if (lk_unlikely(lk_cfg.free_stacks) && enabled && lk_arena_block(p) == b &&
+	    b->magic == LK_BLOCK_LIVE)
+		free_with_stack(t, b, __builtin_frame_address(0));
+	else if (lk_unlikely(!lk_single_threaded()))
 		free_threads(t, b);
 	else
 		free_under_lock(t, b, NULL); /* no record: the branches on one fold away */
@@ -439,28 +500,41 @@ LK_HOT void lk_free_sampled(void *p)
  * block moves out to the real allocator and is back on the fast path. */
 #define QUIET_MIN (128u << 10)
 
-static bool keep_quiet(struct lk_thread *t, void *p, size_t size)
+static bool keep_quiet(struct lk_thread *t, void *p, size_t size, const void *frame)
 {
 	if (size < QUIET_MIN)
 		return false;
 	int saved = errno;
 	size_t usable = lk_real_usable(size, 0);
-	uint64_t left = t->bytes_left, now = lk_now_ns();
+	uint64_t left = t->bytes_left;
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid();
 	bool kept = false;
+	/* With LEEK_FREE_STACKS the sample ends with the realloc's stack (end_sample_by), taken
+	 * before lk_lock as a sample's is. */
+	uint64_t buf[LK_CAPTURE_FRAMES], hash = 0;
+	const uint64_t *frames = buf;
+	uint32_t known = 0, n = 0, stack = 0;
+	void *ticket = NULL;
 
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
+	if (lk_cfg.free_stacks)
+		n = lk_stack_capture(buf, (uint32_t)lk_cfg.max_frames, frame, &hash, &frames,
+				     &known, &ticket);
+	uint64_t now = lk_now_ns();
 	lk_lock();
 	drain_deferred(t->rec, tid, now);
 	struct lk_block *b = lk_arena_block(p);
 	if (b && lk_writer_ready() && lk_arena_resize(p, usable)) {
-		end_sample(b, t->rec, tid, now);
+		if (lk_cfg.free_stacks)
+			stack = known ? known : lk_stack_intern(frames, n, hash);
+		end_sample_by(b, t->rec, tid, now, stack);
 		b->magic = LK_BLOCK_QUIET;
 		b->size = size;
 		kept = true;
 	}
 	lk_unlock();
+	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
 	errno = saved;
@@ -506,7 +580,7 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 		return NULL;
 	}
 	q = sample(t, size, 0, false, p, __builtin_frame_address(0));
-	if (q == p || (!q && keep_quiet(t, p, size)))
+	if (q == p || (!q && keep_quiet(t, p, size, __builtin_frame_address(0))))
 		return p; /* resized in place */
 	if (!q) {
 		/* The new block comes from the real realloc of a fresh block, so that a failure

@@ -141,7 +141,7 @@ static inline uint64_t since_last(uint64_t now_ns)
 	return now_ns > writer.last_ns ? now_ns - writer.last_ns : 0;
 }
 
-/* ALLOC (tag LK_REC_ALLOC) or FREE of b, preceded by a THREAD record if the file's previous ALLOC
+/* ALLOC (tag LK_REC_ALLOC), FREE or FREE_STACK (stack: the freeing one) of b, preceded by a THREAD record if the file's previous ALLOC
  * or FREE was another thread's (or there was none). The two are stored as one: a crash leaves both
  * or neither. */
 static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct lk_block *b,
@@ -158,7 +158,7 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 	 * it open unless it was cut since, and then its block comes back as an INHERIT. */
 	if (lk_unlikely(writer.state != W_OPEN)) {
 		int saved = errno;
-		bool open = lk_writer_begin(tag == LK_REC_FREE);
+		bool open = lk_writer_begin(tag != LK_REC_ALLOC);
 		errno = saved;
 		if (!open) {
 			drop();
@@ -168,7 +168,7 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 	}
 	if (!tid) /* a thread that never took the slow path, draining deferred frees at exit */
 		tid = (uint32_t)gettid(); /* cannot fail: errno stays */
-	if (tag == LK_REC_FREE && (!b->id || (b->id ^ writer.blocks) >> LK_ID_GEN_SHIFT)) {
+	if (tag != LK_REC_ALLOC && (!b->id || (b->id ^ writer.blocks) >> LK_ID_GEN_SHIFT)) {
 		b->id = 0;
 		return; /* its ALLOC was dropped, or is in a file that has since begun again */
 	}
@@ -178,6 +178,8 @@ static LK_COLD void put_event(uint8_t tag, uint32_t tid, uint64_t now_ns, struct
 		n = lk_rec_thread(rec, tid);
 	if (tag == LK_REC_ALLOC)
 		n += lk_rec_alloc(rec + n, dt, b->size, stack);
+	else if (tag == LK_REC_FREE_STACK)
+		n += lk_rec_free_stack(rec + n, dt, writer.blocks, &prev, b->id, stack);
 	else
 		n += lk_rec_free(rec + n, dt, writer.blocks, &prev, b->id);
 	b->id = 0;
@@ -249,6 +251,14 @@ LK_HOT LK_INLINE void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t n
 		return;
 	}
 	put_event(LK_REC_FREE, tid, now_ns, b, 0);
+}
+
+/* LEEK_FREE_STACKS' FREE: always in the main stream (format.h), so that the STACK it names,
+ * written there just before, comes first for a reader; rare enough (one a sampled free) not to
+ * need the fixed record or a thread's body. */
+void lk_writer_free_stack(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack)
+{
+	put_event(LK_REC_FREE_STACK, tid, now_ns, b, stack);
 }
 
 uint64_t lk_writer_dt(uint64_t now_ns)

@@ -102,6 +102,14 @@ size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr)
 	return PB_REC(b, lk_rec_free(rec, dt, b->blocks, &b->prev_free, block));
 }
 
+size_t pb_free_stack(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr, uint64_t stack)
+{
+	uint64_t block = pb_block_at(b, addr);
+
+	pb_thread(b, tid);
+	return PB_REC(b, lk_rec_free_stack(rec, dt, b->blocks, &b->prev_free, block, stack));
+}
+
 size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 		  uint64_t alloc_monotonic_ns)
 {

@@ -54,6 +54,8 @@ void pb_thread(struct pbuf *b, uint64_t tid);
 size_t pb_alloc(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr, uint64_t size,
 		uint64_t stack);
 size_t pb_free(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr);
+/* FREE_STACK (version 7): a FREE and the stack that freed the block. */
+size_t pb_free_stack(struct pbuf *b, uint64_t dt, uint64_t tid, uint64_t addr, uint64_t stack);
 /* INHERIT of a block at addr, numbered like an ALLOC. */
 size_t pb_inherit(struct pbuf *b, uint64_t addr, uint64_t size, uint64_t stack,
 		  uint64_t alloc_monotonic_ns);

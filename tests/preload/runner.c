@@ -138,6 +138,10 @@ static void load_record(struct profile *p, const struct lk_record *rec)
 			FAIL("%s: FREE at offset %llu of block %llu, which is not live", p->path, off,
 			     (unsigned long long)k);
 		p->blocks[*at - 1].freed = true;
+		if (rec->free.stack > p->nstacks)
+			FAIL("%s: FREE at offset %llu names stack %llu before it was written", p->path,
+			     off, (unsigned long long)rec->free.stack);
+		p->free_stacks += rec->free.stack != 0;
 		break;
 	case LK_REC_STACK:
 		if (rec->stack.id != p->nstacks + 1)

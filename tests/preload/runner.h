@@ -62,6 +62,7 @@ struct profile {
 	struct module *modules;
 	size_t nmodules;
 	uint64_t stackless; /* ALLOC records with stack id 0 */
+	uint64_t free_stacks; /* FREEs with the stack that freed the block (FREE_STACK records) */
 };
 
 struct run_opts {

@@ -120,6 +120,48 @@ TEST(threads_exact)
 	threads(NULL, EXACT, "8000");
 }
 
+/* LEEK_FREE_STACKS in exact mode on the threads that hand blocks to each other: every FREE names
+ * the stack that freed it but those a signal handler deferred (none here), the FREE_STACKs in the
+ * main stream beside the threads' segments of ALLOCs, and the reader's merge of the two holds
+ * (runner.c: every FREE of a live block, every stack written before it is named). */
+TEST(threads_exact_free_stacks)
+{
+	struct run r;
+	const char *argv[] = { "threads", "4000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, SEED, "LEEK_FREE_STACKS=1" } }, argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->ntag[LK_REC_FREE] >= printed(&r, "allocs "));
+	ASSERT_EQ(p->free_stacks + p->counters[LK_CNT_DEFERRED_FREES], p->ntag[LK_REC_FREE]);
+	ASSERT_TRUE(p->ntag[LK_REC_SEGMENT] >= 4); /* the ALLOCs still in the threads' segments */
+	run_cleanup(&r);
+}
+
+/* The same at the default period, and with signal handlers that free while the thread is in
+ * leek: their frees are deferred, and only they come without a stack. */
+TEST(free_stacks_sampled_and_deferred)
+{
+	struct run r;
+	const char *argv[] = { "threads", "20000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { "LEEK_PERIOD=4096", SEED, "LEEK_FREE_STACKS=1" } },
+		 argv);
+	expect_clean(&r, 1, 0);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->free_stacks > 0);
+	ASSERT_EQ(p->free_stacks + p->counters[LK_CNT_DEFERRED_FREES], p->ntag[LK_REC_FREE]);
+	run_cleanup(&r);
+
+	const char *sig[] = { "signals", NULL };
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_FREE_STACKS=1" } }, sig);
+	expect_clean(&r, 1, 0);
+	p = main_profile(&r);
+	ASSERT_TRUE(p->free_stacks > 0);
+	ASSERT_EQ(p->free_stacks + p->counters[LK_CNT_DEFERRED_FREES], p->ntag[LK_REC_FREE]);
+	run_cleanup(&r);
+}
+
 /* The threads' RSS records, each claimed by one thread and its /proc read outside lk_lock
  * (writer.c's lk_writer_rss_unlocked): every millisecond, with no loss and every block recorded. */
 TEST(threads_exact_rss)

@@ -142,3 +142,58 @@ TEST(foreign_files)
 	ASSERT_CONTAINS(res.err, "/nonexistent/leek.lk");
 	tmp_dir_remove(dir);
 }
+
+/* `leek report frees` of built profiles: version 7's FREE_STACK names the stack that freed each
+ * block (made-up frames, so every site is a module offset or an address); a version 6 or 5
+ * profile, which has none, still reads, its frees without free stacks; a FREE_STACK whose stack is
+ * not defined yet is an error at its offset. */
+TEST(report_frees_of_every_version)
+{
+	char dir[256], path[300];
+
+	tmp_dir(dir);
+	snprintf(path, sizeof(path), "%s/frees.lk", dir);
+	for (uint16_t v = 5; v <= LK_FORMAT_VERSION; v++) {
+		struct pbuf b = { 0 };
+		pb_header(&b, &(struct pb_header){ .version = v, .pid = 7, .period = 1,
+						   .flags = LK_HDR_EXACT, .exe = "/x" });
+		pb_made_up_stack(&b, 1, 3);
+		pb_made_up_stack(&b, 2, 3);
+		for (uint64_t i = 0; i < 10; i++)
+			pb_alloc(&b, 1, 5, 0x1000 + i * 16, 32, 1);
+		for (uint64_t i = 0; i < 10; i++) {
+			if (v >= 7 && i % 2)
+				pb_free_stack(&b, 1, 5, 0x1000 + i * 16, 2);
+			else
+				pb_free(&b, 1, 5, 0x1000 + i * 16);
+		}
+		PB_REC(&b, lk_rec_counters(rec, LK_REC_TRAILER, 1, 0,
+					   (const uint64_t[LK_CNT_MAX + 1]){ 0 }));
+		write_file(path, b.p, b.len);
+		proc_free(&res);
+		leek_exec(&res, dir, NULL,
+			  (const char *const[]){ "report", "frees", "--format", "json", path, NULL }, 30);
+		if (res.status != 0)
+			FAIL("version %u: exit %d, stderr:\n%s", v, res.status, res.err);
+		ASSERT_CONTAINS(res.out, "\"frees\": 10,");
+		ASSERT_CONTAINS(res.out, v >= 7 ? "\"frees_with_stack\": 5," :
+						  "\"frees_with_stack\": 0,");
+		ASSERT_CONTAINS(res.out, v >= 7 ? "\"pairs_total\": 2," : "\"pairs_total\": 1,");
+		if (v >= 7) {
+			/* The same with the free stack not defined: an error at the FREE_STACK. */
+			struct pbuf c = { 0 };
+			pb_simple_header(&c);
+			pb_made_up_stack(&c, 1, 3);
+			pb_alloc(&c, 1, 5, 0x1000, 32, 1);
+			size_t at = pb_free_stack(&c, 1, 5, 0x1000, 2);
+			write_file(path, c.p, c.len);
+			proc_free(&res);
+			leek_exec(&res, dir, NULL,
+				  (const char *const[]){ "report", "frees", path, NULL }, 30);
+			expect_offset_error("FREE_STACK of an undefined stack", path, at);
+			free(c.p);
+		}
+		free(b.p);
+	}
+	tmp_dir_remove(dir);
+}

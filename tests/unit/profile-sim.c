@@ -45,6 +45,11 @@ void sim_free(struct sim *s, uint64_t t, uint64_t addr)
 	pb_free(&s->b, sim_dt(s, t), 1, addr);
 }
 
+void sim_free_stack(struct sim *s, uint64_t t, uint64_t addr, uint64_t stack)
+{
+	pb_free_stack(&s->b, sim_dt(s, t), 1, addr, stack);
+}
+
 void sim_rss(struct sim *s, uint64_t t, uint64_t bytes)
 {
 	PB_REC(&s->b, lk_rec_pair(rec, LK_REC_RSS, sim_dt(s, t), bytes));

@@ -30,6 +30,8 @@ uint64_t sim_stack(struct sim *s, const uint64_t *frames, uint32_t n);
 uint64_t sim_site(struct sim *s, uint64_t pc);
 void sim_alloc(struct sim *s, uint64_t t, uint64_t addr, uint64_t size, uint64_t stack);
 void sim_free(struct sim *s, uint64_t t, uint64_t addr);
+/* A FREE_STACK (LEEK_FREE_STACKS): the free of addr by `stack`. */
+void sim_free_stack(struct sim *s, uint64_t t, uint64_t addr, uint64_t stack);
 void sim_rss(struct sim *s, uint64_t t, uint64_t bytes);
 /* A TRAILER at t with counters (NULL: all 0). */
 void sim_trailer(struct sim *s, uint64_t t, const uint64_t counters[LK_CNT_MAX + 1]);

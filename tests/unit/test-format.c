@@ -952,3 +952,101 @@ TEST(block_numbers)
 	}
 	free(b.p);
 }
+
+/* FREE_STACK (version 7): a FREE whose block is coded as a FREE's, and the stack that freed it;
+ * the reader hands it on as a FREE with free.stack. Unknown in a version 6 profile, an error when
+ * its stack is not defined yet, a crash's end when it is cut, and not a record of a thread
+ * segment's body. */
+TEST(free_stack_records)
+{
+	struct lk_record got;
+	struct pbuf b = { 0 };
+	size_t at[3], count;
+	int r;
+
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 3);
+	pb_made_up_stack(&b, 2, 4);
+	pb_alloc(&b, 5, 7, 0x1000, 64, 1);
+	pb_alloc(&b, 0, 7, 0x2000, 64, 1);
+	pb_alloc(&b, 0, 7, 0x3000, 64, 1);
+	at[0] = pb_free_stack(&b, 9, 7, 0x2000, 2);
+	at[1] = pb_free(&b, 0, 7, 0x1000);
+	at[2] = pb_free_stack(&b, 1, 8, 0x3000, 0); /* stack 0: the unwinder found none */
+
+	struct lk_reader *rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	for (int i = 0; i < 3;) {
+		ASSERT_EQ(lk_reader_next(rd, &got), 1);
+		if (got.tag != LK_REC_FREE)
+			continue;
+		ASSERT_EQ(got.offset, at[i]);
+		ASSERT_EQ(got.free.block, i == 0 ? 2 : i == 1 ? 1 : 3);
+		ASSERT_EQ(got.free.stack, i == 0 ? 2 : 0);
+		ASSERT_EQ(got.free.tid, i == 2 ? 8 : 7);
+		if (i == 0)
+			ASSERT_EQ(got.time_ns, 14);
+		i++;
+	}
+	ASSERT_EQ(lk_reader_next(rd, &got), 0);
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_FREE_STACK), "FREE_STACK");
+	lk_reader_free(rd);
+
+	/* Cut inside the first FREE_STACK: an error that names where it starts; its tag not
+	 * stored yet (a crash): the end, after the record before it. */
+	char want[64];
+	snprintf(want, sizeof(want), "offset %zu: FREE_STACK record", at[0]);
+	rd = open_mem(b.p, at[0] + 2, &r);
+	ASSERT_OK(r);
+	ASSERT_EQ(drain(rd, &count), -EBADMSG);
+	ASSERT_CONTAINS(lk_reader_error(rd), want);
+	ASSERT_CONTAINS(lk_reader_error(rd), "cut by the end of the file");
+	lk_reader_free(rd);
+	b.p[at[0]] = 0;
+	rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_EQ(drain(rd, &count), 0);
+	ASSERT_EQ(lk_reader_end_offset(rd), at[0]);
+	lk_reader_free(rd);
+	b.p[at[0]] = LK_REC_FREE_STACK;
+
+	/* A version 6 profile has no such tag. */
+	b.p[8] = 6;
+	rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_TRUE(drain(rd, &count) < 0);
+	ASSERT_TRUE(strstr(lk_reader_error(rd), "version 7 has it"));
+	lk_reader_free(rd);
+	b.p[8] = LK_FORMAT_VERSION;
+
+	/* A stack not defined yet. */
+	free(b.p);
+	b = (struct pbuf){ 0 };
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 3);
+	pb_alloc(&b, 5, 7, 0x1000, 64, 1);
+	at[0] = pb_free_stack(&b, 0, 7, 0x1000, 2);
+	rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_TRUE(drain(rd, &count) < 0);
+	ASSERT_TRUE(strstr(lk_reader_error(rd), "FREE_STACK names stack 2, which is not defined"));
+	lk_reader_free(rd);
+
+	/* Not in a thread segment's body. */
+	free(b.p);
+	b = (struct pbuf){ 0 };
+	struct pb_seg s;
+	uint8_t rec[LK_FREE_STACK_MAX];
+	uint64_t prev = 0;
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 3);
+	pb_segment(&b, &s, 1, 9, 4, 0, 64);
+	pb_seg_alloc(&b, &s, 0, 0x1000, 64, 1);
+	pb_seg_put(&b, &s, rec, lk_rec_free_stack(rec, 0, s.first, &prev, s.first, 1));
+	pb_seg_end(&b, &s);
+	rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_TRUE(drain(rd, &count) < 0);
+	lk_reader_free(rd);
+	free(b.p);
+}

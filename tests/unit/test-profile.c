@@ -1552,35 +1552,35 @@ TEST(watch_limit_known_recent_frees)
 
 	/* A record is read only if it starts LK_READ_RECORD_MAX bytes or more before the limit. */
 	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .limit = cut + LK_READ_RECORD_MAX - 1,
-				     .recent_frees = 8 };
+				     .frees = true, .frees_last = 8 };
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
 	t = lk_profile_totals(p);
 	ASSERT_TRUE(!t->trailer);
 	ASSERT_EQ(t->duration_ns, 30);
 	ASSERT_EQ(t->frees, 1);
 	ASSERT_EXACT(t->live_bytes_end, 200);
-	ASSERT_EQ(lk_profile_frees(p, &fe), 1);
+	ASSERT_EQ(lk_profile_frees_recent(p, &fe), 1);
 	ASSERT_EQ(fe[0].size, 100);
 	ASSERT_EQ(fe[0].alloc_ns, 10);
 	ASSERT_EQ(fe[0].free_ns, 30);
-	ASSERT_EQ(fe[0].stack, 1);
+	ASSERT_EQ(fe[0].alloc_stack, 1);
 	ASSERT_EQ(fe[0].free_stack, 0); /* FREE records carry none yet */
 	ASSERT_EQ(fe[0].weight, 1);
 	lk_profile_free(p);
 
 	/* The whole file; a ring of 2 keeps B and D, oldest first. */
-	o = (struct lk_profile_opts){ .at_ns = UINT64_MAX, .recent_frees = 2 };
+	o = (struct lk_profile_opts){ .at_ns = UINT64_MAX, .frees = true, .frees_last = 2 };
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
 	ASSERT_TRUE(lk_profile_totals(p)->trailer);
-	ASSERT_EQ(lk_profile_frees(p, &fe), 2);
+	ASSERT_EQ(lk_profile_frees_recent(p, &fe), 2);
 	ASSERT_EQ(fe[0].size, 200);
 	ASSERT_EQ(fe[0].free_ns - (uint64_t)fe[0].alloc_ns, 30);
 	ASSERT_EQ(fe[1].size, 50);
 	ASSERT_EQ(fe[1].free_ns, 55);
 	lk_profile_free(p);
-	o.recent_frees = 0; /* none kept */
+	o.frees = false; /* none kept */
 	ASSERT_OK(sim_load(&s, &o, &p, &err));
-	ASSERT_EQ(lk_profile_frees(p, &fe), 0);
+	ASSERT_EQ(lk_profile_frees_recent(p, &fe), 0);
 	lk_profile_free(p);
 
 	/* C (allocated at 40) is the one block live at the end: known at 40, old at 39. */
@@ -1597,6 +1597,69 @@ TEST(watch_limit_known_recent_frees)
 	lk_profile_stacks(p, &st);
 	ASSERT_EXACT(st[0].old_bytes, 300);
 	ASSERT_EQ(lk_profile_totals(p)->known_bytes.value, 0);
+
+/* opts.frees: each free of a live sampled block goes to its (allocation stack, free stack) pair,
+ * with its lifetime, and the last frees_last into the list of recent frees, oldest first (a ring
+ * that wrapped comes out in order). Exact mode: every weight is 1, so every figure is exact. */
+TEST(frees_kept_by_pair_and_recent)
+{
+	struct lk_profile_opts o = { .at_ns = UINT64_MAX, .frees = true, .frees_last = 2 };
+	const struct lk_free_event *ev;
+	const struct lk_free_pair *pr;
+	struct lk_profile *p = NULL;
+	char *err = NULL;
+	struct sim s;
+
+	sim_start(&s, 1, LK_HDR_EXACT);
+	uint64_t a = sim_site(&s, 0x401000), b = sim_site(&s, 0x402000);
+	uint64_t f = sim_site(&s, 0x403000), g = sim_site(&s, 0x404000);
+	sim_alloc(&s, 10, 0x1000, 100, a);
+	sim_alloc(&s, 20, 0x2000, 200, a);
+	sim_alloc(&s, 30, 0x3000, 50, b);
+	sim_alloc(&s, 35, 0x4000, 7, b); /* live at the end: no free */
+	sim_free_stack(&s, 50, 0x1000, f);
+	sim_free_stack(&s, 70, 0x2000, g);
+	sim_free(&s, 100, 0x3000); /* a FREE without a stack, as without LEEK_FREE_STACKS */
+	sim_trailer(&s, 110, NULL);
+
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_EQ(lk_profile_free_stacks_seen(p), 2);
+	ASSERT_EQ(lk_profile_frees_recent(p, &ev), 2);
+	ASSERT_EQ(ev[0].alloc_stack, a);
+	ASSERT_EQ(ev[0].free_stack, g);
+	ASSERT_EQ(ev[0].size, 200);
+	ASSERT_EQ(ev[0].alloc_ns, 20);
+	ASSERT_EQ(ev[0].free_ns, 70);
+	ASSERT_EQ(ev[1].alloc_stack, b);
+	ASSERT_EQ(ev[1].free_stack, 0);
+	ASSERT_EQ(ev[1].free_ns, 100);
+	ASSERT_TRUE(ev[1].weight == 1.0);
+
+	ASSERT_EQ(lk_profile_free_pairs(p, &pr), 3);
+	/* By bytes freed: (a, g) 200, (a, f) 100, (b, none) 50. */
+	ASSERT_EQ(pr[0].alloc_stack, a);
+	ASSERT_EQ(pr[0].free_stack, g);
+	ASSERT_EXACT(pr[0].bytes, 200);
+	ASSERT_EQ(pr[0].life_min_ns, 50);
+	ASSERT_EQ(pr[1].alloc_stack, a);
+	ASSERT_EQ(pr[1].free_stack, f);
+	ASSERT_EXACT(pr[1].bytes, 100);
+	ASSERT_TRUE(pr[1].life_mean_ns == 40.0);
+	ASSERT_EQ(pr[1].life_max_ns, 40);
+	ASSERT_EQ(pr[2].alloc_stack, b);
+	ASSERT_EQ(pr[2].free_stack, 0);
+	ASSERT_EXACT(pr[2].objects, 1);
+	lk_profile_free(p);
+
+	/* Without opts.frees nothing is kept; with frees_last 0, the pairs alone. */
+	ASSERT_OK(sim_load(&s, NULL, &p, &err));
+	ASSERT_EQ(lk_profile_free_pairs(p, &pr), 0);
+	ASSERT_EQ(lk_profile_frees_recent(p, &ev), 0);
+	lk_profile_free(p);
+	o.frees_last = 0;
+	ASSERT_OK(sim_load(&s, &o, &p, &err));
+	ASSERT_EQ(lk_profile_free_pairs(p, &pr), 3);
+	ASSERT_EQ(lk_profile_frees_recent(p, &ev), 0);
 	lk_profile_free(p);
 	free(s.b.p);
 }

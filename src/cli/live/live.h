@@ -84,6 +84,8 @@ struct lk_live_free {
 	struct lk_free_event e;
 	const struct lk_sym_frame **stack; /* innermost first, into the symbolizer */
 	size_t n, site;                    /* frames; stack[site] is the allocation's site */
+	const struct lk_sym_frame **fstack; /* the freeing stack (LEEK_FREE_STACKS); NULL: none */
+	size_t fn, fsite;                  /* its frames; fstack[fsite] the free's site */
 };
 
 struct lk_live_view {

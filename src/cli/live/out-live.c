@@ -34,8 +34,10 @@ static void text_frees(FILE *f, const struct lk_live_view *v)
 		fputs("  (no sampled block freed yet)\n", f);
 		return;
 	}
-	fprintf(f, "  %10s %10s %10s %10s  allocated at (free stacks are not recorded)\n", "size",
-		"allocated", "freed", "lifetime");
+	fprintf(f, "  %10s %10s %10s %10s  allocated at; freed at%s\n", "size", "allocated",
+		"freed", "lifetime", v->nfrees && !v->frees[v->nfrees - 1].fstack
+					     ? " (with LEEK_FREE_STACKS=1: leek run --free-stacks)"
+					     : "");
 	for (size_t i = v->nfrees; i-- > 0;) { /* the newest first */
 		const struct lk_live_free *lf = &v->frees[i];
 		const struct lk_free_event *e = &lf->e;
@@ -44,10 +46,19 @@ static void text_frees(FILE *f, const struct lk_live_view *v)
 			lk_fmt_time(c, sizeof(c), (double)e->free_ns),
 			lk_fmt_time(d, sizeof(d), (double)e->free_ns - (double)e->alloc_ns));
 		lk_text_frame(f, lf->stack[lf->site], false);
+		if (lf->fstack && lf->fn) {
+			fputs("; freed at ", f);
+			lk_text_frame(f, lf->fstack[lf->fsite], false);
+		}
 		fputc('\n', f);
 		if (v->opts.stacks)
 			lk_text_stack(f, (const struct lk_sym_frame *const *)lf->stack, NULL, lf->n,
 				      lf->site, 1);
+		if (v->opts.stacks && lf->fstack && lf->fn) {
+			fputs("    freed by:\n", f);
+			lk_text_stack(f, (const struct lk_sym_frame *const *)lf->fstack, NULL, lf->fn,
+				      lf->fsite, 1);
+		}
 	}
 }
 
@@ -128,8 +139,14 @@ static void json_frees(struct lk_json *j, const struct lk_live_view *v)
 		lk_json_frame_key(j, lf->stack[lf->site]);
 		lk_json_stack(j, (const struct lk_sym_frame *const *)lf->stack, NULL, lf->n,
 			      lf->site);
-		lk_json_value(j, "free_stack"); /* not recorded yet: null */
-		fputs("null", j->f);
+		if (lf->fstack && lf->fn) {
+			lk_json_stack_named(j, "free_stack",
+					    (const struct lk_sym_frame *const *)lf->fstack, NULL,
+					    lf->fn, lf->fsite);
+		} else {
+			lk_json_value(j, "free_stack"); /* not recorded: LEEK_FREE_STACKS */
+			fputs("null", j->f);
+		}
 		lk_json_close(j, '}');
 	}
 	lk_json_close(j, ']');

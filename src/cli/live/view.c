@@ -29,7 +29,7 @@ struct lk_live_view *lk_live_view_free(struct lk_live_view *v)
 		return NULL;
 	lk_report_free(v->r);
 	for (size_t i = 0; i < v->nfrees; i++)
-		free(v->frees[i].stack);
+		free(v->frees[i].stack), free(v->frees[i].fstack);
 	free(v->frees);
 	if (v->synth) {
 		lk_site_stack_done(v->synth);
@@ -78,7 +78,7 @@ static const struct lk_stack_stats *find_stack(const struct lk_profile *p, uint6
 static int make_frees(struct lk_live_view *v, struct lk_symbolizer *sym, const struct lk_profile *p)
 {
 	const struct lk_free_event *e;
-	size_t n = lk_profile_frees(p, &e);
+	size_t n = lk_profile_frees_recent(p, &e);
 	int r = 0;
 
 	v->synth = calloc(1, sizeof(*v->synth));
@@ -87,7 +87,7 @@ static int make_frees(struct lk_live_view *v, struct lk_symbolizer *sym, const s
 		return -ENOMEM;
 	lk_site_stack_init(v->synth);
 	for (size_t i = 0; i < n && r >= 0; i++) {
-		const struct lk_stack_stats *st = find_stack(p, e[i].stack);
+		const struct lk_stack_stats *st = find_stack(p, e[i].alloc_stack);
 		struct lk_live_free *lf = &v->frees[v->nfrees++];
 
 		lf->e = e[i];
@@ -102,6 +102,20 @@ static int make_frees(struct lk_live_view *v, struct lk_symbolizer *sym, const s
 			return -ENOMEM;
 		memcpy(lf->stack, v->synth->frames, lf->n * sizeof(*lf->stack));
 		lf->site = lk_site_pick(v->opts.filter, lf->stack, lf->n);
+		/* The freeing stack, in a profile written with LEEK_FREE_STACKS. */
+		st = e[i].free_stack ? find_stack(p, e[i].free_stack) : NULL;
+		if (!st)
+			continue;
+		r = lk_site_symbolize(v->synth, sym, SYM_PROFILE, st->frames, st->modules,
+				      st->nframes);
+		if (r < 0)
+			break;
+		lf->fn = v->synth->n;
+		lf->fstack = malloc((lf->fn ? lf->fn : 1) * sizeof(*lf->fstack));
+		if (!lf->fstack)
+			return -ENOMEM;
+		memcpy(lf->fstack, v->synth->frames, lf->fn * sizeof(*lf->fstack));
+		lf->fsite = lk_site_pick(v->opts.filter, lf->fstack, lf->fn);
 	}
 	return r;
 }
@@ -120,7 +134,8 @@ int lk_live_view_make(struct lk_live_source *s, const struct lk_live_opts *o,
 		.known = o->known,
 		.known_ns = o->known_ns,
 		.no_live_list = o->kind != LK_LIVE_OLD, /* old: each site's oldest block */
-		.recent_frees = o->kind == LK_LIVE_FREES ? o->frees : 0,
+		.frees = o->kind == LK_LIVE_FREES,
+		.frees_last = o->kind == LK_LIVE_FREES ? o->frees : 0,
 	};
 	struct lk_report_opts ro = {
 		.view = view_of(o->kind),

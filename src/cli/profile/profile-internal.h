@@ -277,18 +277,8 @@ struct lk_profile {
 	struct lk_live_block *live_blocks; /* at the end, oldest first; room for live_blocks_cap */
 	size_t nlive_blocks, live_blocks_cap;
 
-	struct lk_free_event *frees;      /* opts.recent_frees: a ring of the last frees, in order
-					   * from frees_head once the passes end (profile-frees.c) */
-	size_t nfrees, frees_cap, frees_head;
+	struct profile_frees *frees;      /* opts.frees: profile-frees.c's; else NULL */
 };
-
-/* profile-frees.c: the ring of recent frees (opts.recent_frees). init: 0 or -ENOMEM/-E2BIG (the
- * budget); note: block b, live until now, was freed by rec; order: once the passes end, the
- * ring oldest first; done: its memory back (NULL-safe). */
-int profile_frees_init(struct lk_profile *p);
-void profile_note_free(struct lk_profile *p, const struct live_block *b, const struct lk_record *rec);
-void profile_frees_order(struct lk_profile *p);
-void profile_frees_done(struct lk_profile *p);
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each
  * profile_fail* sets *msg (malloc'ed) unless it already holds the first failure's message, and
@@ -354,6 +344,14 @@ int profile_finish(struct lk_profile *p, const struct live_set *ls, uint64_t dur
 /* The list of the blocks live at the end, oldest first: once the live set is freed, so that the
  * sort's room (as much again as the list) comes from the set's. */
 void profile_sort_live(struct lk_profile *p);
+
+/* profile-frees.c (opts.frees): the free rec of live block b, just removed from the set, with
+ * its weight w. 0, -ENOMEM, or -E2BIG (beyond the budget). profile_frees_finish sorts the pairs
+ * and finishes their estimates, at the end; profile_frees_free accepts a profile without them. */
+int profile_frees_add(struct lk_profile *p, const struct live_block *b, const struct lk_record *rec,
+		      double w, double v1);
+void profile_frees_finish(struct lk_profile *p);
+void profile_frees_free(struct lk_profile *p);
 
 /* profile-tables.c: copies of STACK and MODULE records. 0, -ENOMEM, or -E2BIG: beyond a limit
  * (*what says which) or beyond the budget (*what untouched). */

@@ -277,8 +277,8 @@ struct lk_profile *lk_profile_free(struct lk_profile *p)
 	if (!p)
 		return NULL;
 	profile_tables_free(p);
+	profile_frees_free(p);
 	lk_budget_free(p->live_blocks, p->live_blocks_cap * sizeof(*p->live_blocks));
-	profile_frees_done(p);
 	free(p->strings);
 	free(p);
 	return NULL;

@@ -237,18 +237,30 @@ static void set_losses(struct lk_profile *p, const struct lk_record *rec)
 	}
 }
 
-/* FREE: it cannot fail, and H(t) only falls. */
-static void apply_free(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
+/* The free of b kept (opts.frees): out of line, so that apply_free stays small without it. */
+static __attribute__((noinline)) int keep_free(struct lk_profile *p, const struct second_pass *sp,
+					       const struct live_block *b,
+					       const struct lk_record *rec)
+{
+	struct live_weight wt = live_weigh(&sp->ls, b->size);
+
+	return profile_frees_add(p, b, rec, wt.w, wt.v1);
+}
+
+/* FREE: H(t) only falls. 0, or with opts.frees, -ENOMEM or -E2BIG (the budget). */
+static int apply_free(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
 {
 	struct live_block b;
 
 	p->totals.frees++;
 	if (live_set_remove(&sp->ls, rec->free.block, &b)) {
 		unlive(p, sp, &b);
-		if (p->frees) /* opts.recent_frees */
-			profile_note_free(p, &b, rec);
-	} else
+		if (__builtin_expect(p->opts.frees, 0))
+			return keep_free(p, sp, &b, rec);
+	} else {
 		p->totals.frees_unknown++;
+	}
+	return 0;
 }
 
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
@@ -259,8 +271,7 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	case LK_REC_INHERIT:
 		return add_live(p, sp, rec, what);
 	case LK_REC_FREE:
-		apply_free(p, sp, rec);
-		return 0;
+		return apply_free(p, sp, rec);
 	case LK_REC_STACK:
 		return profile_add_stack(p, rec, what);
 	case LK_REC_MODULE:
@@ -332,7 +343,11 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 				check_ns = pass_moments(p, sp, rec->time_ns);
 			if (rec->tag == LK_REC_FREE) {
 				/* H(t) does not rise: no new peak, nor bucket maximum. */
-				apply_free(p, sp, rec);
+				r = apply_free(p, sp, rec);
+				if (__builtin_expect(r < 0, 0))
+					return r == -E2BIG ? profile_fail_budget(msg, r, rec->offset,
+										 p, &sp->ls)
+							   : profile_fail_record(msg, rec, r, NULL);
 			} else {
 				r = apply(p, sp, rec, &what);
 				if (r >= 0 && sp->ls.heap_q > sp->peak) { /* the first time this
@@ -376,7 +391,7 @@ static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t dur
 		close_bucket(p, sp);
 	close_bucket(p, sp);
 	live_set_drop_table(&sp->ls); /* no block is looked up from here on: room for the list */
-	profile_frees_order(p);
+	profile_frees_finish(p);
 	return profile_finish(p, &sp->ls, duration_ns, !sp->at_done);
 }
 
@@ -425,8 +440,7 @@ static struct lk_profile *profile_new(const struct lk_profile_opts *opts, char *
 		p->windows = lk_budget_calloc(1, sizeof(*p->windows));
 		p->windows_cap = 1;
 	}
-	if (!p->stacks || !p->runs || (p->opts.window && !p->windows) ||
-	    profile_frees_init(p) < 0) {
+	if (!p->stacks || !p->runs || (p->opts.window && !p->windows)) {
 		profile_fail(msg, -ENOMEM, "out of memory");
 		return lk_profile_free(p);
 	}

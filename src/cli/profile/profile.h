@@ -146,8 +146,9 @@ struct lk_profile_opts {
 	bool known;          /* old_* leave out the blocks allocated at or before known_ns, and
 			      * totals.known_* sum them (`leek watch`'s SIGUSR1) */
 	int64_t known_ns;
-	unsigned recent_frees; /* the last N frees of sampled blocks are kept (lk_profile_frees);
-				* at most LK_PROFILE_MAX_RECENT_FREES, 0: none */
+	bool frees;          /* keep the frees of sampled blocks: lk_profile_free_pairs(), and the
+			      * last frees_last of them, lk_profile_frees_recent() (profile-frees.c) */
+	size_t frees_last;   /* `leek watch` asks for at most LK_PROFILE_MAX_RECENT_FREES */
 };
 
 #define LK_PROFILE_MAX_RECENT_FREES 65536 /* 48 bytes each: 3 MiB at most */
@@ -248,20 +249,31 @@ struct lk_live_block {
 };
 size_t lk_profile_live_blocks(const struct lk_profile *p, const struct lk_live_block **ret);
 
-/* The last opts.recent_frees frees of sampled blocks, oldest first (profile-frees.c): what
- * `leek watch` shows on SIGUSR2, to help with a use-after-free. A FREE record names its block,
- * whose allocation gives the size, stack and time. */
+/* profile-frees.c, with opts.frees: the frees of sampled blocks, each with the stack that
+ * allocated the block and, in a profile written with LEEK_FREE_STACKS, the stack that freed it
+ * (0: none recorded). A block live at the end has no free; an INHERITed block's alloc_ns is before
+ * the start (negative). Memory: frees_last events, and one pair for each (allocation stack, free
+ * stack) that occurs, from the budget. */
 struct lk_free_event {
-	uint64_t block, size;
-	uint64_t stack;       /* the allocation's stack id */
-	uint64_t free_stack;  /* the freeing stack's id: 0 (unknown) while FREE records carry none;
-			       * the one place to fill it once they do (issue 31, "Free stacks";
-			       * profile-frees.c, profile_note_free) */
-	int64_t alloc_ns;     /* since start (negative for an INHERITed block) */
-	uint64_t free_ns;     /* since start */
-	double weight;        /* 1/p of the block's size */
+	uint64_t block, size, tid;
+	uint64_t alloc_stack, free_stack;
+	int64_t alloc_ns;  /* allocation time since start */
+	uint64_t free_ns;  /* free time since start */
+	double weight;     /* 1/p(size): the allocations this sample stands for */
 };
-size_t lk_profile_frees(const struct lk_profile *p, const struct lk_free_event **ret);
+struct lk_free_pair {
+	uint64_t alloc_stack, free_stack;
+	struct lk_estimate bytes, objects; /* freed, estimated (bytes.samples: the sampled frees) */
+	uint64_t life_min_ns, life_max_ns; /* over the sampled frees */
+	double life_mean_ns;               /* weighted as the objects: the estimated mean lifetime */
+	double life_sum_w;                 /* internal: sum of w * lifetime */
+};
+/* The last min(frees, frees_last) frees, oldest first. */
+size_t lk_profile_frees_recent(const struct lk_profile *p, const struct lk_free_event **ret);
+/* Every pair, by estimated bytes freed, largest first (ties: by stacks); estimates finished. */
+size_t lk_profile_free_pairs(const struct lk_profile *p, const struct lk_free_pair **ret);
+/* FREE_STACK records read: whether the profile has free stacks at all. */
+uint64_t lk_profile_free_stacks_seen(const struct lk_profile *p);
 
 /* Helpers shared with the report (pure functions, docs/sampling.md). */
 double lk_sample_weight(uint64_t size, uint64_t period);          /* 1/p(s); 1 in exact mode */

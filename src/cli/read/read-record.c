@@ -138,21 +138,25 @@ static int decode_alloc(struct lk_reader *r, struct cursor *c, struct lk_record 
 	return 0;
 }
 
+/* FREE, FREE_FIXED (fixed) or FREE_STACK (with_stack): a FREE, and FREE_STACK's stack. */
 static int decode_free(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt,
-		       bool fixed)
+		       bool fixed, bool with_stack)
 {
-	const char *what = fixed ? "FREE_FIXED" : "FREE";
+	const char *what = fixed ? "FREE_FIXED" : with_stack ? "FREE_STACK" : "FREE";
 	uint64_t block;
 	int k;
 
 	rec->tag = LK_REC_FREE;
 	*dt = fixed ? 0 : get(c);
 	block = freed_block(r, fixed ? get_fixed(c, 2) : get(c));
+	rec->free.stack = with_stack ? get(c) : 0;
 	k = check(r, c, what);
 	if (k == 0)
 		k = check_thread(r, what);
 	if (k == 0)
 		k = check_freed(r, block);
+	if (k == 0 && with_stack)
+		k = check_stack(r, what, rec->free.stack);
 	if (k < 0)
 		return k;
 	rec->free.tid = r->tid;
@@ -648,7 +652,12 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 		k = decode_alloc(r, &c, rec, &dt, false);
 		break;
 	case LK_REC_FREE:
-		k = decode_free(r, &c, rec, &dt, false);
+		k = decode_free(r, &c, rec, &dt, false, false);
+		break;
+	case LK_REC_FREE_STACK:
+		if (!r->free_stacks)
+			return newer_tag(r, rec->tag, 7);
+		k = decode_free(r, &c, rec, &dt, false, true);
 		break;
 	case LK_REC_STACK:
 		k = decode_stack(r, &c, rec);
@@ -679,7 +688,7 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 		if (!r->fixed)
 			return newer_tag(r, rec->tag, 5);
 		k = rec->tag == LK_REC_ALLOC_FIXED ? decode_alloc(r, &c, rec, &dt, true)
-						   : decode_free(r, &c, rec, &dt, true);
+						   : decode_free(r, &c, rec, &dt, true, false);
 		break;
 	case LK_REC_SEGMENT:
 		if (!r->segments)

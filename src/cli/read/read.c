@@ -41,6 +41,7 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_FREE_FIXED] = "FREE_FIXED",
 	[LK_REC_SEGMENT] = "SEGMENT",
 	[LK_REC_SEG_END] = "SEG_END",
+	[LK_REC_FREE_STACK] = "FREE_STACK",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -232,6 +233,7 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 	r->free_by_age = h->version >= 4;
 	r->fixed = h->version >= 5;
 	r->segments = h->version >= 6;
+	r->free_stacks = h->version >= 7;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);

@@ -76,8 +76,9 @@ struct lk_counter_value {
  * one of a later time (a FREE that waited for its ALLOC) gets that time: time_ns never goes
  * backwards. offset is where the record is in the file, in a body too. */
 struct lk_record {
-	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_SEGMENT or LK_READ_EXT; ALLOC_FIXED and
-			      * FREE_FIXED come as ALLOC and FREE, SEG_END never */
+	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_SEGMENT or LK_READ_EXT; ALLOC_FIXED,
+			      * FREE_FIXED and FREE_STACK come as ALLOC and FREE (FREE_STACK's
+			      * with free.stack), SEG_END never */
 	uint64_t offset;     /* of the tag byte */
 	uint64_t time_ns;
 	union {
@@ -86,6 +87,7 @@ struct lk_record {
 		} alloc;
 		struct {
 			uint64_t tid, block; /* block: the ALLOC or INHERIT's number */
+			uint64_t stack;      /* FREE_STACK's: the stack that freed it; 0 none */
 		} free;
 		struct {
 			uint64_t tid;

@@ -46,7 +46,13 @@ static void frame(struct lk_json *j, const struct lk_sym_frame *f, int kind)
 void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack,
 		   const uint32_t *funcs, size_t n, size_t site_frame)
 {
-	lk_json_key(j, "stack");
+	lk_json_stack_named(j, "stack", stack, funcs, n, site_frame);
+}
+
+void lk_json_stack_named(struct lk_json *j, const char *key, const struct lk_sym_frame *const *stack,
+			 const uint32_t *funcs, size_t n, size_t site_frame)
+{
+	lk_json_key(j, key);
 	lk_json_open(j, '[', false);
 	for (size_t i = 0; i < n; i++)
 		frame(j, stack[i],

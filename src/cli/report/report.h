@@ -226,6 +226,9 @@ void lk_json_end(struct lk_json_doc *d); /* closes and frees */
 void lk_json_frame_key(struct lk_json *j, const struct lk_sym_frame *f);
 void lk_json_stack(struct lk_json *j, const struct lk_sym_frame *const *stack,
 		   const uint32_t *funcs, size_t n, size_t site_frame);
+/* The same under another key (`leek watch`'s free_stack). */
+void lk_json_stack_named(struct lk_json *j, const char *key, const struct lk_sym_frame *const *stack,
+			 const uint32_t *funcs, size_t n, size_t site_frame);
 void lk_json_processes(struct lk_json *j, const struct lk_report *r);
 void lk_json_wrappers(struct lk_json *j, const struct lk_report *r);
 
