@@ -163,6 +163,13 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 	case LK_REC_THREAD:
 		printf(" tid=%" PRIu64, rec->thread.tid);
 		break;
+	case LK_REC_CTL:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" %s", rec->ctl.kind == LK_CTL_ON ? "on" : rec->ctl.kind == LK_CTL_OFF ? "off" : "mark");
+		if (rec->ctl.kind == LK_CTL_MARK)
+			printf(" name=%s", rec->ctl.name);
+		break;
 	case LK_REC_SEGMENT:
 		fputs(" t=", stdout);
 		print_ns(rec->time_ns);

@@ -15,6 +15,7 @@ int lk_cmd_report(int argc, char *argv[]);
 int lk_cmd_export(int argc, char *argv[]);
 int lk_cmd_diff(int argc, char *argv[]);
 int lk_cmd_help(int argc, char *argv[]);
+int lk_cmd_ctl(int argc, char *argv[]);
 
 /* Prints the usage of one command (or of leek, for NULL) to f; returns status. */
 int lk_cmd_usage(FILE *f, const char *command, int status);
