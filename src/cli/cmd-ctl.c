@@ -56,6 +56,13 @@ static int read_header(int fd, uint32_t pid, struct lk_file_header *h, const cha
 		       "profile takes commands)";
 		return -EINVAL;
 	}
+	if (le16toh(h->version) > LK_FORMAT_VERSION ||
+	    le16toh(h->fixed_size) != LK_HEADER_FIXED_SIZE ||
+	    le32toh(h->header_size) > LK_HEADER_FIXED_SIZE + 2 * LK_MAX_PATH + 65536 ||
+	    le32toh(h->header_size) % 8) {
+		*why = "a damaged header, or a profile of a newer leek";
+		return -EINVAL;
+	}
 	if (le16toh(h->version) < 7 || !(le32toh(h->flags) & LK_HDR_CTL)) {
 		*why = "a profile without a control block (written by a libleek before format "
 		       "version 7)";
@@ -192,10 +199,9 @@ static int send_cmd(int fd, off_t ctl, uint32_t cmd, const char *name, uint64_t 
 	uint32_t seq, v;
 	uint64_t t0;
 
-	if (pread(fd, &c, sizeof(c), ctl) != (ssize_t)sizeof(c))
-		return -EIO;
-	if (memcmp(c.magic, LK_CTL_MAGIC, 4) != 0)
-		return -EBADMSG;
+	if (pread(fd, &c, sizeof(c), ctl) != (ssize_t)sizeof(c) ||
+	    memcmp(c.magic, LK_CTL_MAGIC, 4) != 0)
+		return -EBADMSG; /* cut short, or damaged */
 	if (c.ack != c.seq)
 		lk_msg("ctl: a command sent before was not carried out yet; this one replaces it");
 	seq = le32toh(c.seq) + 1;
@@ -327,6 +333,11 @@ int lk_cmd_ctl(int argc, char *argv[])
 		       "it stays in place and is carried out at its next look", path, what,
 		       name ? name : "", arg_timeout, le32toh(h.pid));
 		return CTL_EXIT_PENDING;
+	}
+	if (k == -EBADMSG) {
+		lk_msg("ctl: %s: its control block (offset %" PRIu32 ") is damaged or cut off", path,
+		       le32toh(h.header_size) - LK_CTL_SIZE);
+		return LK_EXIT_FILE;
 	}
 	if (k < 0)
 		return lk_error(k, "ctl: %s", path), LK_EXIT_FILE;

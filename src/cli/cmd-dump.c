@@ -52,7 +52,7 @@ static void print_signed_ns(int64_t ns)
 static void print_header(const char *path, const struct lk_profile_header *ph)
 {
 	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut",
-						  "coarse_time", "continued" };
+						  "coarse_time", "continued", "ctl" };
 	const struct lk_file_header *h = &ph->h;
 	const char *sep = "(";
 

@@ -51,6 +51,8 @@ struct second_pass {
 	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
 	uint64_t peak_ns;                   /* the time of the record that first reached it */
 	uint64_t last_ns;                   /* the time of the last record applied */
+	bool off;                           /* switched off (CTL OFF) */
+	uint64_t off_since;                 /* since when */
 };
 
 /* Pass 2 reads records ahead of the ones it applies, and asks the cache for the live-set entry of
@@ -249,6 +251,28 @@ static void apply_free(struct lk_profile *p, struct second_pass *sp, const struc
 		p->totals.frees_unknown++;
 }
 
+/* CTL: an off period begins or ends, or a mark. An OFF while off, or an ON while on, changes
+ * nothing (libleek writes neither, a damaged file might). */
+static void apply_ctl(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
+{
+	struct lk_profile_totals *t = &p->totals;
+
+	if (rec->ctl.kind == LK_CTL_OFF && !sp->off) {
+		sp->off = true;
+		sp->off_since = rec->time_ns;
+		t->off_periods++;
+	} else if (rec->ctl.kind == LK_CTL_ON && sp->off) {
+		sp->off = false;
+		t->off_ns += rec->time_ns - sp->off_since;
+	} else if (rec->ctl.kind == LK_CTL_MARK) {
+		if (t->nmarks < LK_PROFILE_MARKS) {
+			t->marks[t->nmarks].t_ns = rec->time_ns;
+			memcpy(t->marks[t->nmarks].name, rec->ctl.name, rec->ctl.name_len + 1);
+		}
+		t->nmarks++;
+	}
+}
+
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
 		 const char **what)
 {
@@ -274,6 +298,9 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	case LK_REC_LOSS:
 	case LK_REC_TRAILER:
 		set_losses(p, rec);
+		return 0;
+	case LK_REC_CTL:
+		apply_ctl(p, sp, rec);
 		return 0;
 	default: /* extensions */
 		return 0;
@@ -368,6 +395,10 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t duration_ns)
 {
 	p->totals.peak_ns = sp->peak_ns;
+	if (sp->off) { /* off to the end */
+		p->totals.off_ns += duration_ns > sp->off_since ? duration_ns - sp->off_since : 0;
+		p->totals.off_at_end = true;
+	}
 	if (p->opts.window && !sp->from_done) /* from_ns at or after the last record */
 		profile_snapshot_from(p, &sp->ls);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */

@@ -140,6 +140,14 @@ struct lk_profile_opts {
 			      * its sort (a million blocks live at an exact redis-server's exit) */
 };
 
+#define LK_PROFILE_MARKS 32 /* marks kept in the totals (`leek dump` shows every one) */
+
+/* A CTL MARK record: `leek ctl PID mark NAME`. */
+struct lk_profile_mark {
+	uint64_t t_ns;                  /* since the start */
+	char name[LK_CTL_NAME_MAX + 1];
+};
+
 struct lk_profile_totals {
 	uint64_t duration_ns;           /* time of the last record */
 	uint64_t period;                /* header period; 1 = exact */
@@ -159,6 +167,13 @@ struct lk_profile_totals {
 	uint64_t tags[LK_REC_MAX_KNOWN + 1]; /* of them, each tag's (ALLOC_FIXED and FREE_FIXED
 					      * as ALLOC and FREE, as the reader gives them) */
 	uint64_t ext_records;           /* and extensions */
+	uint64_t off_ns;                /* switched off (CTL OFF to the next ON, or to the end):
+					 * nothing was sampled, so no figure counts what was
+					 * allocated then (LEEK_START=off, `leek ctl PID off`) */
+	uint32_t off_periods;           /* CTL OFF records that switched it off */
+	bool off_at_end;                /* still off at the last record */
+	uint32_t nmarks;                /* CTL MARK records; the first LK_PROFILE_MARKS in marks */
+	struct lk_profile_mark marks[LK_PROFILE_MARKS];
 	uint64_t end_offset;            /* the file offset after the last record */
 	uint32_t ncounters;             /* every counter of the last LOSS or TRAILER that named
 					 * it, known to this leek or not, in the order first seen */

@@ -127,6 +127,19 @@ static void totals(struct lk_json *j, const struct lk_profile_totals *t, bool pe
 	lk_json_u64(j, "max_rss_bytes", t->max_rss);
 	lk_json_bool(j, "trailer", t->trailer);
 	losses(j, t);
+	lk_json_seconds(j, "off_s", t->off_ns);
+	lk_json_u64(j, "off_periods", t->off_periods);
+	lk_json_bool(j, "off_at_end", t->off_at_end);
+	lk_json_u64(j, "marks_total", t->nmarks);
+	lk_json_key(j, "marks");
+	lk_json_open(j, '[', false);
+	for (uint32_t i = 0; i < t->nmarks && i < LK_PROFILE_MARKS; i++) {
+		lk_json_open(j, '{', true);
+		lk_json_str(j, "name", t->marks[i].name);
+		lk_json_seconds(j, "time_s", t->marks[i].t_ns);
+		lk_json_close(j, '}');
+	}
+	lk_json_close(j, ']');
 	lk_json_close(j, '}');
 }
 
