@@ -233,19 +233,6 @@ static int send_cmd(int fd, off_t ctl, uint32_t cmd, const char *name, uint64_t 
 	}
 }
 
-/* A mark's name as the control block takes it: 1 to LK_CTL_NAME_MAX printable bytes, no space. */
-static bool good_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > LK_CTL_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-			return false;
-	return true;
-}
-
 int lk_cmd_ctl(int argc, char *argv[])
 {
 	static const struct option options[] = {
@@ -285,7 +272,7 @@ int lk_cmd_ctl(int argc, char *argv[])
 		if (argc - optind != 3)
 			return lk_cmd_usage(stderr, "ctl", LK_EXIT_USAGE);
 		name = argv[optind + 2];
-		if (!good_name(name)) {
+		if (!lk_mark_name_ok(name)) {
 			lk_msg("ctl: mark '%s': a name is 1 to %d printable bytes, without spaces",
 			       name, LK_CTL_NAME_MAX);
 			return LK_EXIT_USAGE;

@@ -163,6 +163,37 @@ TEST(ctl_dormant_on_off_marks)
 	ASSERT_NEAR(get_num(t, "off_s"), (on - off0) + (dur - off), 0.002);
 	json_free(doc);
 	proc_free(&rep);
+
+	/* Marks as moments: report --at MARK, diff --from MARK --to MARK, and a mark not there. */
+	const char *inuse[] = { "report", "inuse", "--at", "during", path, NULL };
+	leek_exec(&rep, dir, NULL, inuse, 60);
+	ASSERT_EQ(rep.status, 0);
+	ASSERT_CONTAINS(rep.out, "inuse: heap live at mark during");
+	proc_free(&rep);
+	const char *diff[] = { "diff", "-f", "json", "--from", "before", "--to", "during", path, NULL };
+	leek_exec(&rep, dir, NULL, diff, 60);
+	ASSERT_EQ(rep.status, 0);
+	ASSERT_EQ(json_parse(rep.out, rep.out_len, &doc, jerr, sizeof(jerr)), 0);
+	ASSERT_STREQ(get_str(doc, "from_mark"), "before");
+	ASSERT_STREQ(get_str(doc, "at_mark"), "during");
+	/* Allocated between the marks: what was sampled, all of it after on and before during. */
+	size_t between = 0;
+	for (const char *l = strstr(text, " ALLOC "); l; l = strstr(l + 1, " ALLOC "))
+		between += time_of(l, " ALLOC ") <= during;
+	ASSERT_EQ(get_num(json_get(doc, "allocated"), "samples"), (double)between);
+	json_free(doc);
+	proc_free(&rep);
+	const char *nomark[] = { "report", "inuse", "--at", "nosuch", path, NULL };
+	leek_exec(&rep, dir, NULL, nomark, 60);
+	ASSERT_EQ(rep.status, 2);
+	ASSERT_CONTAINS(rep.err, "no mark 'nosuch' in the profile (its marks: before, during)");
+	proc_free(&rep);
+	const char *backwards[] = { "diff", "--from", "during", "--to", "before", path, NULL };
+	leek_exec(&rep, dir, NULL, backwards, 60);
+	ASSERT_EQ(rep.status, 2);
+	ASSERT_CONTAINS(rep.err, "mark 'during' comes after mark 'before'");
+	proc_free(&rep);
+
 	free(text);
 	free(path);
 	proc_free(&svc);

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -127,6 +128,54 @@ static int copy_header(struct lk_profile *p, const struct lk_reader *rd)
 	return 0;
 }
 
+/* "mark NAME is not in the profile; its marks: a, b, c": -ENOENT, with the message in *msg. */
+static int no_mark(char **msg, const char *name, const char *seen)
+{
+	return profile_fail(msg, -ENOENT, "no mark '%s' in the profile (%s%s)", name,
+			    *seen ? "its marks: " : "it has no mark; `leek ctl PID mark NAME` makes one",
+			    seen);
+}
+
+/* Pass 1 with every record read whole, for the times of opts.at_mark and opts.from_mark: each
+ * the first mark of its name. */
+static int first_pass_marks(struct lk_profile *p, struct lk_reader *rd, struct first_pass *a,
+			    char **msg)
+{
+	bool at = !p->opts.at_mark, from = !p->opts.from_mark;
+	char seen[256] = "";
+	struct lk_record rec;
+	int r;
+
+	while ((r = lk_reader_next(rd, &rec)) > 0) {
+		a->records++;
+		a->duration_ns = rec.time_ns;
+		if (rec.tag != LK_REC_CTL || rec.ctl.kind != LK_CTL_MARK)
+			continue;
+		if (!at && !strcmp(rec.ctl.name, p->opts.at_mark)) {
+			p->opts.at_ns = rec.time_ns;
+			at = true;
+		}
+		if (!from && !strcmp(rec.ctl.name, p->opts.from_mark)) {
+			p->opts.from_ns = rec.time_ns;
+			from = true;
+		}
+		if (strlen(seen) + rec.ctl.name_len + 8 < sizeof(seen))
+			snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s",
+				 *seen ? ", " : "", rec.ctl.name);
+	}
+	if (r < 0)
+		return r;
+	if (!at)
+		return no_mark(msg, p->opts.at_mark, seen);
+	if (!from)
+		return no_mark(msg, p->opts.from_mark, seen);
+	if (p->opts.window && p->opts.from_ns > p->opts.at_ns)
+		return profile_fail(msg, -EINVAL, "mark '%s' comes after mark '%s' in the profile",
+				    p->opts.from_mark ? p->opts.from_mark : "(--from)",
+				    p->opts.at_mark ? p->opts.at_mark : "(--to)");
+	return 0;
+}
+
 static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char **msg)
 {
 	struct lk_reader *rd;
@@ -137,10 +186,13 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
-	while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
-		a->records++;
-		a->duration_ns = t;
-	}
+	if (p->opts.at_mark || p->opts.from_mark)
+		r = r < 0 ? r : first_pass_marks(p, rd, a, msg);
+	else
+		while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
+			a->records++;
+			a->duration_ns = t;
+		}
 	if (r < 0)
 		profile_fail_reader(msg, rd, r); /* unless a message is there already */
 	p->totals.trailer = lk_reader_has_trailer(rd);

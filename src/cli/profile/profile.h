@@ -135,6 +135,9 @@ struct lk_profile_opts {
 	uint64_t from_ns;    /* window: the first moment, at or before at_ns */
 	bool window;         /* each stack's window (struct lk_window) between from_ns and at_ns */
 	unsigned buckets;    /* timeline points, <= LK_TIMELINE_BUCKETS; 0 = the maximum */
+	const char *at_mark;   /* not NULL: at_ns is the time of the profile's first mark of this
+				* name (`leek ctl PID mark NAME`), found by lk_profile_load() */
+	const char *from_mark; /* the same for from_ns */
 	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
 			      * run`'s summary, which shows no block, spares the list's memory and
 			      * its sort (a million blocks live at an exact redis-server's exit) */

@@ -137,7 +137,11 @@ void lk_text_view_title(FILE *f, const struct lk_report *r)
 			fputs("heap live at each process's own peak", f);
 		break;
 	case LK_VIEW_INUSE:
-		fprintf(f, "heap live %s after start", lk_fmt_time(a, sizeof(a), (double)o->at_ns));
+		if (o->at_mark)
+			fprintf(f, "heap live at mark %s", o->at_mark);
+		else
+			fprintf(f, "heap live %s after start",
+				lk_fmt_time(a, sizeof(a), (double)o->at_ns));
 		break;
 	case LK_VIEW_ALLOC:
 		fputs("allocated in all, freed or not", f);
