@@ -2,7 +2,8 @@
 # micro.sh: ns per malloc+free pair under libleek, against glibc alone, against the cheapest
 # interposer there can be (bench/floor.c), with LEEK_FREE_STACKS=1 against without (leekfs), and
 # beside the samplers of jemalloc and tcmalloc at the same period (512 KiB), each against its own
-# allocator without sampling.
+# allocator without sampling; and libleek dormant (LEEK_START=off, docs/design.md "On and off")
+# against the floor interposer.
 #
 #   bench/micro.sh [BUILD_DIR]                  (default: build)
 #   ROUNDS=9 SCALE=2 bench/micro.sh /tmp/build-bench
@@ -48,12 +49,13 @@ declare -A label=([128]="128 B" [16k]="16 KiB" [1m]="1 MiB" [128x2]="128 B, 2 th
 libdir=/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 je=$libdir/libjemalloc.so.2
 tc=$libdir/libtcmalloc.so.4
-configs=(none floor leek leekfs)
+configs=(none floor leek leekfs dormant)
 declare -A envs=(
   [none]=""
   [floor]="LD_PRELOAD=$tmp/libfloor.so"
   [leek]="LEEK_OUTPUT=$tmp/leek/%e.%p.lk LD_PRELOAD=$lib"
   [leekfs]="LEEK_OUTPUT=$tmp/leek/%e.%p.lk LEEK_FREE_STACKS=1 LD_PRELOAD=$lib"
+  [dormant]="LEEK_START=off LEEK_OUTPUT=$tmp/leek/%e.%p.lk LD_PRELOAD=$lib"
 )
 notes=()
 if [ -f "$je" ]; then
@@ -149,6 +151,13 @@ for c in "${cases[@]}"; do
   echo
 done
 echo "(budget: issue 4's, x = leek against glibc alone, ns = leek's own time; a reference, not a test)"
+echo
+echo "dormant: LEEK_START=off (every hook in place, a look for \`leek ctl\` every LEEK_DORMANT_PERIOD bytes)"
+printf '%-17s %9s %13s %13s\n' case dormant "[x floor]" "[x glibc]"
+for c in "${cases[@]}"; do
+  printf '%-17s %9s %13s %13s\n' "${label[$c]}" "$(ns $c dormant)" "$(ratio $c dormant floor)" \
+    "$(ratio $c dormant none)"
+done
 echo
 echo "spread: min-max ns per pair over the rounds; samples: leek's per 1000 timed pairs, all threads," \
   "last round (the untimed warm-up's are counted too)"

@@ -42,8 +42,11 @@
  * that one thread of a multi-threaded process fills with its own ALLOC and FREE records, with no
  * lock and no store to a line that another thread writes (exact mode on 2 threads: 9x the cost of
  * one thread with a shared stream; docs/performance.md). Version 7 (version 6 had no free
- * stacks): FREE_STACK, a FREE that names the stack of the call that freed the block
- * (LEEK_FREE_STACKS). The reader reads versions 3 to 7.
+ * stacks and could not be switched): FREE_STACK, a FREE that names the stack of the call that
+ * freed the block (LEEK_FREE_STACKS); the control block at the header's end (LK_HDR_CTL), which
+ * `leek ctl` writes and libleek reads, and CTL, the record of what it did: profiling switched off
+ * or on, or a mark (a reader of version 6 would take an off period's silence for a quiet
+ * program). The reader reads versions 3 to 7.
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -72,9 +75,11 @@ enum {
 	LK_HDR_COARSE_TIME = 1u << 3, /* every time of the file is CLOCK_MONOTONIC_COARSE: the same
 				       * clock, read at the kernel tick's resolution (1 to 10 ms,
 				       * typically 4); libleek sets it in exact mode */
-	LK_HDR_CONTINUED = 1u << 4    /* the process's file was cut short under its writer (logrotate's
+	LK_HDR_CONTINUED = 1u << 4,   /* the process's file was cut short under its writer (logrotate's
 				       * copytruncate), which began it again: its INHERIT records are
 				       * the blocks live then */
+	LK_HDR_CTL = 1u << 5          /* the header's last LK_CTL_SIZE bytes are the control block
+				       * (struct lk_ctl_block; version 7) */
 };
 
 /* The clock that every record time counts on (LK_HDR_COARSE_TIME: read at tick resolution). */
@@ -103,6 +108,29 @@ struct lk_file_header {
 
 _Static_assert(sizeof(struct lk_file_header) == LK_HEADER_FIXED_SIZE, "header layout");
 
+/* The control block (version 7, LK_HDR_CTL): LK_CTL_SIZE bytes at header_size - LK_CTL_SIZE, the
+ * one part of a profile that another process writes while libleek runs. `leek ctl` (holding an
+ * exclusive flock(2) of the file against other `leek ctl`s) stores cmd, sent_realtime_ns and name,
+ * then seq + 1; libleek reads the block at its RSS interval, at a sample or a dormant thread's
+ * check (docs/design.md, "On and off"), carries out the command if seq is not ack, writes a CTL
+ * record and stores ack = seq. libleek trusts nothing in it: a command or name it cannot take is
+ * acknowledged and dropped. Integers little-endian. */
+#define LK_CTL_SIZE 64
+#define LK_CTL_NAME_MAX 40 /* a mark's name: bytes 0x21..0x7e, NUL-padded, at least one byte */
+#define LK_CTL_MAGIC "LKCT"
+struct lk_ctl_block {
+	char magic[4];             /*  0  4  LK_CTL_MAGIC */
+	uint32_t seq;              /*  4  4  commands sent; written last by `leek ctl` */
+	uint32_t cmd;              /*  8  4  enum lk_ctl_cmd */
+	uint32_t ack;              /* 12  4  the last seq that libleek carried out (or dropped) */
+	uint64_t sent_realtime_ns; /* 16  8  when `leek ctl` sent it: CLOCK_REALTIME, ns */
+	char name[LK_CTL_NAME_MAX]; /* 24 40  LK_CTL_MARK's name */
+};                                 /* 64 */
+_Static_assert(sizeof(struct lk_ctl_block) == LK_CTL_SIZE, "control block layout");
+
+/* A control block's command, and a CTL record's kind: the same numbers. */
+enum lk_ctl_cmd { LK_CTL_ON = 1, LK_CTL_OFF = 2, LK_CTL_MARK = 3 };
+
 /* Record tags. Payload fields are varints unless marked [bytes]. Sizes count the tag; "typically"
  * is exact mode on x86-64, where dt is mostly 0 and a FREE mostly ends a block near the previous
  * FREE's. */
@@ -125,9 +153,10 @@ enum lk_rec_tag {
 	LK_REC_SEG_END = 14,     /* in a segment's body: nothing follows in it (version 6)   1 B */
 	LK_REC_FREE_STACK = 15,  /* dt block_code stack: a FREE and the stack that freed it
 				  * (version 7)                          4..31 B, typically 5..7 */
-	LK_REC_MAX_KNOWN = 15,
+	LK_REC_CTL = 16,         /* dt kind namelen [name] (version 7)      4..60 B */
+	LK_REC_MAX_KNOWN = 16,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
-	 * skips the ones it does not know. Tags 16..0x7f are reserved and are an error. */
+	 * skips the ones it does not know. Tags 17..0x7f are reserved and are an error. */
 	LK_REC_EXT_FIRST = 0x80
 };
 
@@ -167,6 +196,13 @@ enum lk_rec_tag {
  * the ALLOC of its block and an ALLOC for the STACK it names (docs/format.md, "Thread
  * segments"). */
 
+/* CTL (version 7): what a `leek ctl` command did, at the time libleek carried it out. kind
+ * LK_CTL_OFF: profiling is off from here (no ALLOC is written, FREEs of blocks sampled before
+ * still are), LK_CTL_ON: on again, LK_CTL_MARK: a named moment, name being namelen bytes (1 to
+ * LK_CTL_NAME_MAX, 0x21..0x7e); ON and OFF have namelen 0. A file whose process starts dormant
+ * (LEEK_START=off) has an OFF before its first sample. An OFF while off or an ON while on is not
+ * written. */
+
 /* Blocks: ALLOC and INHERIT records are numbered from 1 in file order, and that number names the
  * block they allocate. FREE carries block_code (above): an odd code is the block's age,
  * block = blocks - (code >> 1), an even one its step, block = prev + unzigzag(code >> 1), where prev
@@ -200,7 +236,9 @@ enum lk_counter {
 	LK_CNT_FREES = 10,         /* sampled frees recorded */
 	LK_CNT_FILE_LIMIT = 11,    /* records not written: the file reached RLIMIT_FSIZE */
 	LK_CNT_FILE_CUT = 12,      /* times the file was cut short and begun again (LK_HDR_CONTINUED) */
-	LK_CNT_MAX = 12
+	LK_CNT_CTL_DROPPED = 13,   /* `leek ctl` commands acknowledged but not carried out: an unknown
+				    * command or a mark name that is not 1 to 40 bytes 0x21..0x7e */
+	LK_CNT_MAX = 13
 };
 
 #endif /* LEEK_FORMAT_H */

@@ -52,7 +52,7 @@ static void print_signed_ns(int64_t ns)
 static void print_header(const char *path, const struct lk_profile_header *ph)
 {
 	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut",
-						  "coarse_time", "continued" };
+						  "coarse_time", "continued", "ctl" };
 	const struct lk_file_header *h = &ph->h;
 	const char *sep = "(";
 
@@ -164,6 +164,13 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 		break;
 	case LK_REC_THREAD:
 		printf(" tid=%" PRIu64, rec->thread.tid);
+		break;
+	case LK_REC_CTL:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" %s", rec->ctl.kind == LK_CTL_ON ? "on" : rec->ctl.kind == LK_CTL_OFF ? "off" : "mark");
+		if (rec->ctl.kind == LK_CTL_MARK)
+			printf(" name=%s", rec->ctl.name);
 		break;
 	case LK_REC_SEGMENT:
 		fputs(" t=", stdout);

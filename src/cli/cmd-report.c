@@ -199,15 +199,19 @@ static int parse_args(int argc, char *argv[])
 }
 
 /* The times the views need; 0, or LK_EXIT_USAGE after printing why. */
-static int check_times(uint64_t *at_ns, uint64_t *age_ns)
+static int check_times(uint64_t *at_ns, const char **at_mark, uint64_t *age_ns)
 {
 	if ((arg_at && arg_view != LK_VIEW_INUSE) || (arg_age && arg_view != LK_VIEW_OLD)) {
 		lk_msg("report: %s belongs to the %s view (tree: --value %s)", arg_at ? "--at" : "--age",
 		       arg_at ? "inuse" : "old", arg_at ? "inuse" : "old");
 		return LK_EXIT_USAGE;
 	}
-	if (arg_view == LK_VIEW_INUSE && (!arg_at || lk_parse_duration(arg_at, at_ns) < 0)) {
-		lk_msg("report: inuse needs --at TIME, in seconds since the start (e.g. 1.5, 250ms, 2m)");
+	if (arg_view == LK_VIEW_INUSE && arg_at && lk_parse_duration(arg_at, at_ns) < 0 &&
+	    lk_mark_name_ok(arg_at)) {
+		*at_mark = arg_at; /* found in each profile (profile.c) */
+	} else if (arg_view == LK_VIEW_INUSE && (!arg_at || lk_parse_duration(arg_at, at_ns) < 0)) {
+		lk_msg("report: inuse needs --at TIME, in seconds since the start (e.g. 1.5, 250ms, "
+		       "2m), or --at MARK, a mark's name (`leek ctl PID mark NAME`)");
 		return LK_EXIT_USAGE;
 	}
 	if (arg_view == LK_VIEW_OLD && (!arg_age || lk_parse_duration(arg_age, age_ns) < 0)) {
@@ -293,7 +297,7 @@ int lk_cmd_report(int argc, char *argv[])
 	if (k == HELP_SHOWN)
 		return LK_EXIT_OK;
 	if (k == 0)
-		k = check_times(&po.at_ns, &po.age_ns);
+		k = check_times(&po.at_ns, &po.at_mark, &po.age_ns);
 	if (k)
 		return k;
 	/* Only old looks at the blocks live at the end one by one (their ages): the other views
@@ -312,6 +316,7 @@ int lk_cmd_report(int argc, char *argv[])
 	ro = (struct lk_report_opts){
 		.view = arg_view,
 		.at_ns = po.at_ns,
+		.at_mark = po.at_mark,
 		.age_ns = po.age_ns,
 		.top = in->top_set		      ? in->top
 		       : arg_format == LK_FORMAT_JSON ? 0

@@ -19,6 +19,7 @@ int lk_cmd_import(int argc, char *argv[]);
 int lk_cmd_watch(int argc, char *argv[]);
 int lk_cmd_top(int argc, char *argv[]);
 int lk_cmd_help(int argc, char *argv[]);
+int lk_cmd_ctl(int argc, char *argv[]);
 
 /* Prints the usage of one command (or of leek, for NULL) to f; returns status. */
 int lk_cmd_usage(FILE *f, const char *command, int status);

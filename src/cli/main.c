@@ -345,6 +345,27 @@ static const struct lk_command commands[] = {
 	  "\n"
 	  "Exits 0 if every file was compressed, 2 if one was refused or could not be (the others\n"
 	  "are still compressed; a refused file is left as it was), 1 on a usage error.\n" },
+	{ "ctl", lk_cmd_ctl, "switch a running process's profiling on or off, or mark a moment",
+	  "usage: leek ctl PID|FILE on|off|mark NAME [--timeout TIME]\n"
+	  "\n"
+	  "  on              sample again (a process started with LEEK_START=off, or switched off)\n"
+	  "  off             dormant: nothing is recorded but the frees of blocks sampled before,\n"
+	  "                  every hook stays in place, and the cost is the interposer's floor\n"
+	  "  mark NAME       a named moment in the profile (1 to 40 printable bytes, no spaces)\n"
+	  "  -t, --timeout TIME  how long to wait for the process to carry it out (default 5s)\n"
+	  "\n"
+	  "PID's profile is the raw profile it writes (found through /proc/PID/maps); FILE names\n"
+	  "one. The command goes into the control block of the profile's header, which the process\n"
+	  "reads when it allocates, with an RSS record (every LEEK_RSS_INTERVAL_MS, 100 ms): so it\n"
+	  "takes effect within that interval of the process's next sample, or of its next look\n"
+	  "while dormant (every LEEK_DORMANT_PERIOD bytes a thread allocates). The profile gets a\n"
+	  "CTL record at that moment (`leek dump` shows it); reports show the time spent off, and\n"
+	  "the marks (docs/design.md, \"On and off\").\n"
+	  "\n"
+	  "Prints \"PID: COMMAND, carried out in SECONDS s\". Exits 0 when carried out, 3 when not\n"
+	  "within --timeout (the command stays and is carried out at the process's next look), 2\n"
+	  "if no profile takes it (not running, not yours, a libleek without control block), 1 on\n"
+	  "a usage error.\n" },
 	{ "help", lk_cmd_help, "show help for a command; `leek help env` lists LEEK_* variables",
 	  "usage: leek help [COMMAND | env]\n" },
 };

@@ -59,6 +59,15 @@
 	  "(docs/design.md, \"Free stacks\"; bench/free-stacks.sh)")                                \
 	X(session, "LEEK_SESSION", UINT, "0",                                                      \
 	  "set by `leek run` so that it can find the profiles of its process tree")                 \
+	X(start, "LEEK_START", STR, "on",                                                          \
+	  "off starts the process dormant: every hook in place (sampled blocks may be live in the " \
+	  "arena), nothing recorded until `leek ctl PID on`; on (or 1) samples from the start"     \
+	  " (docs/design.md, \"On and off\")")                                                     \
+	X(dormant_period, "LEEK_DORMANT_PERIOD", SIZE, "524288",                                   \
+	  "mean bytes a dormant thread allocates between two looks for `leek ctl`'s command: as "  \
+	  "many looks as the default period's samples, each a clock read and a compare, so a "     \
+	  "dormant process costs the floor interposer's overhead (bench/micro.sh) and a thread "   \
+	  "that allocates 100 MB/s looks 200 times a second")                                      \
 	X(quiet, "LEEK_QUIET", BOOL, "0",                                                          \
 	  "1 silences the one line libleek prints when it cannot write its profile")
 

@@ -25,6 +25,7 @@
 	(1 + (5 + 2 * LK_MAX_SEGMENTS) * LK_VARINT_MAX + LK_MAX_BUILD_ID + LK_MAX_PATH)
 #define LK_COUNTERS_MAX (1 + (3 + 2 * LK_CNT_MAX) * LK_VARINT_MAX)
 #define LK_SEGMENT_MAX (1 + 5 * LK_VARINT_MAX)
+#define LK_CTL_MAX (1 + 3 * LK_VARINT_MAX + LK_CTL_NAME_MAX)
 
 struct lk_module_seg {
 	uint64_t start, len; /* relative to the module's base */
@@ -244,6 +245,23 @@ static inline size_t lk_rec_counters(uint8_t *b, uint8_t tag, uint64_t dt, uint6
 		n += lk_varint_put(b + n, counters[i]);
 	}
 	return n;
+}
+
+/* CTL (version 7): kind (enum lk_ctl_cmd) and, for a mark, its name of len bytes (at most
+ * LK_CTL_NAME_MAX; 0 for ON and OFF). */
+static inline size_t lk_rec_ctl(uint8_t *b, uint64_t dt, uint64_t kind, const char *name,
+				size_t len)
+{
+	size_t n = 1;
+
+	if (len > LK_CTL_NAME_MAX)
+		len = LK_CTL_NAME_MAX;
+	b[0] = LK_REC_CTL;
+	n += lk_varint_put(b + n, dt);
+	n += lk_varint_put(b + n, kind);
+	n += lk_varint_put(b + n, len);
+	memcpy(b + n, name, len);
+	return n + len;
 }
 
 #endif /* LEEK_RECORD_H */

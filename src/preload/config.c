@@ -186,6 +186,23 @@ static uint64_t load(const char *name, unsigned opt, enum kind kind, uint64_t mi
 	return v;
 }
 
+/* LEEK_START: on (1) or off (0); anything else is said in one line and taken as on, the
+ * default, which records what was asked of it rather than nothing. */
+static bool load_start(void)
+{
+	const char *s = lk_cfg.secure ? NULL : env("LEEK_START");
+	struct lk_line l = LK_LINE_INIT;
+
+	if (!s || !*s || !strcmp(s, "on") || !strcmp(s, "1"))
+		return false;
+	if (!strcmp(s, "off") || !strcmp(s, "0"))
+		return true;
+	warn_begin(&l, "LEEK_START", s);
+	lk_line_str(&l, "not on or off; using on");
+	lk_line_print(&l);
+	return false;
+}
+
 void lk_config_load(void)
 {
 	extern char **environ;
@@ -211,6 +228,9 @@ void lk_config_load(void)
 	lk_cfg.precise_time = load("LEEK_PRECISE_TIME", LK_OPT_precise_time, BOOL, 0, 1, NULL);
 	lk_cfg.free_stacks = load("LEEK_FREE_STACKS", LK_OPT_free_stacks, BOOL, 0, 1, NULL);
 	lk_cfg.session = load("LEEK_SESSION", LK_OPT_session, UINT, 0, UINT64_MAX, NULL);
+	lk_cfg.dormant_period = load("LEEK_DORMANT_PERIOD", LK_OPT_dormant_period, SIZE, 1,
+				     1ull << 40, NULL);
+	lk_cfg.start_off = load_start();
 	/* A secure program's environment is left as it is: nothing of leek's touches it. */
 	lk_cfg.inherit = load("LEEK_INHERIT", LK_OPT_inherit, BOOL, 0, 1, NULL) || lk_cfg.secure;
 

@@ -45,8 +45,10 @@
 /* ---- config.c: LEEK_* variables, parsed once ---- */
 struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
+	uint64_t dormant_period; /* LEEK_DORMANT_PERIOD: a dormant thread's mean countdown */
 	bool seed_set, inherit, quiet, precise_time;
 	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
+	bool start_off; /* LEEK_START=off: dormant until `leek ctl PID on` */
 	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
 	bool off;    /* no profile can be written as asked (LEEK_OUTPUT too long): unprofiled */
 	char output[LK_MAX_PATH];
@@ -138,7 +140,9 @@ struct lk_thread {
 	uint8_t rec_state;   /* enum lk_rec_state */
 };
 enum lk_rec_state { LK_REC_NONE = 0, LK_REC_OWN, LK_REC_NEVER };
-enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF };
+/* LK_T_DORMANT: the process is switched off (or was, at this thread's last look); the countdown
+ * runs to its next look for `leek ctl`'s command (sampler.c: dormant). */
+enum lk_thread_state { LK_T_NEW = 0, LK_T_ACTIVE, LK_T_OFF, LK_T_DORMANT };
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "lk_thread's gate reads state as its low byte"
 #endif
@@ -157,6 +161,11 @@ void lk_sampler_seed(void);
 bool lk_sampler_start(void);
 void lk_sampler_stop(void);
 void lk_sampler_atfork(int phase);
+/* On (sampling) or off (dormant: LEEK_START=off, `leek ctl PID off`), caller holding lk_lock
+ * (writer-control.c); true if that changed it. Each thread follows at its next sample or
+ * dormant look. */
+bool lk_sampler_switch(bool on);
+bool lk_sampler_is_on(void);
 
 /* ---- threads.c: each thread's own record, once the process has threads ---- */
 /* A thread of a process with threads fills a stretch of the profile of its own (a SEGMENT:
@@ -381,6 +390,10 @@ int lk_fd_raise(int fd, bool cloexec);
 bool lk_writer_ready(void);         /* a file is open, or can be opened */
 bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
 void lk_writer_atfork_child(void);
+
+/* ---- writer-control.c: `leek ctl`'s commands (the header's control block) ---- */
+void lk_ctl_poll(uint64_t now_ns);       /* caller holds lk_lock: with each RSS record */
+void lk_ctl_file_begun(uint64_t now_ns); /* caller holds lk_lock: a dormant file's first OFF */
 
 /* ---- modules.c: loaded ELF objects ---- */
 /* No lock held; takes lk_lock to write. Returns the loader's generation: the objects it has

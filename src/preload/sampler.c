@@ -25,6 +25,8 @@
 __thread struct lk_thread lk_tls __attribute__((tls_model("initial-exec")));
 
 static bool enabled;             /* a profile is being written */
+static bool on = true;           /* not switched off (LEEK_START=off, `leek ctl PID off`) */
+static bool running;             /* enabled and on: the one flag a sample's gate reads */
 static uint64_t seed, thread_seq, forks;
 static struct lk_block *deferred; /* frees that arrived while their thread held lk_lock */
 
@@ -46,8 +48,39 @@ static void thread_init(struct lk_thread *t)
 	t->tid = (uint32_t)gettid();
 	t->errno_at = &errno;
 	lk_rng_seed((struct lk_rng *)t->rng, seed, stream);
-	t->state = enabled ? LK_T_ACTIVE : LK_T_OFF;
-	t->bytes_left = t->state == LK_T_ACTIVE ? next_interval(t) : UINT64_MAX;
+	t->state = !enabled ? LK_T_OFF : running ? LK_T_ACTIVE : LK_T_DORMANT;
+	t->bytes_left = t->state == LK_T_ACTIVE    ? next_interval(t)
+			: t->state == LK_T_DORMANT ? lk_rng_interval((struct lk_rng *)t->rng,
+								     lk_cfg.dormant_period)
+						   : UINT64_MAX;
+}
+
+/* A dormant thread's look, when its countdown of LEEK_DORMANT_PERIOD runs out, or an active
+ * thread's first sample after the process was switched off: the RSS record if one is due, and
+ * with it `leek ctl`'s command (writer-control.c); then the thread follows the process, on or
+ * off. This allocation is not sampled either way. */
+static LK_COLD LK_NOINLINE void dormant(struct lk_thread *t)
+{
+	int *err = t->errno_at, saved = *err; /* an initialised thread's: thread_init */
+	uint64_t now = lk_now_ns();
+
+	t->in_slow = 1;
+	t->bytes_left = UINT64_MAX;
+	if (lk_writer_rss_due(now)) {
+		lk_lock();
+		if (lk_writer_ready())
+			lk_writer_rss_maybe(now);
+		lk_unlock();
+	}
+	if (__atomic_load_n(&running, __ATOMIC_RELAXED)) {
+		t->state = LK_T_ACTIVE;
+		t->bytes_left = next_interval(t);
+	} else {
+		t->state = LK_T_DORMANT;
+		t->bytes_left = lk_rng_interval((struct lk_rng *)t->rng, lk_cfg.dormant_period);
+	}
+	t->in_slow = 0;
+	*err = saved;
 }
 
 /* Frees pushed by signal handlers; caller holds lk_lock. */
@@ -153,7 +186,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	if (old && lk_cfg.free_stacks) /* old's FREE_STACK may name it (sample_block) */
 		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
-		enabled = false;
+		enabled = running = false;
 	} else if (!(b = sample_block(old, usable, align, r, t->tid, now, stack))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
@@ -311,7 +344,7 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 	}
 	/* A thread is active only once init is done (thread_init), and its gate holds in_slow too:
 	 * one compare lets the common case past every check below. */
-	if (lk_unlikely(t->gate != LK_T_GO || !enabled)) {
+	if (lk_unlikely(t->gate != LK_T_GO || !running)) {
 		if (!lk_init_done()) {
 			lk_init();
 			if (lk_booting) /* dlsym's calloc, before lk_real exists */
@@ -326,7 +359,11 @@ static LK_HOT LK_INLINE void *sample(struct lk_thread *t, size_t size, size_t al
 				return NULL;
 			}
 		}
-		if (t->state != LK_T_ACTIVE || !enabled) {
+		if (t->state != LK_T_ACTIVE || !running) {
+			if (enabled && t->state != LK_T_OFF) { /* switched off, or dormant */
+				dormant(t);
+				return NULL;
+			}
 			t->state = LK_T_OFF;
 			t->bytes_left = UINT64_MAX;
 			return NULL;
@@ -614,7 +651,9 @@ void lk_sampler_seed(void)
 bool lk_sampler_start(void)
 {
 	lk_lock();
+	on = !lk_cfg.start_off; /* before the file opens: a dormant one begins with an OFF */
 	enabled = lk_writer_ready();
+	running = enabled && on;
 	lk_unlock();
 	return enabled;
 }
@@ -624,8 +663,22 @@ void lk_sampler_stop(void)
 	lk_lock();
 	drain_deferred(lk_tls.rec, lk_tls.tid, lk_now_ns());
 	lk_writer_close();
-	enabled = false;
+	enabled = running = false;
 	lk_unlock();
+}
+
+bool lk_sampler_switch(bool want)
+{
+	if (want == on)
+		return false;
+	on = want;
+	__atomic_store_n(&running, enabled && on, __ATOMIC_RELAXED);
+	return true;
+}
+
+bool lk_sampler_is_on(void)
+{
+	return on;
 }
 
 void lk_sampler_atfork(int phase)

@@ -189,7 +189,7 @@ static uint32_t make_header(const char *exe, uint32_t flags)
 	h.max_frames = (uint32_t)lk_cfg.max_frames;
 	h.exe_len = (uint32_t)strlen(exe);
 	char *cmd = scratch + LK_HEADER_FIXED_SIZE + h.exe_len;
-	size_t room = sizeof(scratch) - LK_HEADER_FIXED_SIZE - h.exe_len - 8;
+	size_t room = sizeof(scratch) - LK_HEADER_FIXED_SIZE - h.exe_len - 8 - LK_CTL_SIZE;
 	int clen = lk_proc_read("/proc/self/cmdline", cmd, room);
 	if (clen < 0)
 		clen = 0;
@@ -198,10 +198,15 @@ static uint32_t make_header(const char *exe, uint32_t flags)
 	if (clen > 0 && cmd[clen - 1] == 0)
 		clen--; /* separators between arguments, not after the last */
 	h.cmdline_len = (uint32_t)clen;
-	h.header_size = (LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len + 7) & ~7u;
+	/* The control block last, 8-aligned: `leek ctl`'s commands (control.c). */
+	h.flags |= LK_HDR_CTL;
+	h.header_size = ((LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len + 7) & ~7u) + LK_CTL_SIZE;
 	memcpy(scratch + LK_HEADER_FIXED_SIZE, exe, h.exe_len);
 	memset(scratch + LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len, 0,
 	       h.header_size - LK_HEADER_FIXED_SIZE - h.exe_len - h.cmdline_len);
+	memcpy(scratch + h.header_size - LK_CTL_SIZE, LK_CTL_MAGIC, 4);
+	writer.ctl_off = h.header_size - LK_CTL_SIZE;
+	writer.ctl_seen = 0;
 	memcpy(scratch, &h, sizeof(h));
 	writer.last_ns = h.start_monotonic_ns;
 	return h.header_size;
@@ -257,6 +262,7 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 	lk_modules_emit_all();
 	if (writer.forked || flags & LK_HDR_CONTINUED)
 		lk_arena_foreach(inherit_block, NULL);
+	lk_ctl_file_begun(lk_now_ns());
 	return 0;
 }
 

@@ -64,6 +64,8 @@ struct writer {
 	uint16_t gen;                   /* files begun by this process (and its parents) */
 	uint64_t prev_free;             /* the block of the file's last FREE; 0 at first */
 	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread): none */
+	uint32_t ctl_off;               /* the control block's offset in the file (control.c) */
+	uint32_t ctl_seen;              /* the last command's seq carried out in this file */
 	dev_t dev;
 	ino_t ino;
 	char path[LK_MAX_PATH];

@@ -173,12 +173,12 @@ void lk_diff_html(FILE *f, const struct lk_diff *d, const struct lk_flame *flame
 		       : o->when == LK_DIFF_AT	 ? "time"
 						 : "end");
 	fputs(",\"from_s\":", f);
-	if (moments)
+	if (moments && !o->from_mark) /* a mark's time is each profile's own */
 		lk_html_seconds(f, o->from_ns);
 	else
 		fputs("null", f);
 	fputs(",\"at_s\":", f);
-	if ((moments || o->when == LK_DIFF_AT) && o->at_ns != UINT64_MAX)
+	if ((moments || o->when == LK_DIFF_AT) && o->at_ns != UINT64_MAX && !o->at_mark)
 		lk_html_seconds(f, o->at_ns);
 	else
 		fputs("null", f);

@@ -96,8 +96,11 @@ void lk_diff_json(FILE *f, const struct lk_diff *d)
 	lk_json_str(&j, "mode", moments ? "moments" : "profiles");
 	lk_json_str(&j, "figure", o->by == LK_DIFF_BY_ALLOC ? "alloc" : "live");
 	lk_json_str(&j, "live_at", moments ? NULL : when_name(o));
-	lk_json_seconds(&j, "from_s", moments ? o->from_ns : UINT64_MAX);
-	lk_json_seconds(&j, "at_s", moments || o->when == LK_DIFF_AT ? o->at_ns : UINT64_MAX);
+	lk_json_seconds(&j, "from_s", moments && !o->from_mark ? o->from_ns : UINT64_MAX);
+	lk_json_seconds(&j, "at_s", (moments || o->when == LK_DIFF_AT) && !o->at_mark ? o->at_ns
+										   : UINT64_MAX);
+	lk_json_str(&j, "from_mark", o->from_mark);
+	lk_json_str(&j, "at_mark", o->at_mark);
 	lk_json_key(&j, "options");
 	lk_json_open(&j, '{', true);
 	lk_json_u64(&j, "top", o->top);

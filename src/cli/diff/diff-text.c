@@ -26,9 +26,14 @@ static void names_of(const struct lk_diff *d, struct names *n)
 	bool moments = d->opts.mode == LK_DIFF_MOMENTS;
 
 	if (moments) {
-		snprintf(n->base, sizeof(n->base), "at %s",
-			 lk_fmt_time(a, sizeof(a), (double)d->opts.from_ns));
-		if (d->opts.at_ns == UINT64_MAX)
+		if (d->opts.from_mark)
+			snprintf(n->base, sizeof(n->base), "at %.28s", d->opts.from_mark);
+		else
+			snprintf(n->base, sizeof(n->base), "at %s",
+				 lk_fmt_time(a, sizeof(a), (double)d->opts.from_ns));
+		if (d->opts.at_mark)
+			snprintf(n->new, sizeof(n->new), "at %.28s", d->opts.at_mark);
+		else if (d->opts.at_ns == UINT64_MAX)
 			snprintf(n->new, sizeof(n->new), "at the end");
 		else
 			snprintf(n->new, sizeof(n->new), "at %s",

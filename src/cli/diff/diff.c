@@ -76,6 +76,8 @@ int lk_diff_add_file(struct lk_diff *d, unsigned side, struct lk_symbolizer *sym
 		po.window = true;
 		po.from_ns = o->from_ns;
 		po.at_ns = o->at_ns;
+		po.from_mark = o->from_mark;
+		po.at_mark = o->at_mark;
 	} else if (o->when == LK_DIFF_AT) {
 		po.at_ns = o->at_ns;
 	}

@@ -47,6 +47,9 @@ struct lk_diff_opts {
 	uint64_t at_ns;            /* profiles, LK_DIFF_AT; moments: the second moment, UINT64_MAX
 				    * for the end */
 	uint64_t from_ns;          /* moments: the first moment, at or before at_ns */
+	const char *from_mark;     /* moments: not NULL, the first moment is each profile's mark of
+				    * this name (`leek ctl PID mark NAME`), and from_ns unused */
+	const char *at_mark;       /* the same for at_ns */
 	size_t top;                /* sites kept after ranking; 0 = all */
 	double min_share;          /* sites whose change is below this fraction of the larger side's
 				    * total go */

@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,6 +52,8 @@ struct second_pass {
 	lk_q128 peak;                       /* the highest H(t) so far (the mark) */
 	uint64_t peak_ns;                   /* the time of the record that first reached it */
 	uint64_t last_ns;                   /* the time of the last record applied */
+	bool off;                           /* switched off (CTL OFF) */
+	uint64_t off_since;                 /* since when */
 };
 
 /* Pass 2 reads records ahead of the ones it applies, and asks the cache for the live-set entry of
@@ -125,6 +128,54 @@ static int copy_header(struct lk_profile *p, const struct lk_reader *rd)
 	return 0;
 }
 
+/* "mark NAME is not in the profile; its marks: a, b, c": -ENOENT, with the message in *msg. */
+static int no_mark(char **msg, const char *name, const char *seen)
+{
+	return profile_fail(msg, -ENOENT, "no mark '%s' in the profile (%s%s)", name,
+			    *seen ? "its marks: " : "it has no mark; `leek ctl PID mark NAME` makes one",
+			    seen);
+}
+
+/* Pass 1 with every record read whole, for the times of opts.at_mark and opts.from_mark: each
+ * the first mark of its name. */
+static int first_pass_marks(struct lk_profile *p, struct lk_reader *rd, struct first_pass *a,
+			    char **msg)
+{
+	bool at = !p->opts.at_mark, from = !p->opts.from_mark;
+	char seen[256] = "";
+	struct lk_record rec;
+	int r;
+
+	while ((r = lk_reader_next(rd, &rec)) > 0) {
+		a->records++;
+		a->duration_ns = rec.time_ns;
+		if (rec.tag != LK_REC_CTL || rec.ctl.kind != LK_CTL_MARK)
+			continue;
+		if (!at && !strcmp(rec.ctl.name, p->opts.at_mark)) {
+			p->opts.at_ns = rec.time_ns;
+			at = true;
+		}
+		if (!from && !strcmp(rec.ctl.name, p->opts.from_mark)) {
+			p->opts.from_ns = rec.time_ns;
+			from = true;
+		}
+		if (strlen(seen) + rec.ctl.name_len + 8 < sizeof(seen))
+			snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s",
+				 *seen ? ", " : "", rec.ctl.name);
+	}
+	if (r < 0)
+		return r;
+	if (!at)
+		return no_mark(msg, p->opts.at_mark, seen);
+	if (!from)
+		return no_mark(msg, p->opts.from_mark, seen);
+	if (p->opts.window && p->opts.from_ns > p->opts.at_ns)
+		return profile_fail(msg, -EINVAL, "mark '%s' comes after mark '%s' in the profile",
+				    p->opts.from_mark ? p->opts.from_mark : "(--from)",
+				    p->opts.at_mark ? p->opts.at_mark : "(--to)");
+	return 0;
+}
+
 static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char **msg)
 {
 	struct lk_reader *rd;
@@ -135,10 +186,13 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
-	while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
-		a->records++;
-		a->duration_ns = t;
-	}
+	if (p->opts.at_mark || p->opts.from_mark)
+		r = r < 0 ? r : first_pass_marks(p, rd, a, msg);
+	else
+		while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
+			a->records++;
+			a->duration_ns = t;
+		}
 	if (r < 0)
 		profile_fail_reader(msg, rd, r); /* unless a message is there already */
 	p->totals.trailer = lk_reader_has_trailer(rd);
@@ -263,6 +317,28 @@ static int apply_free(struct lk_profile *p, struct second_pass *sp, const struct
 	return 0;
 }
 
+/* CTL: an off period begins or ends, or a mark. An OFF while off, or an ON while on, changes
+ * nothing (libleek writes neither, a damaged file might). */
+static void apply_ctl(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec)
+{
+	struct lk_profile_totals *t = &p->totals;
+
+	if (rec->ctl.kind == LK_CTL_OFF && !sp->off) {
+		sp->off = true;
+		sp->off_since = rec->time_ns;
+		t->off_periods++;
+	} else if (rec->ctl.kind == LK_CTL_ON && sp->off) {
+		sp->off = false;
+		t->off_ns += rec->time_ns - sp->off_since;
+	} else if (rec->ctl.kind == LK_CTL_MARK) {
+		if (t->nmarks < LK_PROFILE_MARKS) {
+			t->marks[t->nmarks].t_ns = rec->time_ns;
+			memcpy(t->marks[t->nmarks].name, rec->ctl.name, rec->ctl.name_len + 1);
+		}
+		t->nmarks++;
+	}
+}
+
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
 		 const char **what)
 {
@@ -287,6 +363,9 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	case LK_REC_LOSS:
 	case LK_REC_TRAILER:
 		set_losses(p, rec);
+		return 0;
+	case LK_REC_CTL:
+		apply_ctl(p, sp, rec);
 		return 0;
 	default: /* extensions */
 		return 0;
@@ -385,6 +464,10 @@ static int replay(struct lk_profile *p, struct second_pass *sp, struct ahead *ah
 static int end_replay(struct lk_profile *p, struct second_pass *sp, uint64_t duration_ns)
 {
 	p->totals.peak_ns = sp->peak_ns;
+	if (sp->off) { /* off to the end */
+		p->totals.off_ns += duration_ns > sp->off_since ? duration_ns - sp->off_since : 0;
+		p->totals.off_at_end = true;
+	}
 	if (p->opts.window && !sp->from_done) /* from_ns at or after the last record */
 		profile_snapshot_from(p, &sp->ls);
 	while (sp->bucket + 1 < p->nbuckets) /* the buckets after the last record */

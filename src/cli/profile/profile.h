@@ -135,6 +135,9 @@ struct lk_profile_opts {
 	uint64_t from_ns;    /* window: the first moment, at or before at_ns */
 	bool window;         /* each stack's window (struct lk_window) between from_ns and at_ns */
 	unsigned buckets;    /* timeline points, <= LK_TIMELINE_BUCKETS; 0 = the maximum */
+	const char *at_mark;   /* not NULL: at_ns is the time of the profile's first mark of this
+				* name (`leek ctl PID mark NAME`), found by lk_profile_load() */
+	const char *from_mark; /* the same for from_ns */
 	bool no_live_list;   /* lk_profile_live_blocks() gives none (their totals are kept): `leek
 			      * run`'s summary, which shows no block, spares the list's memory and
 			      * its sort (a million blocks live at an exact redis-server's exit) */
@@ -152,6 +155,13 @@ struct lk_profile_opts {
 };
 
 #define LK_PROFILE_MAX_RECENT_FREES 65536 /* 48 bytes each: 3 MiB at most */
+#define LK_PROFILE_MARKS 32 /* marks kept in the totals (`leek dump` shows every one) */
+
+/* A CTL MARK record: `leek ctl PID mark NAME`. */
+struct lk_profile_mark {
+	uint64_t t_ns;                  /* since the start */
+	char name[LK_CTL_NAME_MAX + 1];
+};
 
 struct lk_profile_totals {
 	uint64_t duration_ns;           /* time of the last record */
@@ -172,6 +182,13 @@ struct lk_profile_totals {
 	uint64_t tags[LK_REC_MAX_KNOWN + 1]; /* of them, each tag's (ALLOC_FIXED and FREE_FIXED
 					      * as ALLOC and FREE, as the reader gives them) */
 	uint64_t ext_records;           /* and extensions */
+	uint64_t off_ns;                /* switched off (CTL OFF to the next ON, or to the end):
+					 * nothing was sampled, so no figure counts what was
+					 * allocated then (LEEK_START=off, `leek ctl PID off`) */
+	uint32_t off_periods;           /* CTL OFF records that switched it off */
+	bool off_at_end;                /* still off at the last record */
+	uint32_t nmarks;                /* CTL MARK records; the first LK_PROFILE_MARKS in marks */
+	struct lk_profile_mark marks[LK_PROFILE_MARKS];
 	uint64_t end_offset;            /* the file offset after the last record */
 	struct lk_estimate known_bytes, known_objects; /* opts.known: the blocks live at the end
 					 * and allocated at or before known_ns, left out of old_* */

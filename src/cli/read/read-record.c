@@ -346,6 +346,39 @@ static int decode_segment(struct lk_reader *r, struct cursor *c, struct lk_recor
 	return lk_seg_read(r, rec, (size_t)(c->p - r->p), skip, r->time_ns + *dt);
 }
 
+/* CTL (version 7): kind, and a mark's name, copied (format.h). */
+static int decode_ctl(struct lk_reader *r, struct cursor *c, struct lk_record *rec, uint64_t *dt)
+{
+	uint64_t kind, len;
+	const uint8_t *name;
+	int k;
+
+	*dt = get(c);
+	kind = get(c);
+	len = get(c);
+	k = check(r, c, "CTL");
+	if (k < 0)
+		return k;
+	if (kind < LK_CTL_ON || kind > LK_CTL_MARK)
+		return lk_reader_fail_at(r, r->offset, "CTL record of unknown kind %" PRIu64, kind);
+	if ((kind == LK_CTL_MARK) != (len > 0) || len > LK_CTL_NAME_MAX)
+		return lk_reader_fail_at(r, r->offset, "CTL record of kind %" PRIu64 " with a name "
+					 "of %" PRIu64 " bytes", kind, len);
+	name = get_bytes(c, len);
+	k = check(r, c, "CTL");
+	if (k < 0)
+		return k;
+	for (uint64_t i = 0; i < len; i++)
+		if (name[i] <= 0x20 || name[i] >= 0x7f)
+			return lk_reader_fail_at(r, r->offset, "CTL record: a mark's name holds byte "
+						 "0x%02x", name[i]);
+	rec->ctl.kind = (uint32_t)kind;
+	rec->ctl.name_len = (uint32_t)len;
+	memcpy(rec->ctl.name, name, len);
+	rec->ctl.name[len] = 0;
+	return 0;
+}
+
 /* A tag that a later version of the format has: in this file's version, an unknown one. */
 static int newer_tag(struct lk_reader *r, unsigned tag, unsigned version)
 {
@@ -701,6 +734,11 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 		r->time_ns += dt;
 		rec->time_ns = r->time_ns;
 		return 1;
+	case LK_REC_CTL:
+		if (!r->ctl)
+			return newer_tag(r, rec->tag, 7);
+		k = decode_ctl(r, &c, rec, &dt);
+		break;
 	case LK_REC_SEG_END:
 		if (!r->segments)
 			return newer_tag(r, rec->tag, 6);

@@ -42,6 +42,7 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_SEGMENT] = "SEGMENT",
 	[LK_REC_SEG_END] = "SEG_END",
 	[LK_REC_FREE_STACK] = "FREE_STACK",
+	[LK_REC_CTL] = "CTL",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -57,6 +58,7 @@ static const char *const counter_names[LK_CNT_MAX + 1] = {
 	[LK_CNT_FREES] = "frees",
 	[LK_CNT_FILE_LIMIT] = "file_limit",
 	[LK_CNT_FILE_CUT] = "file_cut",
+	[LK_CNT_CTL_DROPPED] = "ctl_dropped",
 };
 
 const char *lk_rec_tag_name(unsigned tag)
@@ -234,6 +236,7 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 	r->fixed = h->version >= 5;
 	r->segments = h->version >= 6;
 	r->free_stacks = h->version >= 7;
+	r->ctl = h->version >= 7;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);

@@ -119,6 +119,11 @@ struct lk_record {
 			uint64_t block, size, stack, alloc_monotonic_ns;
 		} inherit;
 		struct {
+			uint32_t kind;     /* enum lk_ctl_cmd: LK_CTL_ON, LK_CTL_OFF or LK_CTL_MARK */
+			uint32_t name_len; /* a mark's; 0 for ON and OFF */
+			char name[LK_CTL_NAME_MAX + 1]; /* a copy, NUL-terminated */
+		} ctl;
+		struct {
 			uint8_t tag; /* 0x80..0xff */
 			uint64_t len; /* payload bytes, skipped */
 		} ext;

@@ -133,6 +133,19 @@ static void totals(struct lk_json *j, const struct lk_profile_totals *t, bool pe
 	lk_json_u64(j, "max_rss_bytes", t->max_rss);
 	lk_json_bool(j, "trailer", t->trailer);
 	losses(j, t);
+	lk_json_seconds(j, "off_s", t->off_ns);
+	lk_json_u64(j, "off_periods", t->off_periods);
+	lk_json_bool(j, "off_at_end", t->off_at_end);
+	lk_json_u64(j, "marks_total", t->nmarks);
+	lk_json_key(j, "marks");
+	lk_json_open(j, '[', false);
+	for (uint32_t i = 0; i < t->nmarks && i < LK_PROFILE_MARKS; i++) {
+		lk_json_open(j, '{', true);
+		lk_json_str(j, "name", t->marks[i].name);
+		lk_json_seconds(j, "time_s", t->marks[i].t_ns);
+		lk_json_close(j, '}');
+	}
+	lk_json_close(j, ']');
 	lk_json_close(j, '}');
 }
 
@@ -263,7 +276,8 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 	lk_json_str(j, "view", lk_report_view_name(o));
 	lk_json_key(j, "options");
 	lk_json_open(j, '{', true);
-	lk_json_seconds(j, "at_s", o->view == LK_VIEW_INUSE ? o->at_ns : UINT64_MAX);
+	lk_json_seconds(j, "at_s", o->view == LK_VIEW_INUSE && !o->at_mark ? o->at_ns : UINT64_MAX);
+	lk_json_str(j, "at_mark", o->view == LK_VIEW_INUSE ? o->at_mark : NULL);
 	lk_json_seconds(j, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
 	lk_json_u64(j, "top", o->top);
 	lk_json_num(j, "min_share", o->min_share, 6);

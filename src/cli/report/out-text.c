@@ -78,6 +78,23 @@ static void print_header(FILE *f, const struct lk_report *r)
 		any = true;
 	}
 	fputs(any ? "\n" : " none\n", f);
+	if (t->off_periods) {
+		fprintf(f, "off          %s of the %s", lk_fmt_time(a, sizeof(a), (double)t->off_ns),
+			lk_fmt_time(b, sizeof(b), (double)t->duration_ns));
+		fprintf(f, ", %" PRIu32 " period%s%s: nothing allocated then is counted\n",
+			t->off_periods, t->off_periods == 1 ? "" : "s",
+			t->off_at_end ? " (off at the end)" : "");
+	}
+	if (t->nmarks) {
+		fputs("marks       ", f);
+		for (uint32_t i = 0; i < t->nmarks && i < LK_PROFILE_MARKS; i++) {
+			fprintf(f, "%s %s at %s", i ? "," : "", t->marks[i].name,
+				lk_fmt_time(a, sizeof(a), (double)t->marks[i].t_ns));
+		}
+		if (t->nmarks > LK_PROFILE_MARKS)
+			fprintf(f, ", and %" PRIu32 " more (leek dump)", t->nmarks - LK_PROFILE_MARKS);
+		fputc('\n', f);
+	}
 	if (t->frees_unknown)
 		fprintf(f, "warning      %" PRIu64 " frees of blocks that were not live\n",
 			t->frees_unknown);
@@ -120,7 +137,11 @@ void lk_text_view_title(FILE *f, const struct lk_report *r)
 			fputs("heap live at each process's own peak", f);
 		break;
 	case LK_VIEW_INUSE:
-		fprintf(f, "heap live %s after start", lk_fmt_time(a, sizeof(a), (double)o->at_ns));
+		if (o->at_mark)
+			fprintf(f, "heap live at mark %s", o->at_mark);
+		else
+			fprintf(f, "heap live %s after start",
+				lk_fmt_time(a, sizeof(a), (double)o->at_ns));
 		break;
 	case LK_VIEW_ALLOC:
 		fputs("allocated in all, freed or not", f);

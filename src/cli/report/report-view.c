@@ -54,6 +54,18 @@ const char *lk_trend_name(enum lk_trend t)
 	}
 }
 
+bool lk_mark_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > LK_CTL_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
 int lk_parse_duration(const char *s, uint64_t *ret)
 {
 	static const struct {

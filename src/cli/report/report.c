@@ -233,6 +233,14 @@ static void add_totals(struct lk_profile_totals *sum, const struct lk_profile_to
 	sum->frees += t->frees;
 	sum->frees_unknown += t->frees_unknown;
 	sum->max_rss += t->max_rss;
+	sum->off_ns += t->off_ns;
+	sum->off_periods += t->off_periods;
+	sum->off_at_end |= t->off_at_end;
+	for (uint32_t i = 0; i < t->nmarks && i < LK_PROFILE_MARKS; i++)
+		if (sum->nmarks < LK_PROFILE_MARKS)
+			sum->marks[sum->nmarks++] = t->marks[i];
+		else
+			sum->nmarks++;
 	for (unsigned i = 0; i <= LK_CNT_MAX; i++)
 		sum->losses[i] += t->losses[i];
 	sum->trailer = sum->trailer && t->trailer;

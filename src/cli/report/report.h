@@ -49,6 +49,7 @@ const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "un
 struct lk_report_opts {
 	enum lk_view view;
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
+	const char *at_mark; /* inuse: not NULL, at each profile's mark of this name instead */
 	uint64_t age_ns;  /* old */
 	size_t top;       /* sites kept after ranking; 0 = all */
 	double min_share; /* sites (tree nodes) below this fraction of the view's total are dropped */
@@ -190,6 +191,9 @@ int lk_report_add_modules(struct lk_symbolizer *sym, uint32_t profile, const str
 
 /* "1.5", "250ms", "2m", "90s", "1h": a duration in ns. 0, -EINVAL or -ERANGE. */
 int lk_parse_duration(const char *s, uint64_t *ret);
+/* Whether s can be a mark's name (`leek ctl PID mark NAME`): 1 to LK_CTL_NAME_MAX bytes of 0x21 to
+ * 0x7e (format.h). */
+bool lk_mark_name_ok(const char *s);
 
 /* The figure a view ranks by (kind bytes) and its objects (kind objects), in p, a stack's
  * (struct lk_stack_stats) or a site's: both name their eight estimates alike. */
