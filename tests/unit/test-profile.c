@@ -1597,6 +1597,9 @@ TEST(watch_limit_known_recent_frees)
 	lk_profile_stacks(p, &st);
 	ASSERT_EXACT(st[0].old_bytes, 300);
 	ASSERT_EQ(lk_profile_totals(p)->known_bytes.value, 0);
+	lk_profile_free(p);
+	free(s.b.p);
+}
 
 /* opts.frees: each free of a live sampled block goes to its (allocation stack, free stack) pair,
  * with its lifetime, and the last frees_last into the list of recent frees, oldest first (a ring
