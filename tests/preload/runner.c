@@ -252,6 +252,7 @@ void run_prog(struct run *r, const struct run_opts *o, const char *const *argv)
 
 	memset(r, 0, sizeof(*r));
 	r->in_flight = o->in_flight;
+	r->stackless_extra = o->stackless_extra;
 	tmp_dir(r->dir);
 	snprintf(prog, sizeof(prog), "%s/%s", PROG_DIR, argv[0]);
 	if (asprintf(&output, o->output ? "LEEK_OUTPUT=%s" : "LEEK_OUTPUT=%s/leek.%%p.lk",
@@ -450,7 +451,7 @@ void check_counters(const struct run *r, const struct profile *p, uint64_t allow
 			FAIL("%s: trailer counter %s = %llu, expected 0", p->path,
 			     lk_counter_name((uint64_t)losses[i]), (unsigned long long)p->counters[losses[i]]);
 	/* Stacks: the unwinder fails on almost nothing a test program does. */
-	if (p->stackless * 100 > p->ntag[LK_REC_ALLOC] + 200)
+	if (p->stackless * 100 > p->ntag[LK_REC_ALLOC] + 200 + 100ull * r->stackless_extra)
 		FAIL("%s: %llu of %llu samples have no stack", p->path, (unsigned long long)p->stackless,
 		     (unsigned long long)p->ntag[LK_REC_ALLOC]);
 	(void)r;

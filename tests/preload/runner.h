@@ -78,6 +78,10 @@ struct run_opts {
 	 * exits while its threads allocate): the trailer's samples and frees may each differ from
 	 * the file's ALLOC and FREE records by that many (docs/design.md, "Threads"). */
 	unsigned in_flight;
+	/* Samples that may go without a stack beyond the 1% every profile allows: a sample taken
+	 * while another thread forks goes without one rather than wait (src/preload/stack.c), so a
+	 * program that forks while its threads sample sets one per fork and thread. */
+	unsigned stackless_extra;
 };
 
 struct run {
@@ -89,6 +93,7 @@ struct run {
 	size_t nprof;
 	bool exact; /* LEEK_PERIOD=1 was set */
 	unsigned in_flight; /* run_opts' */
+	unsigned stackless_extra; /* run_opts' */
 };
 
 /* argv[0] is the program's name in the build directory (PROG_DIR); the list ends with NULL. */

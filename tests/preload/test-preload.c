@@ -1102,7 +1102,10 @@ static unsigned children_run(const char *const *argv, unsigned timeout, size_t n
 	expect_exit0(&ref);
 	ASSERT_EQ(ref.nprof, 0);
 	for (size_t i = 0; i < 3; i++) {
-		run_prog(&r, &(struct run_opts){ .env = { envs[i], SEED }, .timeout = timeout }, argv);
+		/* Up to 3 threads sample while each child forks (forklock.c, spawn.c). */
+		run_prog(&r, &(struct run_opts){ .env = { envs[i], SEED }, .timeout = timeout,
+						 .stackless_extra = 3 * (unsigned)(nprocs - 1) },
+			 argv);
 		expect_exit0(&r);
 		ASSERT_STREQ(untallied(r.out, b, sizeof(b)), untallied(ref.out, a, sizeof(a)));
 		ASSERT_TRUE(main_profile(&r) != NULL);
