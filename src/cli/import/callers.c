@@ -52,16 +52,10 @@ static bool parse_hex(const char *s, const char *end, uint64_t *ret)
 	if (s == end || end - s > 16)
 		return false;
 	for (; s < end; s++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (*s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (*s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
+		int d = lk_hex_digit(*s);
+		if (d < 0)
 			return false;
-		v = v << 4 | d;
+		v = v << 4 | (unsigned)d;
 	}
 	*ret = v;
 	return true;

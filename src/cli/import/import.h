@@ -26,6 +26,18 @@
 #include "leek/format.h"
 #include "u64map.h"
 
+/* The value of hexadecimal digit c, or -1: what the traces' addresses and sizes are written in. */
+static inline int lk_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* ---- lines.c ---- */
 
 /* The longest line taken whole: a real record is under 300 bytes, a caller with a long C++ name

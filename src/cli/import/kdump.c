@@ -98,18 +98,12 @@ static int take_ptr(const char **p, const char *end, uint64_t *ret)
 	if (end - s < 3 || s[0] != '0' || s[1] != 'x')
 		return -EINVAL;
 	for (s += 2; s < end; s++, digits++) {
-		unsigned d;
-		if (*s >= '0' && *s <= '9')
-			d = (unsigned)(*s - '0');
-		else if (*s >= 'a' && *s <= 'f')
-			d = (unsigned)(*s - 'a' + 10);
-		else if (*s >= 'A' && *s <= 'F')
-			d = (unsigned)(*s - 'A' + 10);
-		else
+		int d = lk_hex_digit(*s);
+		if (d < 0)
 			break;
 		if (digits >= 16)
 			return -ERANGE;
-		v = v << 4 | d;
+		v = v << 4 | (unsigned)d;
 	}
 	if (digits == 0)
 		return -EINVAL;

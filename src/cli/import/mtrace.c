@@ -55,17 +55,10 @@ static int parse_hex(const char *s, size_t n, uint64_t *ret)
 	if (n < 3 || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') || n > 2 + 16)
 		return -EINVAL;
 	for (size_t i = 2; i < n; i++) {
-		char c = s[i];
-		unsigned d;
-		if (c >= '0' && c <= '9')
-			d = (unsigned)(c - '0');
-		else if (c >= 'a' && c <= 'f')
-			d = (unsigned)(c - 'a' + 10);
-		else if (c >= 'A' && c <= 'F')
-			d = (unsigned)(c - 'A' + 10);
-		else
+		int d = lk_hex_digit(s[i]);
+		if (d < 0)
 			return -EINVAL;
-		v = v << 4 | d;
+		v = v << 4 | (unsigned)d;
 	}
 	*ret = v;
 	return 0;
