@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # import.sh: what `leek import` costs on a long glibc mtrace trace, in time and peak memory,
-# beside glibc's own mtrace Perl script (libc-dev-bin's /usr/bin/mtrace) on the same trace, and
+# beside glibc's own mtrace Perl script (libc-devtools' /usr/bin/mtrace) on the same trace, and
 # whether both find the same leaks. The trace is bench/import-trace.py's: LINES lines (default 10
 # million, about 380 MB), at most LIVE blocks live at once (default 50000).
 #
@@ -19,7 +19,7 @@ live=${LIVE:-50000}
 leek=$(realpath "$build/src/cli/leek")
 [ -x "$leek" ] || { echo "no leek in '$build': meson setup $build && ninja -C $build" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "GNU time is needed: apt-get install -y time" >&2; exit 1; }
-[ -x /usr/bin/mtrace ] || { echo "glibc's mtrace is needed: apt-get install -y libc-dev-bin" >&2
+[ -x /usr/bin/mtrace ] || { echo "glibc's mtrace is needed: apt-get install -y libc-devtools" >&2
   exit 1; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

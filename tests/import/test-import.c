@@ -416,7 +416,7 @@ TEST(random_trace_against_the_mtrace_script)
 	FILE *f;
 
 	if (access("/usr/bin/mtrace", X_OK) < 0 || access("/usr/bin/perl", X_OK) < 0)
-		SKIP("glibc's mtrace script (libc-dev-bin) or perl is missing");
+		SKIP("glibc's mtrace script (libc-devtools) or perl is missing");
 	tmp_dir(dir);
 	snprintf(path, sizeof(path), "%s/r.trace", dir);
 	f = fopen(path, "w");
