@@ -39,14 +39,6 @@ static void input_donep(struct lk_input **in)
 	lk_input_done(*in);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int parse_args(int argc, char *argv[])
 {
 	enum { ARG_INTERVAL = 0x100, ARG_WAIT, ARG_ASCII };
@@ -150,12 +142,12 @@ static void loop(struct top *t)
 	bool live = true;
 
 	for (;;) {
-		uint64_t now = now_ns();
+		uint64_t now = lk_monotonic_ns();
 		if (live && now >= next) {
 			live = refresh_view(t);
 			draw(t);
-			next = now_ns() + arg_interval;
-			now = now_ns();
+			next = lk_monotonic_ns() + arg_interval;
+			now = lk_monotonic_ns();
 		}
 		timeout(live ? (int)((next - now) / 1000000 + 1) : -1);
 		int ch = getch();

@@ -58,14 +58,6 @@ static void input_donep(struct lk_input **in)
 	lk_input_done(*in);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int duration_arg(const char *opt, const char *arg, bool zero_ok, uint64_t *ret)
 {
 	if (lk_parse_duration(arg, ret) < 0 || (!zero_ok && *ret == 0)) {
@@ -262,7 +254,7 @@ static int next_signal(int fd, uint64_t timeout_ns)
 /* Follows until the process ends or watch is stopped; the exit status. */
 static int watch_loop(struct watch *w, int sfd)
 {
-	uint64_t next_every = now_ns() + arg_every;
+	uint64_t next_every = lk_monotonic_ns() + arg_every;
 
 	for (;;) {
 		int r = lk_live_poll(w->src), sig;
@@ -278,7 +270,7 @@ static int watch_loop(struct watch *w, int sfd)
 		}
 		if (arg_high_water)
 			check_high_water(w);
-		uint64_t now = now_ns();
+		uint64_t now = lk_monotonic_ns();
 		if (now >= next_every) {
 			report(w, LK_LIVE_OLD, "every", NULL);
 			while (next_every <= now)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -21,6 +22,15 @@ enum {
 };
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
+
+/* CLOCK_MONOTONIC in nanoseconds: the commands' timeouts and intervals. */
+static inline uint64_t lk_monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 static inline void freep(void *p)
 {

@@ -24,14 +24,6 @@
 				   * for: 20 times a second, a cheap read of /proc */
 #define FOLLOW_STEP (1u << 20)    /* records read at a time by the heap follower (as run-follow) */
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static bool all_digits(const char *s)
 {
 	if (!*s)
@@ -66,7 +58,7 @@ int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
 		 struct lk_live_source **ret)
 {
 	struct lk_live_source *s = calloc(1, sizeof(*s));
-	uint64_t until = now_ns() + wait_ns;
+	uint64_t until = lk_monotonic_ns() + wait_ns;
 	int r;
 
 	if (!s)
@@ -80,7 +72,7 @@ int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
 			return -ESRCH;
 		}
 		s->pid = (pid_t)pid;
-		while ((r = lk_follow_find_pid(s->pid, &s->path)) == -ENOENT && now_ns() < until)
+		while ((r = lk_follow_find_pid(s->pid, &s->path)) == -ENOENT && lk_monotonic_ns() < until)
 			nanosleep(&(struct timespec){ 0, FIND_POLL_NS }, NULL);
 	} else {
 		s->path = strdup(arg);
