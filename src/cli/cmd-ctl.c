@@ -8,14 +8,13 @@
  * flock(2) of the profile keeps two `leek ctl`s from writing the block at once; libleek takes no
  * lock and needs none (it reads seq, and the block, in one pread).
  *
- * A PID's profile is the file of its header's pid that the process holds: mapped (libleek's
- * window into it) or, on a file system without fallocate, open. Never: write a file that is not
+ * A PID's profile is the file of its header's pid that the process maps (libleek's window into
+ * it), or else the one `leek watch` finds by the process's LEEK_OUTPUT (follow.c). Never: write a file that is not
  * a version 7 profile with a control block, or anything in it but the block's command fields.
  */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -25,11 +24,11 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
+#include "follow.h"
 #include "leek/format.h"
 #include "report.h"
 #include "util.h"
@@ -37,14 +36,6 @@
 enum { CTL_EXIT_PENDING = 3 }; /* written, not carried out within --timeout */
 
 static const char *arg_timeout = "5s";
-
-static uint64_t now_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The header at fd if it is a profile of pid (0: any) with a control block: 0, or -EINVAL
  * (*why says what it is instead). */
@@ -92,97 +83,46 @@ static int keep_if_profile(int fd, uint32_t pid)
 	return -1;
 }
 
-/* The profile in directory dir whose inode is ino: an open descriptor, or -1. */
-static int open_in_dir(const char *dir, dev_t dev, ino_t ino, uint32_t pid)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	struct stat st;
-	int fd = -1;
-
-	if (!d)
-		return -1;
-	while (fd < 0 && (e = readdir(d)))
-		if (e->d_ino == ino && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISREG(st.st_mode) && st.st_dev == dev && st.st_ino == ino)
-			fd = keep_if_profile(openat(dirfd(d), e->d_name, O_RDWR | O_CLOEXEC |
-						    O_NOFOLLOW), pid);
-	closedir(d);
-	return fd;
-}
-
-/* The directory of the process's profiles: LEEK_OUTPUT's (from its environment), relative to its
- * working directory, into buf. */
-static void output_dir(uint32_t pid, char *buf, size_t size)
-{
-	char path[64], env[8192] = "", *out = NULL;
-	ssize_t n = -1;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/environ", pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-		n = read(fd, env, sizeof(env) - 1);
-		close(fd);
-	}
-	for (ssize_t i = 0; i < n; i += (ssize_t)strlen(env + i) + 1)
-		if (!strncmp(env + i, "LEEK_OUTPUT=", 12))
-			out = env + i + 12;
-	if (out && *out && out[strlen(out) - 1] != '/' && strrchr(out, '/'))
-		*strrchr(out, '/') = 0; /* its directory */
-	else if (out && *out && out[strlen(out) - 1] != '/')
-		out = NULL;             /* a name in the working directory */
-	if (out && *out == '/')
-		snprintf(buf, size, "%s", out);
-	else
-		snprintf(buf, size, "/proc/%" PRIu32 "/cwd/%s", pid, out ? out : "");
-}
-
 /* The profile that process pid writes, open for writing: a shared mapping of a file of its (the
- * window into its profile, whose name may be the unnamed file's it was created as), through
- * /proc/PID/map_files, or if that cannot be opened, the file of the same inode in LEEK_OUTPUT's
- * directory; then its descriptors (a file system without fallocate). -1 if none. */
+ * window into its profile, whose name in /proc/PID/maps is the unnamed file's it was created as)
+ * opened through /proc/PID/map_files, or else the file `leek watch` finds by the process's
+ * LEEK_OUTPUT (follow.c). -1 if none. */
 static int profile_of(uint32_t pid)
 {
-	char path[128], line[PATH_MAX + 256], dir[PATH_MAX];
+	_cleanup_(freep) char *named = NULL;
+	char path[128], line[PATH_MAX + 256];
 	unsigned long long start, end, ino;
-	unsigned maj, min;
 	char perms[8];
 	int fd = -1;
 	FILE *f;
 
-	output_dir(pid, dir, sizeof(dir));
 	snprintf(path, sizeof(path), "/proc/%" PRIu32 "/maps", pid);
 	if ((f = fopen(path, "re"))) {
 		while (fd < 0 && fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%llx-%llx %7s %*x %x:%x %llu", &start, &end, perms, &maj,
-				   &min, &ino) != 6 || perms[3] != 's' || !ino)
+			if (sscanf(line, "%llx-%llx %7s %*x %*x:%*x %llu", &start, &end, perms, &ino) !=
+				    4 ||
+			    perms[3] != 's' || !ino)
 				continue;
 			snprintf(path, sizeof(path), "/proc/%" PRIu32 "/map_files/%llx-%llx", pid,
 				 start, end);
 			fd = keep_if_profile(open(path, O_RDWR | O_CLOEXEC), pid);
-			if (fd < 0)
-				fd = open_in_dir(dir, makedev(maj, min), (ino_t)ino, pid);
 		}
 		fclose(f);
 	}
-	for (int i = 0; fd < 0 && i < 4096; i++) {
-		snprintf(path, sizeof(path), "/proc/%" PRIu32 "/fd/%d", pid, i);
-		struct stat st;
-		if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
-			fd = keep_if_profile(open(path, O_RDWR | O_CLOEXEC), pid);
-	}
+	if (fd < 0 && lk_follow_find_pid((pid_t)pid, &named) == 0)
+		fd = keep_if_profile(open(named, O_RDWR | O_CLOEXEC | O_NOFOLLOW), pid);
 	return fd;
 }
 
 /* Takes the exclusive lock within timeout_ns: 0, or -ETIMEDOUT. */
 static int lock_within(int fd, uint64_t timeout_ns)
 {
-	uint64_t until = now_ns(CLOCK_MONOTONIC) + timeout_ns;
+	uint64_t until = lk_monotonic_ns() + timeout_ns;
 
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		if (now_ns(CLOCK_MONOTONIC) >= until)
+		if (lk_monotonic_ns() >= until)
 			return -ETIMEDOUT;
 		usleep(5000);
 	}
@@ -206,7 +146,9 @@ static int send_cmd(int fd, off_t ctl, uint32_t cmd, const char *name, uint64_t 
 		lk_msg("ctl: a command sent before was not carried out yet; this one replaces it");
 	seq = le32toh(c.seq) + 1;
 	c.cmd = htole32(cmd);
-	c.sent_realtime_ns = htole64(now_ns(CLOCK_REALTIME));
+	struct timespec rt;
+	clock_gettime(CLOCK_REALTIME, &rt);
+	c.sent_realtime_ns = htole64((uint64_t)rt.tv_sec * 1000000000u + (uint64_t)rt.tv_nsec);
 	memset(c.name, 0, sizeof(c.name));
 	if (name)
 		memcpy(c.name, name, strlen(name));
@@ -217,17 +159,17 @@ static int send_cmd(int fd, off_t ctl, uint32_t cmd, const char *name, uint64_t 
 		   ctl + offsetof(struct lk_ctl_block, sent_realtime_ns)) < 0)
 		return -errno;
 	v = htole32(seq);
-	t0 = now_ns(CLOCK_MONOTONIC);
+	t0 = lk_monotonic_ns();
 	if (pwrite(fd, &v, sizeof(v), ctl + offsetof(struct lk_ctl_block, seq)) < 0)
 		return -errno;
 	for (;;) {
 		if (pread(fd, &v, sizeof(v), ctl + offsetof(struct lk_ctl_block, ack)) ==
 			    (ssize_t)sizeof(v) &&
 		    le32toh(v) == seq) {
-			*took_ns = now_ns(CLOCK_MONOTONIC) - t0;
+			*took_ns = lk_monotonic_ns() - t0;
 			return 0;
 		}
-		if (now_ns(CLOCK_MONOTONIC) - t0 >= timeout_ns)
+		if (lk_monotonic_ns() - t0 >= timeout_ns)
 			return -ETIMEDOUT;
 		usleep(2000);
 	}
