@@ -165,7 +165,8 @@ TEST(ctl_dormant_on_off_marks)
 	json_free(doc);
 	proc_free(&rep);
 
-	/* Marks as moments: report --at MARK, diff --from MARK --to MARK, and a mark not there. */
+	/* Marks as moments: report --at MARK, diff --from MARK --to MARK, report --from MARK --to
+	 * MARK, and a mark not there. */
 	const char *inuse[] = { "report", "inuse", "--at", "during", path, NULL };
 	leek_exec(&rep, dir, NULL, inuse, 60);
 	ASSERT_EQ(rep.status, 0);
@@ -183,6 +184,28 @@ TEST(ctl_dormant_on_off_marks)
 		between += time_of(l, " ALLOC ") <= during;
 	ASSERT_EQ(get_num(json_get(doc, "allocated"), "samples"), (double)between);
 	json_free(doc);
+	proc_free(&rep);
+	/* report --from MARK --to MARK: alloc counts exactly the samples between the marks, and
+	 * leaks the same blocks less those freed by during (none of the service's live on). */
+	const char *window[] = { "report", "alloc", "-f", "json", "--from", "before", "--to",
+				 "during", path, NULL };
+	leek_exec(&rep, dir, NULL, window, 60);
+	ASSERT_EQ(rep.status, 0);
+	ASSERT_EQ(json_parse(rep.out, rep.out_len, &doc, jerr, sizeof(jerr)), 0);
+	ASSERT_STREQ(get_str(json_get(doc, "options"), "from_mark"), "before");
+	ASSERT_STREQ(get_str(json_get(doc, "options"), "at_mark"), "during");
+	ASSERT_EQ(get_num(json_get(doc, "view_total"), "samples"), (double)between);
+	json_free(doc);
+	proc_free(&rep);
+	const char *window_text[] = { "report", "--from", "before", "--to", "during", path, NULL };
+	leek_exec(&rep, dir, NULL, window_text, 60);
+	ASSERT_EQ(rep.status, 0);
+	ASSERT_CONTAINS(rep.out, "leaks: heap live at mark during and allocated after mark before");
+	proc_free(&rep);
+	const char *window_peak[] = { "report", "peak", "--from", "before", path, NULL };
+	leek_exec(&rep, dir, NULL, window_peak, 60);
+	ASSERT_EQ(rep.status, 1);
+	ASSERT_CONTAINS(rep.err, "--from and --to belong to the leaks, inuse and alloc views");
 	proc_free(&rep);
 	const char *nomark[] = { "report", "inuse", "--at", "nosuch", path, NULL };
 	leek_exec(&rep, dir, NULL, nomark, 60);
