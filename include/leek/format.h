@@ -124,12 +124,20 @@ struct lk_ctl_block {
 	uint32_t cmd;              /*  8  4  enum lk_ctl_cmd */
 	uint32_t ack;              /* 12  4  the last seq that libleek carried out (or dropped) */
 	uint64_t sent_realtime_ns; /* 16  8  when `leek ctl` sent it: CLOCK_REALTIME, ns */
-	char name[LK_CTL_NAME_MAX]; /* 24 40  LK_CTL_MARK's name */
+	union {
+		char name[LK_CTL_NAME_MAX]; /* 24 40  LK_CTL_MARK's name */
+		uint64_t synced;            /* 24  8  LK_CTL_SYNC's reply, stored by libleek
+					     * before ack: every byte of the file before it
+					     * is a whole record (or the header) */
+	};
 };                                 /* 64 */
 _Static_assert(sizeof(struct lk_ctl_block) == LK_CTL_SIZE, "control block layout");
 
-/* A control block's command, and a CTL record's kind: the same numbers. */
-enum lk_ctl_cmd { LK_CTL_ON = 1, LK_CTL_OFF = 2, LK_CTL_MARK = 3 };
+/* A control block's command, and a CTL record's kind: the same numbers. LK_CTL_SYNC (`leek watch`
+ * and `leek top`, `leek ctl PID sync`) changes nothing in the profile and writes no CTL record:
+ * libleek ends the threads' open bodies and replies with the offset up to which the file is
+ * whole (synced), so that a reader need not wait for the file to grow. */
+enum lk_ctl_cmd { LK_CTL_ON = 1, LK_CTL_OFF = 2, LK_CTL_MARK = 3, LK_CTL_SYNC = 4 };
 
 /* Record tags. Payload fields are varints unless marked [bytes]. Sizes count the tag; "typically"
  * is exact mode on x86-64, where dt is mostly 0 and a FREE mostly ends a block near the previous

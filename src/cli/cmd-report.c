@@ -31,7 +31,7 @@ static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static const char *arg_output;
 static bool arg_view_set, arg_ascii, arg_tree, arg_inverted, arg_objects;
 static const char *arg_value;
-static const char *arg_at, *arg_age;
+static const char *arg_at, *arg_age, *arg_from, *arg_to;
 static struct lk_input arg_input = { .command = "report" };
 
 #define HELP_SHOWN (-1) /* parse_args: --help was printed */
@@ -121,10 +121,13 @@ static int set_value(void)
 /* 0, HELP_SHOWN, or LK_EXIT_USAGE after printing why. */
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_ASCII, ARG_VALUE, ARG_OBJECTS, ARG_INVERTED };
+	enum { ARG_VIEW = 0x100, ARG_AT, ARG_AGE, ARG_ASCII, ARG_VALUE, ARG_OBJECTS, ARG_INVERTED,
+	       ARG_FROM, ARG_TO };
 	static const struct option options[] = {
 		{ "view", required_argument, NULL, ARG_VIEW },
 		{ "at", required_argument, NULL, ARG_AT },
+		{ "from", required_argument, NULL, ARG_FROM },
+		{ "to", required_argument, NULL, ARG_TO },
 		{ "age", required_argument, NULL, ARG_AGE },
 		{ "format", required_argument, NULL, 'f' },
 		{ "output", required_argument, NULL, 'o' },
@@ -149,6 +152,12 @@ static int parse_args(int argc, char *argv[])
 			break;
 		case ARG_AT:
 			arg_at = optarg;
+			break;
+		case ARG_FROM:
+			arg_from = optarg;
+			break;
+		case ARG_TO:
+			arg_to = optarg;
 			break;
 		case ARG_AGE:
 			arg_age = optarg;
@@ -195,6 +204,48 @@ static int parse_args(int argc, char *argv[])
 		lk_msg("report: the tree is text or json; the HTML page has it as flame graphs");
 		return LK_EXIT_USAGE;
 	}
+	return 0;
+}
+
+/* A moment: a time since the start, or a mark's name (found in each profile: profile.c). 0, or
+ * LK_EXIT_USAGE after printing why. */
+static int parse_moment(const char *option, const char *s, uint64_t *ns, const char **mark)
+{
+	if (lk_parse_duration(s, ns) == 0)
+		return 0;
+	if (lk_mark_name_ok(s)) {
+		*mark = s;
+		return 0;
+	}
+	lk_msg("report: %s: '%s' is neither a time since the start (e.g. 1.5, 250ms, 2m) nor a "
+	       "mark's name", option, s);
+	return LK_EXIT_USAGE;
+}
+
+/* --from and --to: the window of leaks, inuse and alloc (and the tree of their values). 0, or
+ * LK_EXIT_USAGE after printing why. */
+static int check_window(struct lk_profile_opts *po)
+{
+	if (!arg_from && !arg_to)
+		return 0;
+	if (arg_view != LK_VIEW_LEAKS && arg_view != LK_VIEW_INUSE && arg_view != LK_VIEW_ALLOC) {
+		lk_msg("report: --from and --to belong to the leaks, inuse and alloc views (tree: "
+		       "--value leaks, inuse or alloc)");
+		return LK_EXIT_USAGE;
+	}
+	if (arg_to && arg_view == LK_VIEW_INUSE) {
+		lk_msg("report: inuse ends at --at; --to is for leaks and alloc");
+		return LK_EXIT_USAGE;
+	}
+	if ((arg_from && parse_moment("--from", arg_from, &po->from_ns, &po->from_mark)) ||
+	    (arg_to && parse_moment("--to", arg_to, &po->at_ns, &po->at_mark)))
+		return LK_EXIT_USAGE;
+	if (!po->from_mark && !po->at_mark && po->from_ns > po->at_ns) {
+		lk_msg("report: --from %s is after --%s %s", arg_from, arg_to ? "to" : "at",
+		       arg_to ? arg_to : arg_at);
+		return LK_EXIT_USAGE;
+	}
+	po->window = true;
 	return 0;
 }
 
@@ -298,6 +349,8 @@ int lk_cmd_report(int argc, char *argv[])
 		return LK_EXIT_OK;
 	if (k == 0)
 		k = check_times(&po.at_ns, &po.at_mark, &po.age_ns);
+	if (k == 0)
+		k = check_window(&po);
 	if (k)
 		return k;
 	/* Only old looks at the blocks live at the end one by one (their ages): the other views
@@ -318,6 +371,9 @@ int lk_cmd_report(int argc, char *argv[])
 		.at_ns = po.at_ns,
 		.at_mark = po.at_mark,
 		.age_ns = po.age_ns,
+		.window = po.window,
+		.from_ns = po.from_ns,
+		.from_mark = po.from_mark,
 		.top = in->top_set		      ? in->top
 		       : arg_format == LK_FORMAT_JSON ? 0
 		       : arg_format == LK_FORMAT_HTML ? LK_HTML_TOP

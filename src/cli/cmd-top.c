@@ -27,8 +27,11 @@
 #define DEFAULT_INTERVAL_NS 2000000000ull /* top's own default is 3 s; 2 s keeps a leak's growth
 					   * visible, and a refresh reads the file again */
 #define DEFAULT_WAIT_NS (10 * 1000000000ull) /* as `leek watch --wait` */
+#define DEFAULT_MAX_LAG_NS DEFAULT_INTERVAL_NS /* a SYNC each refresh, whose reply the next one
+						* reads: a view is at most two refreshes behind */
 
 static uint64_t arg_interval = DEFAULT_INTERVAL_NS, arg_wait = DEFAULT_WAIT_NS;
+static uint64_t arg_max_lag = DEFAULT_MAX_LAG_NS;
 static bool arg_ascii;
 static struct lk_input arg_input = { .command = "top" };
 
@@ -41,10 +44,11 @@ static void input_donep(struct lk_input **in)
 
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_INTERVAL = 0x100, ARG_WAIT, ARG_ASCII };
+	enum { ARG_INTERVAL = 0x100, ARG_WAIT, ARG_ASCII, ARG_MAX_LAG };
 	static const struct option options[] = {
 		{ "interval", required_argument, NULL, ARG_INTERVAL },
 		{ "wait", required_argument, NULL, ARG_WAIT },
+		{ "max-lag", required_argument, NULL, ARG_MAX_LAG },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "alloc-fn", required_argument, NULL, LK_INPUT_ALLOC_FN },
 		{ "no-auto-wrappers", no_argument, NULL, LK_INPUT_NO_AUTO_WRAPPERS },
@@ -60,11 +64,12 @@ static int parse_args(int argc, char *argv[])
 		switch (c) {
 		case ARG_INTERVAL:
 		case ARG_WAIT:
-			d = c == ARG_INTERVAL ? &arg_interval : &arg_wait;
+		case ARG_MAX_LAG:
+			d = c == ARG_INTERVAL ? &arg_interval : c == ARG_WAIT ? &arg_wait : &arg_max_lag;
 			if (lk_parse_duration(optarg, d) < 0 || (c == ARG_INTERVAL && *d == 0)) {
 				lk_msg("top: --%s '%s': not a duration%s (e.g. 2s, 500ms)",
-				       c == ARG_INTERVAL ? "interval" : "wait", optarg,
-				       c == ARG_INTERVAL ? " above 0" : "");
+				       c == ARG_INTERVAL ? "interval" : c == ARG_WAIT ? "wait" : "max-lag",
+				       optarg, c == ARG_INTERVAL ? " above 0" : "");
 				return LK_EXIT_USAGE;
 			}
 			break;
@@ -193,7 +198,7 @@ int lk_cmd_top(int argc, char *argv[])
 	_cleanup_(input_donep) struct lk_input *in = &arg_input;
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	struct top t = { .status = LK_EXIT_OK };
-	const char *arg;
+	const char *arg, *why = NULL;
 	int k;
 
 	k = parse_args(argc, argv);
@@ -223,6 +228,10 @@ int lk_cmd_top(int argc, char *argv[])
 		.filter = &in->filter,
 	};
 	t.st.path = t.src->path;
+	if (arg_max_lag && (k = lk_live_sync(t.src, arg_max_lag, &why)) < 0)
+		lk_msg("top: %s: cannot ask its process how far it is written (%s): the view trails "
+		       "the file by up to a step of its growth (--max-lag 0 does not ask)",
+		       t.src->path, why ? why : strerror(-k));
 	k = lk_screen_open(t.opts.ascii, &t.screen);
 	if (k < 0) {
 		lk_live_close(t.src);

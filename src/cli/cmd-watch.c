@@ -39,6 +39,11 @@
 				       * process's end is reported within a second */
 #define DEFAULT_WAIT_NS (10 * 1000000000ull) /* for a pid's profile: its first record may wait
 					      * for its first sample */
+#define DEFAULT_MAX_LAG_NS (5 * 1000000000ull) /* a SYNC every 5 s at most: a report is never
+					      * more than that behind, and the process pays a look
+					      * with two pwrites more (docs/design.md) */
+#define SYNC_WAIT_NS 500000000ull /* for the reply before a report: 5 RSS intervals of a process
+				   * that samples; one that does not has written nothing new */
 #define DEFAULT_FREES 32   /* SIGUSR2's list: a screen */
 #define HIGH_WATER_STEP 1.1 /* a new high-water report once the heap's estimate is 10% above the
 			     * last one's: a heap that grows steadily would otherwise report at
@@ -46,7 +51,10 @@
 
 static uint64_t arg_every = DEFAULT_EVERY_NS, arg_age = DEFAULT_AGE_NS;
 static uint64_t arg_poll = DEFAULT_POLL_NS, arg_wait = DEFAULT_WAIT_NS;
-static uint64_t arg_high_water_min, arg_frees = DEFAULT_FREES;
+static uint64_t arg_high_water_min, arg_frees = DEFAULT_FREES, arg_max_lag = DEFAULT_MAX_LAG_NS;
+static uint64_t arg_from_ns;
+static const char *arg_from_mark;
+static bool arg_from;
 static bool arg_high_water, arg_ascii;
 static enum lk_input_format arg_format = LK_FORMAT_TEXT;
 static struct lk_input arg_input = { .command = "watch" };
@@ -70,7 +78,8 @@ static int duration_arg(const char *opt, const char *arg, bool zero_ok, uint64_t
 
 static int parse_args(int argc, char *argv[])
 {
-	enum { ARG_EVERY = 0x100, ARG_AGE, ARG_HIGH_WATER, ARG_FREES, ARG_POLL, ARG_WAIT, ARG_ASCII };
+	enum { ARG_EVERY = 0x100, ARG_AGE, ARG_HIGH_WATER, ARG_FREES, ARG_POLL, ARG_WAIT, ARG_ASCII,
+	       ARG_FROM, ARG_MAX_LAG };
 	static const struct option options[] = {
 		{ "every", required_argument, NULL, ARG_EVERY },
 		{ "age", required_argument, NULL, ARG_AGE },
@@ -78,6 +87,8 @@ static int parse_args(int argc, char *argv[])
 		{ "frees", required_argument, NULL, ARG_FREES },
 		{ "poll", required_argument, NULL, ARG_POLL },
 		{ "wait", required_argument, NULL, ARG_WAIT },
+		{ "from", required_argument, NULL, ARG_FROM },
+		{ "max-lag", required_argument, NULL, ARG_MAX_LAG },
 		{ "format", required_argument, NULL, 'f' },
 		{ "ascii", no_argument, NULL, ARG_ASCII },
 		{ "help", no_argument, NULL, 'h' },
@@ -105,6 +116,21 @@ static int parse_args(int argc, char *argv[])
 		case ARG_WAIT:
 			if ((k = duration_arg("--wait", optarg, true, &arg_wait)))
 				return k;
+			break;
+		case ARG_MAX_LAG:
+			if ((k = duration_arg("--max-lag", optarg, true, &arg_max_lag)))
+				return k;
+			break;
+		case ARG_FROM:
+			arg_from = true;
+			if (lk_parse_duration(optarg, &arg_from_ns) == 0)
+				break;
+			if (!lk_mark_name_ok(optarg)) {
+				lk_msg("watch: --from: '%s' is neither a time since the start (e.g. "
+				       "90s, 2m) nor a mark's name", optarg);
+				return LK_EXIT_USAGE;
+			}
+			arg_from_mark = optarg;
 			break;
 		case ARG_HIGH_WATER:
 			arg_high_water = true;
@@ -168,8 +194,12 @@ static int report(struct watch *w, enum lk_live_kind k, const char *label,
 	int r;
 
 	o.kind = k;
-	o.known = w->known && k == LK_LIVE_OLD;
+	o.known = (w->known || (arg_from && !arg_from_mark)) && k == LK_LIVE_OLD;
 	o.known_ns = w->known_ns;
+	if (arg_from && !arg_from_mark && (!w->known || (int64_t)arg_from_ns > o.known_ns))
+		o.known_ns = (int64_t)arg_from_ns;
+	o.known_mark = k == LK_LIVE_OLD ? arg_from_mark : NULL;
+	lk_live_sync_now(w->src, SYNC_WAIT_NS);
 	r = lk_live_view_make(w->src, &o, &v, &err);
 	if (r == -EAGAIN) {
 		if (strcmp(label, "every") != 0)
@@ -304,7 +334,7 @@ int lk_cmd_watch(int argc, char *argv[])
 	_cleanup_(lk_symbolizer_freep) struct lk_symbolizer *sym = NULL;
 	_cleanup_(closep) int sfd = -1;
 	struct watch w = { 0 };
-	const char *arg;
+	const char *arg, *why = NULL;
 	sigset_t set;
 	int k;
 
@@ -341,6 +371,10 @@ int lk_cmd_watch(int argc, char *argv[])
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
 		.filter = &in->filter,
 	};
+	if (arg_max_lag && (k = lk_live_sync(w.src, arg_max_lag, &why)) < 0)
+		lk_msg("watch: %s: cannot ask its process how far it is written (%s): reports trail "
+		       "the file by up to a step of its growth (--max-lag 0 does not ask)",
+		       w.src->path, why ? why : strerror(-k));
 	if (arg_format == LK_FORMAT_TEXT)
 		fprintf(stdout, "leek watch: following %s (pid %d)\n\n", w.src->path,
 			(int)w.src->pid);

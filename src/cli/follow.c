@@ -4,6 +4,7 @@
  * The limit follows the rule of docs/format.md, "Reading a profile being written": once the size
  * is seen larger than a size S seen before, every byte below S - LK_READ_RECORD_MAX is written
  * for good; and every byte below the size now less LK_GROW_MAX and LK_READ_RECORD_MAX always is.
+ * A SYNC's reply (ctl.h), libleek's own word for it, moves the limit up to the last record.
  *
  * A profile is found as `leek run` finds its run's (the output pattern, the session and the pid in
  * the header), and for a pid as libleek names it (lk_follow_find_pid).
@@ -38,6 +39,17 @@ uint64_t lk_follow_limit_update(struct lk_follow_limit *l, uint64_t size)
 	}
 	if (size > slack && size - slack > l->limit)
 		l->limit = size - slack;
+	return l->limit;
+}
+
+uint64_t lk_follow_limit_synced(struct lk_follow_limit *l, uint64_t synced, uint64_t size)
+{
+	if (synced > size)
+		return l->limit;
+	if (synced > l->limit)
+		l->limit = synced;
+	if (synced > l->whole)
+		l->whole = synced;
 	return l->limit;
 }
 

@@ -14,11 +14,15 @@
  * (docs/format.md, "Reading a profile being written"). Zero to begin with. */
 struct lk_follow_limit {
 	uint64_t seen, limit;
+	uint64_t whole; /* a SYNC's reply: every record that starts before it ends by it */
 };
 
 /* One look at the file's size: the limit moves up to what that size proves written (never
  * down). Returns the limit. */
 uint64_t lk_follow_limit_update(struct lk_follow_limit *l, uint64_t size);
+/* libleek's reply to a SYNC (ctl.h): every byte below synced is whole. Taken if it is within the
+ * file's size at the last look (size), else ignored. Returns the limit. */
+uint64_t lk_follow_limit_synced(struct lk_follow_limit *l, uint64_t synced, uint64_t size);
 
 /* A profile found: the file, and its header's start time and pid. */
 struct lk_follow_profile {

@@ -235,6 +235,7 @@ void lk_seg_abandon_all(void);       /* before the file begins again; lk_lock */
 /* The bodies of other threads that the file has left far behind, ended with SEG_END by this
  * thread, so that a reader following the file goes on past them; lk_lock. */
 void lk_seg_seal(void);
+void lk_seg_sync(void); /* every body ends: `leek ctl`'s SYNC */
 void lk_seg_atfork_child(void);
 bool lk_seg_fault(const void *addr); /* SIGBUS in a body: repaired (async-signal-safe) */
 /* Block numbers carry their file's generation from this bit up (writer-segment.c). */

@@ -2,7 +2,9 @@
  * header, and the CTL records of what they did.
  *
  * `leek ctl PID on|off|mark NAME` stores a command in the block (include/leek/format.h, struct
- * lk_ctl_block) and waits for its ack. libleek looks at the block with each RSS record, every
+ * lk_ctl_block) and waits for its ack. SYNC, which `leek watch` and `leek top` send to bound how
+ * far behind they read (docs/design.md, "Watching a running process"), writes no record: it ends
+ * every thread's open body and replies with the offset up to which the file is whole. libleek looks at the block with each RSS record, every
  * LEEK_RSS_INTERVAL_MS (100 ms) at most: at a sample, or at a dormant thread's look
  * (sampler.c). So the channel needs no thread of leek's, no signal, no descriptor held between
  * looks, and costs nothing between two RSS records; a look is an open by path, a pread of 64
@@ -10,8 +12,8 @@
  * process that allocates steadily, none in one that does not (docs/design.md, "On and off").
  *
  * Never: trust the block (another process writes it, at any time: a name is checked byte by byte
- * and copied once), write to the file anything but the ack word and CTL records, or look at it
- * outside lk_lock.
+ * and copied once), write to the file anything but the ack word, SYNC's reply and CTL records, or
+ * look at it outside lk_lock.
  */
 #include <endian.h>
 #include <stddef.h>
@@ -77,7 +79,16 @@ void lk_ctl_poll(uint64_t now_ns)
 	    !memcmp(c.magic, LK_CTL_MAGIC, 4) && le32toh(c.seq) != writer.ctl_seen) {
 		uint32_t ack = c.seq; /* little-endian as it is */
 		writer.ctl_seen = le32toh(c.seq);
-		carry_out(&c, now_ns);
+		if (le32toh(c.cmd) == LK_CTL_SYNC) {
+			/* Every record before writer.off is stored (under lk_lock), before this
+			 * pwrite, and the bodies ended, before the ack that tells of the reply. */
+			uint64_t synced = htole64(writer.off);
+			lk_seg_sync();
+			(void)!pwrite(fd, &synced, sizeof(synced),
+				      (off_t)(writer.ctl_off + offsetof(struct lk_ctl_block, synced)));
+		} else {
+			carry_out(&c, now_ns);
+		}
 		(void)!pwrite(fd, &ack, sizeof(ack),
 			      (off_t)(writer.ctl_off + offsetof(struct lk_ctl_block, ack)));
 	}

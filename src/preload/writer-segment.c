@@ -236,7 +236,7 @@ void lk_seg_atfork_child(void)
  * lk_lock as the file grows. Its thread may be storing a record in that instant, with no lock:
  * the room goes first, then a membarrier makes sure that any claim made before its thread saw the
  * room go is seen here (seg_claim), and a body whose claim is open waits for the next call. */
-void lk_seg_seal(void)
+static void seal(bool all)
 {
 	uint32_t n = lk_trecs_seen();
 	struct lk_trec *mine = lk_tls.rec;
@@ -248,7 +248,7 @@ void lk_seg_seal(void)
 	for (uint32_t i = 0; i < n; i++) {
 		struct lk_trec *r = &lk_trecs[i];
 		if (r == mine || !r->used || !r->seg || r->seal_wait || !r->seg_room ||
-		    writer.off < r->seg_at + r->seg_len + SEAL_BEHIND)
+		    (!all && writer.off < r->seg_at + r->seg_len + SEAL_BEHIND))
 			continue;
 		if (!fresh && !membar_ready())
 			goto out;
@@ -274,6 +274,29 @@ void lk_seg_seal(void)
 	}
 out:
 	errno = saved;
+}
+
+void lk_seg_seal(void)
+{
+	seal(false);
+}
+
+/* `leek ctl`'s SYNC (writer-control.c): every body ends now, however near the file's end, so that
+ * a reader that follows the file reads up to its last record without waiting for it to grow. The
+ * calling thread's own body is ended as its thread would end it: it is in the slow path, under
+ * lk_lock, with no record of its own half stored. A body whose thread is storing a record in this
+ * instant ends at the next seal. */
+void lk_seg_sync(void)
+{
+	struct lk_trec *mine = lk_tls.rec;
+
+	if (writer.closing)
+		return;
+	if (mine && mine->seg) {
+		lk_seg_end(mine);
+		mine->next_len = SEG_FIRST;
+	}
+	seal(true);
 }
 
 /* Every body in anonymous memory from now on (under lk_lock), before the file they were in begins

@@ -12,7 +12,8 @@
  * A report reads the file from its start: the profile engine's growth verdicts need the whole
  * run's timeline, and reading is what `leek report` does anyway (bench/report-throughput.sh has its
  * speed). Memory is the profile's and the report's, as `leek report`'s (budget.h); the watched
- * process pays nothing, since nothing here writes to its file or signals it.
+ * process pays nothing but the answers to the SYNCs of lk_live_sync (two pwrites each), since
+ * nothing else here writes to its file, and nothing signals it.
  *
  * Errors are negative errno values; the commands print them.
  */
@@ -25,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "ctl.h"
 #include "follow.h"
 #include "report.h"
 
@@ -42,6 +44,10 @@ struct lk_live_source {
 	bool follow_failed;        /* f failed: the heap is no longer followed */
 	struct lk_symbolizer *sym; /* shared by every view (files are opened once) */
 	uint32_t loads;            /* views made */
+	struct lk_ctl ctl;         /* its control block, for SYNC (lk_live_sync); fd -1: none */
+	uint64_t max_lag_ns;       /* a SYNC is posted once the last is this old; 0: never */
+	uint64_t synced_ns;        /* when the last SYNC was posted (CLOCK_MONOTONIC) */
+	uint32_t syncs;            /* SYNCs carried out */
 };
 
 /* arg is a pid (digits) or a file. A pid's profile is looked for until wait_ns has passed (a
@@ -50,6 +56,15 @@ struct lk_live_source {
  * sym is the symbolizer to use (owned by the caller, who frees it after the source). */
 int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
 		 struct lk_live_source **ret);
+/* Has each look (lk_live_poll) post a SYNC into the profile's control block once the last one is
+ * max_lag_ns old, and take libleek's reply as the limit, so that what a view reads is at most
+ * max_lag_ns plus the process's RSS interval behind (docs/design.md, "Watching a running
+ * process"); 0 never writes to the file. 0; < 0 if the block cannot be written (*why, if not
+ * NULL, says why: another user's file, a libleek before format version 7): the limit then moves
+ * only with the file's size. */
+int lk_live_sync(struct lk_live_source *s, uint64_t max_lag_ns, const char **why);
+/* A SYNC now (with lk_live_sync on), and its reply waited for up to wait_ns: before a report. */
+void lk_live_sync_now(struct lk_live_source *s, uint64_t wait_ns);
 /* One look: the file's size, the limit, the heap follower's step, and whether the process still
  * runs (1) or has gone (0; ended is set, and stays). < 0 if the file has become unreadable. */
 int lk_live_poll(struct lk_live_source *s);
@@ -71,6 +86,7 @@ struct lk_live_opts {
 	uint64_t age_ns;           /* old */
 	bool known;                /* old: leave out the blocks allocated at or before known_ns */
 	int64_t known_ns;
+	const char *known_mark;    /* old: and those allocated at or before this mark (--from) */
 	unsigned frees;            /* frees: how many */
 	size_t top;                /* sites kept; 0: all */
 	bool all_sites;            /* also the sites with nothing in the view (`leek top`, which

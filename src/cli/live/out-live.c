@@ -112,8 +112,9 @@ void lk_live_text(FILE *f, const struct lk_live_view *v, const char *label)
 		lk_fmt_bytes(a, sizeof(a), t->live_bytes_end.value),
 		lk_fmt_interval(b, sizeof(b), &t->live_bytes_end),
 		lk_fmt_bytes(c, sizeof(c), t->peak_bytes.value), t->frees);
-	if (v->opts.known)
-		fprintf(f, "  left out as known (SIGUSR1): %s in %s live blocks\n",
+	if (v->opts.known || v->opts.known_mark)
+		fprintf(f, "  left out as known (%s): %s in %s live blocks\n",
+			v->opts.known_mark && !v->opts.known ? "--from" : "SIGUSR1",
 			lk_fmt_bytes(a, sizeof(a), t->known_bytes.value),
 			lk_fmt_count(c, sizeof(c), t->known_objects.value));
 	if (v->opts.kind == LK_LIVE_FREES)
@@ -205,7 +206,7 @@ void lk_live_json(FILE *f, const struct lk_live_view *v, const char *label)
 	lk_json_num(&j, "high_water_bytes", t->peak_bytes.value, 0);
 	lk_json_num(&j, "high_water_s", (double)t->peak_ns / 1e9, 6);
 	lk_json_u64(&j, "frees_total", t->frees);
-	if (v->opts.known) {
+	if (v->opts.known || v->opts.known_mark) {
 		lk_json_estimate(&j, "known_bytes", &t->known_bytes);
 		lk_json_num(&j, "known_objects", t->known_objects.value, 0);
 		lk_json_u64(&j, "known_samples", t->known_bytes.samples);

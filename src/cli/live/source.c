@@ -7,7 +7,12 @@
  * ago and whose pid runs something else is followed until that ends). The heap follower reads each record once (lk_profile_follow),
  * so following costs what the process writes, never more; the views read the file again.
  *
- * Never: write to the profile, signal the process, or print.
+ * With --max-lag (lk_live_sync) a look also posts a SYNC into the profile's control block now and
+ * then (ctl.h) and reads libleek's reply, which moves the limit up to the last record: the one
+ * write to the file, four bytes of command and four of seq, and what it costs the process is one
+ * look at its RSS interval with two pwrites more.
+ *
+ * Never: write to the profile but through ctl.c, signal the process, or print.
  */
 #include <endian.h>
 #include <errno.h>
@@ -22,6 +27,7 @@
 
 #define FIND_POLL_NS 50000000ull  /* how often a pid's maps are read while its profile is looked
 				   * for: 20 times a second, a cheap read of /proc */
+#define SYNC_POLL_NS 2000000ull  /* how often lk_live_sync_now looks for the reply */
 #define FOLLOW_STEP (1u << 20)    /* records read at a time by the heap follower (as run-follow) */
 
 static bool all_digits(const char *s)
@@ -64,6 +70,7 @@ int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
 	if (!s)
 		return -ENOMEM;
 	s->fd = -1;
+	s->ctl.fd = -1;
 	s->sym = sym;
 	if (all_digits(arg)) {
 		long pid = strtol(arg, NULL, 10);
@@ -120,6 +127,65 @@ static void follow_heap(struct lk_live_source *s)
 	}
 }
 
+int lk_live_sync(struct lk_live_source *s, uint64_t max_lag_ns, const char **why)
+{
+	const char *w = NULL;
+	int r = 0;
+
+	lk_ctl_close(&s->ctl);
+	s->max_lag_ns = max_lag_ns;
+	if (max_lag_ns)
+		r = lk_ctl_open(&s->ctl, (uint32_t)s->pid, s->path, &w);
+	if (r < 0)
+		s->max_lag_ns = 0;
+	if (why)
+		*why = w;
+	return r;
+}
+
+/* The SYNC: its reply if it came, and a new one once the last is max_lag_ns old. A command that
+ * another `leek ctl` left waiting is never replaced: the SYNC waits for the next look. */
+static void sync_step(struct lk_live_source *s, uint64_t size)
+{
+	uint64_t synced, now;
+
+	if (s->ctl.seq) {
+		int r = lk_ctl_check(&s->ctl, &synced);
+		struct stat st;
+		if (r > 0) {
+			if (synced > size && fstat(s->fd, &st) == 0) /* it grew since the look */
+				size = (uint64_t)st.st_size;
+			lk_follow_limit_synced(&s->lim, synced, size);
+			s->syncs++;
+		}
+		if (r >= 0)
+			return; /* the next one at a later look */
+	}
+	now = lk_monotonic_ns();
+	if (now - s->synced_ns >= s->max_lag_ns &&
+	    lk_ctl_post(&s->ctl, LK_CTL_SYNC, NULL, 0, false, NULL) == 0)
+		s->synced_ns = now;
+}
+
+void lk_live_sync_now(struct lk_live_source *s, uint64_t wait_ns)
+{
+	uint64_t until = lk_monotonic_ns() + wait_ns;
+	struct stat st;
+
+	if (!s->max_lag_ns || s->ended || fstat(s->fd, &st) < 0)
+		return;
+	sync_step(s, (uint64_t)st.st_size); /* the reply to one posted before, if it came */
+	s->synced_ns = 0;
+	sync_step(s, (uint64_t)st.st_size); /* one now, unless one is still waiting */
+	while (s->ctl.seq && lk_monotonic_ns() < until) {
+		nanosleep(&(struct timespec){ 0, SYNC_POLL_NS }, NULL);
+		if (fstat(s->fd, &st) < 0)
+			return;
+		lk_follow_limit_update(&s->lim, (uint64_t)st.st_size);
+		sync_step(s, (uint64_t)st.st_size);
+	}
+}
+
 int lk_live_poll(struct lk_live_source *s)
 {
 	struct stat st;
@@ -129,6 +195,8 @@ int lk_live_poll(struct lk_live_source *s)
 		return -errno;
 	alive = !s->ended && lk_follow_pid_alive(s->pid);
 	lk_follow_limit_update(&s->lim, (uint64_t)st.st_size);
+	if (s->max_lag_ns && alive)
+		sync_step(s, (uint64_t)st.st_size);
 	if (!s->follow_failed)
 		follow_heap(s);
 	if (!alive)
@@ -149,6 +217,7 @@ void lk_live_close(struct lk_live_source *s)
 	if (!s)
 		return;
 	lk_profile_follow_free(s->f);
+	lk_ctl_close(&s->ctl);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->path);

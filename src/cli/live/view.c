@@ -133,6 +133,7 @@ int lk_live_view_make(struct lk_live_source *s, const struct lk_live_opts *o,
 		.age_ns = o->age_ns,
 		.known = o->known,
 		.known_ns = o->known_ns,
+		.known_mark = o->kind == LK_LIVE_OLD ? o->known_mark : NULL,
 		.no_live_list = o->kind != LK_LIVE_OLD, /* old: each site's oldest block */
 		.frees = o->kind == LK_LIVE_FREES,
 		.frees_last = o->kind == LK_LIVE_FREES ? o->frees : 0,
@@ -156,6 +157,7 @@ int lk_live_view_make(struct lk_live_source *s, const struct lk_live_opts *o,
 		if (s->lim.limit <= s->header_size)
 			return -EAGAIN; /* nothing is written for good yet */
 		po.limit = s->lim.limit;
+		po.limit_whole = s->lim.whole;
 	}
 	v = calloc(1, sizeof(*v));
 	if (!v)

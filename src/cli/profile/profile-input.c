@@ -135,7 +135,7 @@ int profile_open_input(const char *path, int *ret, char **msg)
 	return 0;
 }
 
-int profile_open_reader(int fd, uint64_t limit, struct lk_reader **ret, char **msg)
+int profile_open_reader(int fd, uint64_t limit, uint64_t whole, struct lk_reader **ret, char **msg)
 {
 	struct lk_reader *rd;
 	int r;
@@ -146,6 +146,8 @@ int profile_open_reader(int fd, uint64_t limit, struct lk_reader **ret, char **m
 	if (!rd)
 		return profile_fail(msg, -ENOMEM, "out of memory");
 	r = limit ? lk_reader_follow(rd, limit) : 0; /* before opening: the header too */
+	if (limit)
+		lk_reader_follow_whole(rd, whole);
 	if (r >= 0)
 		r = lk_reader_open_fd(rd, fd);
 	if (r < 0) {

@@ -285,7 +285,8 @@ struct lk_profile {
  * returns r. */
 int profile_open_input(const char *path, int *ret, char **msg);
 /* From the start; below limit only, unless 0 (lk_profile_opts.limit). */
-int profile_open_reader(int fd, uint64_t limit, struct lk_reader **ret, char **msg);
+int profile_open_reader(int fd, uint64_t limit, uint64_t whole, struct lk_reader **ret,
+			char **msg);
 int profile_fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int profile_fail_reader(char **msg, const struct lk_reader *rd, int r);
 /* "offset N: what", or strerror(-r) without what. */

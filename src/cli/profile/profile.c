@@ -136,12 +136,12 @@ static int no_mark(char **msg, const char *name, const char *seen)
 			    seen);
 }
 
-/* Pass 1 with every record read whole, for the times of opts.at_mark and opts.from_mark: each
- * the first mark of its name. */
+/* Pass 1 with every record read whole, for the times of opts.at_mark, opts.from_mark and
+ * opts.known_mark: each the first mark of its name. */
 static int first_pass_marks(struct lk_profile *p, struct lk_reader *rd, struct first_pass *a,
 			    char **msg)
 {
-	bool at = !p->opts.at_mark, from = !p->opts.from_mark;
+	bool at = !p->opts.at_mark, from = !p->opts.from_mark, known = !p->opts.known_mark;
 	char seen[256] = "";
 	struct lk_record rec;
 	int r;
@@ -159,6 +159,11 @@ static int first_pass_marks(struct lk_profile *p, struct lk_reader *rd, struct f
 			p->opts.from_ns = rec.time_ns;
 			from = true;
 		}
+		if (!known && !strcmp(rec.ctl.name, p->opts.known_mark)) {
+			if (!p->opts.known || p->opts.known_ns < (int64_t)rec.time_ns)
+				p->opts.known_ns = (int64_t)rec.time_ns;
+			p->opts.known = known = true;
+		}
 		if (strlen(seen) + rec.ctl.name_len + 8 < sizeof(seen))
 			snprintf(seen + strlen(seen), sizeof(seen) - strlen(seen), "%s%s",
 				 *seen ? ", " : "", rec.ctl.name);
@@ -169,6 +174,8 @@ static int first_pass_marks(struct lk_profile *p, struct lk_reader *rd, struct f
 		return no_mark(msg, p->opts.at_mark, seen);
 	if (!from)
 		return no_mark(msg, p->opts.from_mark, seen);
+	if (!known)
+		return no_mark(msg, p->opts.known_mark, seen);
 	if (p->opts.window && p->opts.from_ns > p->opts.at_ns)
 		return profile_fail(msg, -EINVAL, "mark '%s' comes after mark '%s' in the profile",
 				    p->opts.from_mark ? p->opts.from_mark : "(--from)",
@@ -182,11 +189,11 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 	uint64_t t;
 	int r;
 
-	r = profile_open_reader(fd, p->opts.limit, &rd, msg);
+	r = profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
-	if (p->opts.at_mark || p->opts.from_mark)
+	if (p->opts.at_mark || p->opts.from_mark || p->opts.known_mark)
 		r = r < 0 ? r : first_pass_marks(p, rd, a, msg);
 	else
 		while (r >= 0 && (r = lk_reader_skip(rd, &t)) > 0) {
@@ -486,7 +493,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	uint64_t end;
 	int r;
 
-	r = profile_open_reader(fd, p->opts.limit, &rd, msg);
+	r = profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
 	if (r < 0)
 		return r;
 	for (unsigned b = 0; b < p->nbuckets; b++)

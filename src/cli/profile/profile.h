@@ -146,9 +146,13 @@ struct lk_profile_opts {
 			      * reads them (lk_reader_follow; docs/format.md, "Reading a profile
 			      * being written"): `leek watch`'s reports; the end is the last record
 			      * read, and totals.trailer is false */
+	uint64_t limit_whole; /* with limit: every record that starts before it is whole (a SYNC's
+			       * reply: lk_reader_follow_whole) */
 	bool known;          /* old_* leave out the blocks allocated at or before known_ns, and
 			      * totals.known_* sum them (`leek watch`'s SIGUSR1) */
 	int64_t known_ns;
+	const char *known_mark; /* not NULL: known, and known_ns at least the time of the first mark
+				 * of this name (`leek watch --from MARK`) */
 	bool frees;          /* keep the frees of sampled blocks: lk_profile_free_pairs(), and the
 			      * last frees_last of them, lk_profile_frees_recent() (profile-frees.c) */
 	size_t frees_last;   /* `leek watch` asks for at most LK_PROFILE_MAX_RECENT_FREES */

@@ -92,6 +92,7 @@ struct lk_reader {
 	uint64_t offset;         /* file offset of p */
 	bool eof;                /* nothing beyond end */
 	uint64_t limit;          /* lk_reader_follow(): nothing read from here on; or UINT64_MAX */
+	uint64_t whole;          /* lk_reader_follow_whole(): a record starting before it ends by it */
 	int err;
 	char error[256];
 
@@ -148,7 +149,10 @@ int lk_reader_cut(struct lk_reader *r, uint64_t offset, const char *what_fmt, ..
  * stops here, for now (lk_reader_follow()). */
 static inline bool lk_reader_waits(const struct lk_reader *r)
 {
-	return r->limit != UINT64_MAX && (size_t)(r->end - r->p) < LK_READ_RECORD_MAX;
+	size_t n = (size_t)(r->end - r->p);
+
+	return r->limit != UINT64_MAX && n < LK_READ_RECORD_MAX &&
+	       !(r->offset < r->whole && r->offset + n >= r->whole);
 }
 
 /* The next record of the main stream, with none of the merge: lk_reader_next() before version 6

@@ -436,6 +436,14 @@ int lk_reader_follow(struct lk_reader *r, uint64_t limit)
 	return 0;
 }
 
+void lk_reader_follow_whole(struct lk_reader *r, uint64_t whole)
+{
+	if (whole > r->limit)
+		whole = r->limit;
+	if (whole > r->whole)
+		r->whole = whole;
+}
+
 const char *lk_reader_error(const struct lk_reader *r)
 {
 	return r->error;

@@ -178,6 +178,10 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns);
  * the rest as a whole file is read, to its end. Before opening (so that the header, too, is read
  * only below the limit) or between records; a compressed profile is never followed (-EINVAL). */
 int lk_reader_follow(struct lk_reader *r, uint64_t limit);
+/* And every record that starts before `whole` (at most the limit) is whole before it: libleek said
+ * so (a SYNC's reply, src/cli/ctl.h), so the records there are read up to it, not only those
+ * LK_READ_RECORD_MAX bytes before the limit. Never lowers what an earlier call said. */
+void lk_reader_follow_whole(struct lk_reader *r, uint64_t whole);
 
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
 bool lk_reader_has_trailer(const struct lk_reader *r);

@@ -276,8 +276,13 @@ int lk_json_begin(FILE *f, const struct lk_report_opts *o, bool per_process,
 	lk_json_str(j, "view", lk_report_view_name(o));
 	lk_json_key(j, "options");
 	lk_json_open(j, '{', true);
-	lk_json_seconds(j, "at_s", o->view == LK_VIEW_INUSE && !o->at_mark ? o->at_ns : UINT64_MAX);
-	lk_json_str(j, "at_mark", o->view == LK_VIEW_INUSE ? o->at_mark : NULL);
+	lk_json_seconds(j, "at_s",
+			(o->view == LK_VIEW_INUSE || o->window) && !o->at_mark ? o->at_ns : UINT64_MAX);
+	lk_json_str(j, "at_mark", o->view == LK_VIEW_INUSE || o->window ? o->at_mark : NULL);
+	if (o->window) {
+		lk_json_seconds(j, "from_s", o->from_mark ? UINT64_MAX : o->from_ns);
+		lk_json_str(j, "from_mark", o->from_mark);
+	}
 	lk_json_seconds(j, "age_s", o->view == LK_VIEW_OLD ? o->age_ns : UINT64_MAX);
 	lk_json_u64(j, "top", o->top);
 	lk_json_num(j, "min_share", o->min_share, 6);

@@ -123,11 +123,39 @@ static void print_wrappers(FILE *f, const struct lk_report *r)
 	}
 }
 
+/* A moment of --from, --to or --at: "mark NAME", "the end", or "T after start". */
+static void moment(FILE *f, uint64_t ns, const char *mark)
+{
+	char a[32];
+
+	if (mark)
+		fprintf(f, "mark %s", mark);
+	else if (ns == UINT64_MAX)
+		fputs("the end", f);
+	else
+		fprintf(f, "%s after start", lk_fmt_time(a, sizeof(a), (double)ns));
+}
+
 void lk_text_view_title(FILE *f, const struct lk_report *r)
 {
 	const struct lk_report_opts *o = &r->opts;
 	char a[32];
 
+	if (o->window && o->view == LK_VIEW_ALLOC) {
+		fputs("allocated after ", f);
+		moment(f, o->from_ns, o->from_mark);
+		fputs(" up to ", f);
+		moment(f, o->at_ns, o->at_mark);
+		fputs(", freed or not", f);
+		return;
+	}
+	if (o->window) {
+		fputs("heap live at ", f);
+		moment(f, o->at_ns, o->at_mark);
+		fputs(" and allocated after ", f);
+		moment(f, o->from_ns, o->from_mark);
+		return;
+	}
 	switch (o->view) {
 	case LK_VIEW_PEAK:
 		if (r->totals.peak_ns != UINT64_MAX)

@@ -137,7 +137,7 @@ static int find_wrappers(struct lk_report *r)
 		s[i] = (struct lk_wrap_stack){ .funcs = r->stacks[i].funcs,
 					       .n = r->stacks[i].n,
 					       .from = r->stacks[i].alloc_at,
-					       .samples = r->stacks[i].alloc_bytes.samples };
+					       .samples = r->stacks[i].samples };
 	k = lk_wrappers_find(&r->wrappers, s, r->nstacks, r->funcs.n);
 	lk_budget_free(s, r->nstacks * sizeof(*s));
 	return k;
@@ -154,7 +154,7 @@ static void joint_stacks(struct lk_report *const *r, size_t n, uint32_t *const *
 			for (uint32_t x = 0; x < st->n; x++)
 				funcs[x] = (st->funcs[x] & LK_FUNC_ALLOC) | ids[i][LK_FUNC_ID(st->funcs[x])];
 			*s++ = (struct lk_wrap_stack){ .funcs = funcs, .n = st->n, .from = st->alloc_at,
-						       .samples = st->alloc_bytes.samples };
+						       .samples = st->samples };
 			funcs += st->n;
 		}
 }

@@ -154,6 +154,20 @@ static int copy_process(struct lk_report *r, const char *path, const struct lk_p
 
 /* Keeps the stack in x->st (n frames) with p's estimates of it, also if --focus or --ignore
  * left it out (the wrappers are the profile's, whatever is shown); 0, -ENOMEM or -E2BIG. */
+/* The view's figure of a profile's stack, bytes or objects: with --from or --to, its window's. */
+static const struct lk_estimate *stack_figure(const struct lk_report *r,
+					      const struct lk_stack_stats *st, bool objects)
+{
+	const struct lk_window *w = st->window;
+
+	if (r->opts.window && w && r->opts.view == LK_VIEW_ALLOC)
+		return objects ? &w->alloc_objects : &w->alloc_bytes;
+	if (r->opts.window && w)
+		return objects ? &w->came_objects : &w->came_bytes;
+	return objects ? LK_VIEW_FIGURE(st, r->opts.view, objects)
+		       : LK_VIEW_FIGURE(st, r->opts.view, bytes);
+}
+
 static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_t n,
 		      bool filtered)
 {
@@ -210,6 +224,7 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 		.peak_objects = p->peak_objects,
 		.old_bytes = p->old_bytes,
 		.old_objects = p->old_objects,
+		.samples = p->alloc_bytes.samples,
 		.growth = p->growth,
 		.oldest_age_ns = -1,
 		.window = window,
@@ -217,6 +232,13 @@ static int keep_stack(struct lk_report *r, const struct lk_stack_stats *p, size_
 	};
 	if (window)
 		*window = *p->window;
+	if (window && r->opts.window) { /* --from, --to: the window's figures */
+		struct lk_report_stack *kept = &r->stacks[r->nstacks - 1];
+		kept->live_bytes = window->came_bytes;
+		kept->live_objects = window->came_objects;
+		kept->alloc_bytes = window->alloc_bytes;
+		kept->alloc_objects = window->alloc_objects;
+	}
 	if (series)
 		memcpy(series, p->series, SERIES_BYTES);
 	return 0;
@@ -297,10 +319,10 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 		bool filtered;
 		size_t n;
 
-		if (r->opts.shown_only && !(LK_VIEW_FIGURE(&st[i], r->opts.view, bytes)->value > 0))
+		if (r->opts.shown_only && !(stack_figure(r, &st[i], false)->value > 0))
 			continue; /* adds nothing to the view's figures: no site shows it */
-		lk_estimate_add(&r->view_bytes, LK_VIEW_FIGURE(&st[i], r->opts.view, bytes));
-		lk_estimate_add(&r->view_objects, LK_VIEW_FIGURE(&st[i], r->opts.view, objects));
+		lk_estimate_add(&r->view_bytes, stack_figure(r, &st[i], false));
+		lk_estimate_add(&r->view_objects, stack_figure(r, &st[i], true));
 		k = lk_site_symbolize(&r->index->st, sym, profile, st[i].frames, st[i].modules,
 				      st[i].nframes);
 		if (k < 0)

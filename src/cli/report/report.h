@@ -49,7 +49,13 @@ const char *lk_trend_name(enum lk_trend t); /* "growing", "plateau", "flat", "un
 struct lk_report_opts {
 	enum lk_view view;
 	uint64_t at_ns;   /* inuse: live at this time since each profile's start */
-	const char *at_mark; /* inuse: not NULL, at each profile's mark of this name instead */
+	const char *at_mark; /* inuse: not NULL, at each profile's mark of this name instead; leaks
+			      * and alloc with window: the same for --to */
+	bool window;         /* --from, --to: leaks and inuse count the blocks allocated after
+			      * from_ns and live at at_ns, alloc those allocated in between (each
+			      * stack's lk_window: came, alloc) */
+	uint64_t from_ns;
+	const char *from_mark;
 	uint64_t age_ns;  /* old */
 	size_t top;       /* sites kept after ranking; 0 = all */
 	double min_share; /* sites (tree nodes) below this fraction of the view's total are dropped */
@@ -81,6 +87,8 @@ struct lk_report_stack {
 						  * wrapper rule looks at it */
 	struct lk_estimate alloc_bytes, alloc_objects, live_bytes, live_objects;
 	struct lk_estimate peak_bytes, peak_objects, old_bytes, old_objects;
+	uint64_t samples;                        /* allocated in all, whatever the window: the
+						  * wrapper rule's */
 	struct lk_growth growth;
 	int64_t oldest_age_ns;                   /* old: age of its oldest live sample at the
 						  * end of its profile; -1 if none */
