@@ -103,8 +103,11 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 	if (!writer.use_pwrite)
 		lk_commit(writer.win + (writer.off - writer.win_off), rec, len);
 	writer.off += len;
-	if (grew)
+	if (grew) {
 		lk_seg_seal(); /* other threads' bodies the file has left behind */
+		if (lk_rotate_size_due()) /* the rotation at the next sample (writer-rotate.c) */
+			__atomic_store_n(&writer.next_rss_ns, 0, __ATOMIC_RELAXED);
+	}
 	errno = saved;
 	return true;
 }
@@ -288,6 +291,7 @@ static LK_COLD void rss_put(uint64_t now_ns, bool have, uint64_t rss)
 	uint8_t rec[LK_COUNTERS_MAX];
 	uint64_t losses = 0;
 
+	lk_rotate_maybe(now_ns); /* a new segment, if one is due (writer-rotate.c) */
 	lk_ctl_poll(now_ns); /* `leek ctl`'s command, if one came (writer-control.c) */
 	if (have)
 		lk_writer_put(rec, lk_rec_pair(rec, LK_REC_RSS, lk_writer_dt(now_ns),
