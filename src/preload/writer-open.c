@@ -237,7 +237,7 @@ int lk_writer_start(int fd, uint32_t flags)
 	fstat(fd, &st);
 	writer.dev = st.st_dev;
 	writer.ino = st.st_ino;
-	writer.off = writer.len = 0;
+	writer.off = writer.len = writer.ckpt_end = 0;
 	writer.win = NULL;
 	lk_window_set_room();
 	writer.use_pwrite = false;
@@ -269,6 +269,7 @@ void lk_writer_checkpoint(bool inherit)
 	if (inherit)
 		lk_arena_foreach(inherit_block, NULL);
 	lk_ctl_file_begun(lk_now_ns());
+	writer.ckpt_end = writer.off;
 }
 
 /* Begins the profile in fd, an empty file of ours: its first allocation, the header, then every

@@ -158,7 +158,7 @@ static bool due(uint64_t now_ns)
 	if (writer.state != W_OPEN || writer.closing || !rot.base_len || now_ns < rot.retry_ns ||
 	    !lk_writer_owned())
 		return false;
-	return (lk_cfg.max_size && writer.off >= lk_cfg.max_size) ||
+	return lk_rotate_size_due() ||
 	       (lk_cfg.max_age_ns && now_ns - writer.start_ns >= lk_cfg.max_age_ns);
 }
 
@@ -198,6 +198,9 @@ void lk_rotate_maybe(uint64_t now_ns)
 		failed(r, now_ns);
 		goto out;
 	}
+	/* The threads' bodies start small again: a body of 1 MiB would fill a small segment. */
+	for (uint32_t i = 0; i < LK_TRECS; i++)
+		lk_trecs[i].next_len = 0;
 	uint64_t cut = lk_counters[LK_CNT_FILE_CUT];
 	memset(lk_counters, 0, sizeof(lk_counters)); /* a new file: its own counts */
 	lk_trecs_new_file();

@@ -103,11 +103,8 @@ static LK_COLD bool put_slow(const uint8_t *rec, size_t len)
 	if (!writer.use_pwrite)
 		lk_commit(writer.win + (writer.off - writer.win_off), rec, len);
 	writer.off += len;
-	if (grew) {
+	if (grew)
 		lk_seg_seal(); /* other threads' bodies the file has left behind */
-		if (lk_rotate_size_due()) /* the rotation at the next sample (writer-rotate.c) */
-			__atomic_store_n(&writer.next_rss_ns, 0, __ATOMIC_RELAXED);
-	}
 	errno = saved;
 	return true;
 }

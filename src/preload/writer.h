@@ -70,6 +70,8 @@ struct writer {
 					 * rotation (writer-rotate.c) */
 	uint64_t origin_ns;             /* segment 0's start_realtime_ns: the rotation block's */
 	uint64_t start_ns;              /* the file's start_monotonic_ns (LEEK_MAX_AGE) */
+	uint64_t ckpt_end;              /* where the file's checkpoint ended (LEEK_MAX_SIZE counts
+					 * the records after it) */
 	dev_t dev;
 	ino_t ino;
 	char path[LK_MAX_PATH];
@@ -110,11 +112,13 @@ int lk_writer_name(int fd, size_t base); /* writer.path, or writer.path.N: 0 or 
 /* ---- writer-rotate.c: rotation by size and age (LEEK_MAX_SIZE, LEEK_MAX_AGE, LEEK_KEEP) ---- */
 void lk_rotate_file_opened(void);      /* a process's segment 0 is named: remember it */
 void lk_rotate_maybe(uint64_t now_ns); /* with each RSS record: a new segment if one is due */
-/* Whether the file has reached LEEK_MAX_SIZE: writer.c then makes the next sample's RSS record
- * due, where the rotation happens. */
+/* Whether the records after the file's checkpoint have reached LEEK_MAX_SIZE: the file's growth
+ * then makes the next sample's RSS record due, where the rotation happens. A checkpoint larger
+ * than LEEK_MAX_SIZE (a live set of millions of blocks) does not rotate again at once. */
 static inline bool lk_rotate_size_due(void)
 {
-	return lk_cfg.max_size && writer.off >= lk_cfg.max_size && !writer.closing;
+	return lk_cfg.max_size && writer.off - writer.ckpt_end >= lk_cfg.max_size &&
+	       !writer.closing;
 }
 
 /* Whether this process holds a file (open, full or cut short), as opposed to none yet, or none

@@ -1,0 +1,249 @@
+/* test-rotate.c: rotation of the profile by size and by age (LEEK_MAX_SIZE, LEEK_MAX_AGE,
+ * LEEK_KEEP; src/preload/writer-rotate.c), with rotate.c's tallies in exact mode.
+ *
+ * What every rotated run must show (check_chain): the segments of the process are numbered
+ * without a gap up to the newest, share their origin, and only the newest may have a trailer;
+ * segment k's INHERIT records are exactly the blocks live at the end of segment k - 1, size by
+ * size (the checkpoint stands for them: nothing is counted twice or lost at a boundary); the
+ * newest segment alone holds the live set the program's tally says.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "read-only.h"
+#include "runner.h"
+
+#define EXACT "LEEK_PERIOD=1"
+#define KEPT 4099
+#define CHURN 5003
+#define LIVE 1500
+#define MIB (1ull << 20)
+
+/* Blocks of size live at the end of p: allocated or inherited, not freed. */
+static uint64_t live_of(const struct profile *p, uint64_t size)
+{
+	uint64_t a, i, f;
+
+	prof_count_size(p, size, &a, &i, &f);
+	return a + i - f;
+}
+
+static uint64_t inherits_of(const struct profile *p, uint64_t size)
+{
+	uint64_t a, i, f;
+
+	prof_count_size(p, size, &a, &i, &f);
+	return i;
+}
+
+/* The segments of the run's process, by number (seg[k], NULL where missing); the newest's
+ * number. */
+static uint32_t segments(const struct run *r, const struct profile **seg, size_t max)
+{
+	uint32_t newest = 0;
+
+	memset(seg, 0, max * sizeof(*seg));
+	for (size_t i = 0; i < r->nprof; i++) {
+		const struct profile *p = &r->prof[i];
+		ASSERT_EQ(p->h.pid, r->pid);
+		ASSERT_TRUE(p->segment < max);
+		if (seg[p->segment])
+			FAIL("two profiles of segment %u: %s and %s", p->segment,
+			     seg[p->segment]->path, p->path);
+		seg[p->segment] = p;
+		ASSERT_EQ(!!(p->h.flags & LK_HDR_ROTATED), p->segment > 0);
+		if (p->segment > newest)
+			newest = p->segment;
+	}
+	return newest;
+}
+
+/* The checks every rotated run passes (the header comment), for the segments from first on;
+ * the newest segment. */
+static const struct profile *check_chain(const struct run *r, uint32_t first, bool clean)
+{
+	const struct profile *seg[4096];
+	uint32_t newest = segments(r, seg, 4096);
+
+	for (uint32_t k = first; k <= newest; k++) {
+		if (!seg[k])
+			FAIL("segment %u of %u missing in %s", k, newest, r->dir);
+		ASSERT_EQ(seg[k]->origin_ns, seg[first]->origin_ns);
+		ASSERT_EQ(seg[k]->trailer, clean && k == newest);
+		if (k > first)
+			for (uint64_t size = KEPT; size <= CHURN; size += CHURN - KEPT)
+				if (inherits_of(seg[k], size) != live_of(seg[k - 1], size))
+					FAIL("segment %u inherits %llu blocks of %llu bytes, %llu "
+					     "were live at the end of segment %u",
+					     k, (unsigned long long)inherits_of(seg[k], size),
+					     (unsigned long long)size,
+					     (unsigned long long)live_of(seg[k - 1], size), k - 1);
+	}
+	for (uint32_t k = 0; k < first; k++)
+		if (seg[k])
+			FAIL("segment %u should have been deleted (%s)", k, seg[k]->path);
+	return seg[newest];
+}
+
+/* The bytes of every file in dir. */
+static uint64_t disk_use(const struct run *r)
+{
+	uint64_t sum = 0;
+	struct stat st;
+
+	for (size_t i = 0; i < r->nprof; i++)
+		if (stat(r->prof[i].path, &st) == 0)
+			sum += (uint64_t)st.st_blocks * 512;
+	return sum;
+}
+
+/* The sum over the segments of the ALLOC and FREE records of blocks of size. */
+static void totals(const struct run *r, uint64_t size, uint64_t *allocs, uint64_t *frees)
+{
+	*allocs = *frees = 0;
+	for (size_t i = 0; i < r->nprof; i++) {
+		uint64_t a, in, f;
+		prof_count_size(&r->prof[i], size, &a, &in, &f);
+		*allocs += a;
+		*frees += f;
+	}
+}
+
+TEST(rotate_by_size_joined_totals)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	if (r.nprof < 10)
+		FAIL("%zu segments; 200 000 pairs of exact mode fill more than 10 of 64 KiB",
+		     r.nprof);
+	const struct profile *p = check_chain(&r, 0, true);
+	/* The newest alone: the live set the program kept. */
+	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
+	ASSERT_EQ(live_of(p, CHURN), 0);
+	/* Together: every allocation and free once. */
+	uint64_t a, f;
+	totals(&r, CHURN, &a, &f);
+	ASSERT_EQ(a, 200000);
+	ASSERT_EQ(f, 200000);
+	totals(&r, KEPT, &a, &f);
+	ASSERT_EQ(a, LIVE);
+	ASSERT_EQ(f, LIVE / 2);
+	for (size_t i = 0; i < r.nprof; i++)
+		check_counters(&r, &r.prof[i], 0);
+	run_cleanup(&r);
+}
+
+TEST(rotate_keep_deletes_oldest_disk_bound)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_EQ(r.nprof, 3);
+	const struct profile *seg[4096];
+	uint32_t newest = segments(&r, seg, 4096);
+	ASSERT_TRUE(newest >= 9);
+	const struct profile *p = check_chain(&r, newest - 2, true);
+	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
+	/* The bound of docs/design.md, "Bounded files": KEEP x (MAX_SIZE + 1 MiB). */
+	uint64_t use = disk_use(&r);
+	if (use > 3 * ((64u << 10) + MIB))
+		FAIL("%llu bytes on disk, above 3 x (64 KiB + 1 MiB)", (unsigned long long)use);
+	run_cleanup(&r);
+}
+
+TEST(rotate_by_age)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "age", "4", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=1s", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	/* 4 s at a rotation a second: 4 or 5 segments (the last second's may begin at the end). */
+	if (r.nprof < 3 || r.nprof > 6)
+		FAIL("%zu segments in 4 s with LEEK_MAX_AGE=1s", r.nprof);
+	const struct profile *p = check_chain(&r, 0, true);
+	ASSERT_EQ(live_of(p, KEPT), LIVE);
+	for (size_t i = 0; i + 1 < r.nprof; i++) {
+		const struct profile *q = &r.prof[i];
+		ASSERT_TRUE(q->h.flags & LK_HDR_ROTATED || q->segment == 0);
+	}
+	run_cleanup(&r);
+}
+
+/* SIGKILL at a random moment while the file rotates every few milliseconds (64 KiB of exact
+ * mode, with a checkpoint of 1 500 blocks in each): every segment reads to its last record (the
+ * runner's reader), the segments are whole in number, and the newest holds the live set. */
+TEST(rotate_killed_anywhere)
+{
+	for (unsigned seed = 1; seed <= 30; seed++) {
+		struct run r;
+		char s[16];
+		snprintf(s, sizeof(s), "%u", seed);
+		const char *argv[] = { "rotate", "kill", s, NULL };
+		run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k",
+							  "LEEK_KEEP=256" } },
+			 argv);
+		if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL)
+			FAIL("seed %u: status %#x, expected SIGKILL; stderr:\n%s", seed, r.status,
+			     r.err);
+		const struct profile *p = check_chain(&r, 0, false);
+		if (p->segment < 1) /* rotate.c kills after a rotation's worth of records */
+			FAIL("seed %u: killed in segment %u", seed, p->segment);
+		if (live_of(p, KEPT) != LIVE)
+			FAIL("seed %u: the newest segment (%s) holds %llu live blocks of %d bytes, "
+			     "not %d", seed, p->path, (unsigned long long)live_of(p, KEPT), KEPT,
+			     LIVE);
+		if (live_of(p, CHURN) > 1) /* a pair cut between its malloc and its free */
+			FAIL("seed %u: %llu live churn blocks", seed,
+			     (unsigned long long)live_of(p, CHURN));
+		run_cleanup(&r);
+	}
+}
+
+/* The directory made read-only under the running program: rotation fails, counted and said
+ * once, and the program and its first file go on whole. */
+TEST(rotate_fails_in_read_only_dir)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "ro", "100000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k" } }, argv);
+	int dfd = open(r.dir, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		dir_read_only(dfd, false);
+		close(dfd);
+	}
+	expect_exit0(&r);
+	if (!strncmp(r.out, "skip ", 5)) {
+		char *nl = strchr(r.out, '\n');
+		if (nl)
+			*nl = 0;
+		run_cleanup(&r);
+		SKIP("%s", r.out + 5);
+	}
+	ASSERT_EQ(r.nprof, 1);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->trailer);
+	ASSERT_TRUE(p->counters[LK_CNT_ROTATE_FAILED] >= 1);
+	ASSERT_EQ(count_lines(r.err), 1);
+	ASSERT_CONTAINS(r.err, "cannot begin a new profile segment");
+	ASSERT_EQ(check_tallies(&r), 2);
+	check_counters(&r, p, 0);
+	run_cleanup(&r);
+}
