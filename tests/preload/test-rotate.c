@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "proc.h"
 #include "read-only.h"
 #include "runner.h"
 
@@ -246,4 +247,65 @@ TEST(rotate_fails_in_read_only_dir)
 	ASSERT_EQ(check_tallies(&r), 2);
 	check_counters(&r, p, 0);
 	run_cleanup(&r);
+}
+
+/* `leek watch FILE` given the first segment follows the profile onto each new one, and its last
+ * report (the process's exit) is of the newest segment, whose live estimate agrees with what the
+ * fixture's tally says is live (its leak and its pool) to 4 sigma. */
+TEST(watch_follows_rotation)
+{
+	struct proc svc = { 0 }, w = { 0 };
+	char dir[] = "/tmp/leek-test-rotate-watch-XXXXXX", out[300], tally_path[300];
+	char env_out[400];
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(out, sizeof(out), "%s/svc.lk", dir);
+	snprintf(tally_path, sizeof(tally_path), "%s/tally", dir);
+	snprintf(env_out, sizeof(env_out), "LEEK_OUTPUT=%s", out);
+	const char *env[] = { "LD_PRELOAD=" LIBLEEK_PATH, "LEEK_PERIOD=4096", "LEEK_MAX_SIZE=64k",
+			      "LEEK_KEEP=256", "LEEK_SEED=7", env_out, NULL };
+	/* 4 s of 20 MB/s churn at a 4 KiB period: a segment of 64 KiB every half second or so. */
+	const char *svc_argv[] = { FX_SERVICE, "4", "256K", "2M", "20M", tally_path, NULL };
+	proc_start(&svc, dir, svc_argv, env, 60);
+	struct stat st;
+	for (int i = 0; i < 400 && stat(out, &st) < 0; i++)
+		usleep(10000);
+	const char *w_argv[] = { LEEK_BIN, "watch", "--every", "1s", "--format", "json", out, NULL };
+	proc_run(&w, dir, w_argv, NULL, 60);
+	proc_wait(&svc);
+	ASSERT_EQ(svc.status, 0);
+	ASSERT_EQ(w.status, 0);
+	/* The last line: the exit's report. */
+	char *last = w.out, *nl;
+	while ((nl = strchr(last, '\n')) && nl[1])
+		last = nl + 1;
+	ASSERT_CONTAINS(last, "\"reason\": \"exit\"");
+	ASSERT_CONTAINS(last, "\"trailer\": true");
+	const char *seg = strstr(last, "svc.lk.seg");
+	if (!seg)
+		FAIL("watch's last report is not of a later segment:\n%.300s", last);
+	if (atoi(seg + strlen("svc.lk.seg")) < 2)
+		FAIL("watch's last report is of %.16s: fewer than 2 rotations in 4 s", seg);
+	unsigned long long truth = 0, v;
+	FILE *f = fopen(tally_path, "r");
+	ASSERT_TRUE(f != NULL);
+	char line[128];
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "leaked_bytes %llu", &v) == 1 || sscanf(line, "pool_bytes %llu", &v) == 1)
+			truth += v;
+	fclose(f);
+	double lo, hi;
+	const char *ci = strstr(last, "\"heap_bytes_ci95\": [");
+	ASSERT_TRUE(ci && sscanf(ci, "\"heap_bytes_ci95\": [%lf, %lf]", &lo, &hi) == 2);
+	/* Within 4 sigma of the estimate (a 95% interval is 1.96 sigma each side; docs/sampling.md):
+	 * a chance of 6e-5 to fail by chance. */
+	double mid = (lo + hi) / 2, sigma = (hi - lo) / 3.92;
+	if ((double)truth < mid - 4 * sigma || (double)truth > mid + 4 * sigma)
+		FAIL("live %llu bytes by the tally, more than 4 sigma from the newest segment's "
+		     "estimate (95%% interval [%.0f, %.0f])", truth, lo, hi);
+	proc_free(&svc);
+	proc_free(&w);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
 }

@@ -42,6 +42,9 @@ struct lk_live_source {
 	bool follow_failed;        /* f failed: the heap is no longer followed */
 	struct lk_symbolizer *sym; /* shared by every view (files are opened once) */
 	uint32_t loads;            /* views made */
+	uint32_t segment;          /* a rotated profile's segment (LEEK_MAX_SIZE): the next one,
+				    * once it is there, is followed instead (source.c) */
+	uint64_t origin_ns;        /* what its segments share */
 };
 
 /* arg is a pid (digits) or a file. A pid's profile is looked for until wait_ns has passed (a
