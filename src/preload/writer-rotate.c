@@ -36,7 +36,7 @@
 #include "preload.h"
 #include "writer.h"
 
-#define RETRY_NS 1000000000ull /* after a failed rotation: a try a second, not one an RSS record */
+#define RETRY_NS 1000000000ull /* after a failure: a try a second, not one an RSS record */
 
 /* The segments on disk: segment s is kept[s % LEEK_KEEP], its name base + ".seg<s>" (base alone
  * for segment 0) and its .N suffix if the name was taken. */
