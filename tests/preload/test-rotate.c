@@ -310,3 +310,62 @@ TEST(watch_follows_rotation)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ASSERT_EQ(system(cmd), 0);
 }
+
+/* Values libleek cannot use are said in one line each, and rotation then does what the line
+ * says: none for a malformed age, 64 KiB for a size below it. */
+TEST(rotate_knobs_checked)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "20000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=5x", "LEEK_KEEP=0" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_CONTAINS(r.err, "LEEK_MAX_AGE='5x' is not a duration");
+	ASSERT_CONTAINS(r.err, "LEEK_KEEP='0' is out of range");
+	ASSERT_EQ(r.nprof, 1);
+	run_cleanup(&r);
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=1k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_CONTAINS(r.err, "LEEK_MAX_SIZE is below 65536; using 65536");
+	ASSERT_TRUE(r.nprof >= 2); /* 160 KB of exact mode at 64 KiB */
+	check_chain(&r, 0, true);
+	run_cleanup(&r);
+}
+
+/* Two segments of one process are not summed: report --merge, and export, refuse them with both
+ * names (each would count the blocks live across the rotation twice); each alone reads, and says
+ * which segment it is. */
+TEST(rotate_segments_not_merged)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "20000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	const struct profile *seg[4096];
+	ASSERT_TRUE(segments(&r, seg, 4096) >= 1);
+	struct proc p = { 0 };
+	const char *merge[] = { LEEK_BIN, "report", "--merge", seg[0]->path, seg[1]->path, NULL };
+	proc_run(&p, r.dir, merge, NULL, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
+	proc_free(&p);
+	char folded[300];
+	snprintf(folded, sizeof(folded), "%s/merged.folded", r.dir);
+	const char *exp[] = { LEEK_BIN, "export", "--merge", "--format", "folded", "-o", folded,
+			      seg[0]->path, seg[1]->path, NULL };
+	proc_run(&p, r.dir, exp, NULL, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
+	proc_free(&p);
+	const char *one[] = { LEEK_BIN, "report", seg[1]->path, NULL };
+	proc_run(&p, r.dir, one, NULL, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "segment      1 of a rotated profile");
+	proc_free(&p);
+	run_cleanup(&r);
+}
