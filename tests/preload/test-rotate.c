@@ -7,6 +7,7 @@
  * size (the checkpoint stands for them: nothing is counted twice or lost at a boundary); the
  * newest segment alone holds the live set the program's tally says.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -368,4 +369,45 @@ TEST(rotate_segments_not_merged)
 	ASSERT_CONTAINS(p.out, "segment      1 of a rotated profile");
 	proc_free(&p);
 	run_cleanup(&r);
+}
+
+/* leek run --max-size --keep: libleek rotates, leek run compresses the segments it kept (and no
+ * others) and summarizes the newest, saying how many older ones there are. */
+TEST(run_rotates_and_summarizes_newest)
+{
+	char dir[] = "/tmp/leek-test-rotate-run-XXXXXX", prof[300], out[320];
+	struct proc p = { 0 };
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(prof, sizeof(prof), "%s/prof", dir); /* the profiles alone: proc.h's files apart */
+	ASSERT_EQ(mkdir(prof, 0700), 0);
+	snprintf(out, sizeof(out), "%s/r.lk", prof);
+	const char *argv[] = { LEEK_BIN, "run", "--period", "1", "--max-size", "64k", "--keep", "2",
+			       "-o", out, "--", PROG_DIR "/rotate", "run", "100000", NULL };
+	proc_run(&p, dir, argv, NULL, 120);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.err, "of pid");
+	ASSERT_CONTAINS(p.err, "rotated profile, 1 older segment kept");
+	ASSERT_CONTAINS(p.err, "1 profile written");
+	/* Two .zst files, the newest two segments, and nothing raw. */
+	DIR *d = opendir(prof);
+	ASSERT_TRUE(d != NULL);
+	struct dirent *de;
+	unsigned zst = 0, other = 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".zst") && strstr(de->d_name, "r.lk.seg"))
+			zst++;
+		else
+			other++;
+	}
+	closedir(d);
+	ASSERT_EQ(zst, 2);
+	ASSERT_EQ(other, 0);
+	proc_free(&p);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
 }
