@@ -78,8 +78,12 @@ enum {
 	LK_HDR_CONTINUED = 1u << 4,   /* the process's file was cut short under its writer (logrotate's
 				       * copytruncate), which began it again: its INHERIT records are
 				       * the blocks live then */
-	LK_HDR_CTL = 1u << 5          /* the header's last LK_CTL_SIZE bytes are the control block
+	LK_HDR_CTL = 1u << 5,         /* the header's last LK_CTL_SIZE bytes are the control block
 				       * (struct lk_ctl_block; version 7) */
+	LK_HDR_ROTATED = 1u << 6      /* a rotated segment (LEEK_MAX_SIZE, LEEK_MAX_AGE): the
+				       * rotation block (struct lk_rot_block) comes just before the
+				       * control block, and the INHERIT records are the blocks live at
+				       * the end of the segment before */
 };
 
 /* The clock that every record time counts on (LK_HDR_COARSE_TIME: read at tick resolution). */
@@ -132,6 +136,22 @@ struct lk_ctl_block {
 	};
 };                                 /* 64 */
 _Static_assert(sizeof(struct lk_ctl_block) == LK_CTL_SIZE, "control block layout");
+
+/* The rotation block (LK_HDR_ROTATED, with LK_HDR_CTL): LK_ROT_SIZE bytes at header_size -
+ * LK_CTL_SIZE - LK_ROT_SIZE, in a segment that libleek began when the one before reached
+ * LEEK_MAX_SIZE or LEEK_MAX_AGE (docs/format.md, "Rotated segments"). The segments of one process
+ * share session, pid and origin_realtime_ns; segment orders them (the first file, without the
+ * flag, is segment 0, and its origin is its own start_realtime_ns). Written once, with the header;
+ * a reader of version 7 that does not know the flag skips it with the rest of the header.
+ * Integers little-endian. */
+#define LK_ROT_SIZE 16
+#define LK_ROT_MAGIC "LKRT"
+struct lk_rot_block {
+	char magic[4];               /*  0  4  LK_ROT_MAGIC */
+	uint32_t segment;            /*  4  4  1, 2, ...: the segment before is segment - 1 */
+	uint64_t origin_realtime_ns; /*  8  8  start_realtime_ns of segment 0 */
+};                                   /* 16 */
+_Static_assert(sizeof(struct lk_rot_block) == LK_ROT_SIZE, "rotation block layout");
 
 /* A control block's command, and a CTL record's kind: the same numbers. LK_CTL_SYNC (`leek watch`
  * and `leek top`, `leek ctl PID sync`) changes nothing in the profile and writes no CTL record:
@@ -246,7 +266,9 @@ enum lk_counter {
 	LK_CNT_FILE_CUT = 12,      /* times the file was cut short and begun again (LK_HDR_CONTINUED) */
 	LK_CNT_CTL_DROPPED = 13,   /* `leek ctl` commands acknowledged but not carried out: an unknown
 				    * command or a mark name that is not 1 to 40 bytes 0x21..0x7e */
-	LK_CNT_MAX = 13
+	LK_CNT_ROTATE_FAILED = 14, /* rotations that could not begin their new segment (a full disk,
+				    * no descriptor, a directory made read-only): the segment went on */
+	LK_CNT_MAX = 14
 };
 
 #endif /* LEEK_FORMAT_H */

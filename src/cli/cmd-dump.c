@@ -52,7 +52,7 @@ static void print_signed_ns(int64_t ns)
 static void print_header(const char *path, const struct lk_profile_header *ph)
 {
 	static const char *const flag_names[] = { "exact", "forked", "cmdline_cut",
-						  "coarse_time", "continued", "ctl" };
+						  "coarse_time", "continued", "ctl", "rotated" };
 	const struct lk_file_header *h = &ph->h;
 	const char *sep = "(";
 
@@ -77,6 +77,10 @@ static void print_header(const char *path, const struct lk_profile_header *ph)
 	print_ns(h->start_realtime_ns);
 	fputs(" start_monotonic=", stdout);
 	print_ns(h->start_monotonic_ns);
+	if (h->flags & LK_HDR_ROTATED) {
+		printf("\nROTATED segment=%" PRIu32 " origin_realtime=", ph->segment);
+		print_ns(ph->origin_ns);
+	}
 	fputs("\nEXE ", stdout);
 	lk_print_escaped(stdout, ph->exe, h->exe_len);
 	fputs("\nCMDLINE ", stdout);
@@ -229,6 +233,9 @@ static void print_summary(const char *path, const struct lk_profile *p)
 	printf("\npid:         %" PRIu32 " (ppid %" PRIu32 ")%s%s\n", fh->pid, fh->ppid,
 	       fh->flags & LK_HDR_FORKED ? ", forked" : "",
 	       fh->flags & LK_HDR_CONTINUED ? ", continued" : "");
+	if (ph->segment)
+		printf("segment:     %" PRIu32 " of a rotated profile: its INHERITs are the blocks live "
+		       "at the end of segment %" PRIu32 "\n", ph->segment, ph->segment - 1);
 	fputs("exe:         ", stdout);
 	lk_print_escaped(stdout, ph->exe, fh->exe_len);
 	fputs("\ncmdline:     ", stdout);

@@ -3,7 +3,8 @@
  * leek talks to libleek.so only through the LEEK_* environment (src/common/options.h): it sets
  * LD_PRELOAD, LEEK_OUTPUT (made absolute: the program may chdir), LEEK_SESSION (a random number
  * that the profiles' headers carry, so leek can tell its own files from older ones afterwards)
- * and, when asked, LEEK_PERIOD, LEEK_SEED, LEEK_INHERIT and LEEK_FREE_STACKS. While the program
+ * and, when asked, LEEK_PERIOD, LEEK_SEED, LEEK_INHERIT, LEEK_FREE_STACKS and the rotation's
+ * LEEK_MAX_SIZE, LEEK_MAX_AGE and LEEK_KEEP. While the program
  * runs leek forwards signals and waits, and a thread of its own reads and compresses the
  * program's profile as it grows (run-follow.c) unless --no-follow; leek must never exit before its program or hide
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
@@ -32,6 +33,8 @@ static const char *arg_output = NULL;
 static const char *arg_period = NULL, *arg_seed = NULL;
 static bool arg_no_children = false;
 static bool arg_free_stacks = false; /* LEEK_FREE_STACKS=1: off unless asked (options.h) */
+/* LEEK_MAX_SIZE, LEEK_MAX_AGE, LEEK_KEEP as given: libleek checks them (options.h) */
+static const char *arg_max_size = NULL, *arg_max_age = NULL, *arg_keep = NULL;
 static bool arg_compress = true;
 static bool arg_follow = true;
 
@@ -147,6 +150,9 @@ static int setup_env(const char *pattern, const char *period, uint64_t *ret_sess
 	    setenv("LEEK_SESSION", num, 1) < 0 ||
 	    (arg_no_children && setenv("LEEK_INHERIT", "0", 1) < 0) ||
 	    (arg_free_stacks && setenv("LEEK_FREE_STACKS", "1", 1) < 0) ||
+	    (arg_max_size && setenv("LEEK_MAX_SIZE", arg_max_size, 1) < 0) ||
+	    (arg_max_age && setenv("LEEK_MAX_AGE", arg_max_age, 1) < 0) ||
+	    (arg_keep && setenv("LEEK_KEEP", arg_keep, 1) < 0) ||
 	    (*period && setenv("LEEK_PERIOD", period, 1) < 0) ||
 	    (arg_seed && setenv("LEEK_SEED", arg_seed, 1) < 0))
 		return lk_error(-errno, "cannot set the environment");
@@ -326,7 +332,8 @@ static char *compress_result(struct compress_job *j, size_t left, bool *stop)
  * top sites (report.c, symbolized like `leek report`). The raw file is read while a thread
  * compresses it: the summary costs no inflating, and names the file that stays. */
 static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *follower,
-			  uint32_t index, const char *path, size_t top, size_t left, bool *stop)
+			  uint32_t index, const char *path, size_t top, size_t left, bool show,
+			  bool *stop)
 {
 	struct lk_profile_follow *f = lk_run_follow_take(follower, path);
 	const struct lk_report_opts ro = { .view = LK_VIEW_LEAKS, .top = top, .shown_only = true };
@@ -343,9 +350,9 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (compress)
 		threaded = pthread_create(&th, NULL, compress_job_run, &job) == 0;
 	/* What the follower has not read yet, or, if it read nothing or failed, the whole file. */
-	k = sym && f ? lk_profile_follow_finish(f, &p, NULL) : -ENOMEM;
+	k = show && sym && f ? lk_profile_follow_finish(f, &p, NULL) : -ENOMEM;
 	lk_profile_follow_free(f);
-	if (sym && k < 0)
+	if (show && sym && k < 0)
 		k = lk_profile_load(path, &lk_run_summary_opts, &p, &err);
 	compress_job_read(&job);
 	/* The report while the job ends (k < 0 without sym), under the raw file's name until the job
@@ -368,6 +375,8 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 	if (compress)
 		packed = compress_result(&job, left, stop);
 	shown = packed ? packed : path;
+	if (!show)
+		return; /* an older segment: compressed, summarized with its newest */
 	if (!sym) {
 		lk_msg("%s: written (out of memory for its summary)", shown);
 		return;
@@ -378,6 +387,25 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 		lk_error_of(shown, k, err);
 	else
 		lk_text_run_summary(stderr, r);
+}
+
+/* Whether list[i] is the newest segment of its process's profile (a file that is not rotated
+ * is its own newest); *older: how many older segments of it the list holds. */
+static bool newest_segment(const struct lk_follow_profile *list, size_t n, size_t i, size_t *older)
+{
+	bool newest = true;
+
+	if (older)
+		*older = 0;
+	for (size_t j = 0; j < n; j++) {
+		if (j == i || list[j].pid != list[i].pid || list[j].origin_ns != list[i].origin_ns)
+			continue;
+		if (list[j].segment > list[i].segment)
+			newest = false;
+		else if (older && list[j].segment < list[i].segment)
+			(*older)++;
+	}
+	return newest;
 }
 
 static void summarize(const char *pattern, uint64_t session, struct lk_run_follower *follower)
@@ -396,11 +424,25 @@ static void summarize(const char *pattern, uint64_t session, struct lk_run_follo
 	}
 	if (!(sym = lk_run_follow_take_sym(follower)) && lk_symbolizer_new(&sym) < 0)
 		sym = NULL;
+	/* A rotated profile's segments (LEEK_MAX_SIZE, LEEK_MAX_AGE) are one process's: each is
+	 * compressed, and the newest, whose live view is whole, summarized. */
+	size_t procs = 0, shown = 0;
+	for (size_t i = 0; i < n; i++)
+		procs += newest_segment(list, n, i, NULL);
 	for (size_t i = 0; i < n; i++) {
-		summarize_one(sym, follower, (uint32_t)i, list[i].path, n == 1 ? 5 : 3, n - i - 1,
-			      &stop);
+		size_t older = 0;
+		bool show = newest_segment(list, n, i, &older);
+		if (show && older)
+			lk_msg("%s: segment %" PRIu32 " of pid %" PRIu64 "'s rotated profile, %zu "
+			       "older segment%s kept; the summary is this segment's: its live "
+			       "view is whole, its totals its own", list[i].path, list[i].segment,
+			       list[i].pid, older, older == 1 ? "" : "s");
+		summarize_one(sym, follower, (uint32_t)i, list[i].path, procs == 1 ? 5 : 3,
+			      procs - shown - show, show, &stop);
+		shown += show;
 		free(list[i].path);
 	}
+	n = procs;
 	nwarnings = sym ? lk_symbolizer_warnings(sym, &warnings) : 0;
 	for (size_t i = 0; i < nwarnings; i++)
 		lk_msg("warning: %s", warnings[i]);
@@ -416,13 +458,16 @@ static void summarize(const char *pattern, uint64_t session, struct lk_run_follo
 int lk_cmd_run(int argc, char *argv[])
 {
 	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW, ARG_MAX_MEMORY,
-	       ARG_FREE_STACKS };
+	       ARG_FREE_STACKS, ARG_MAX_SIZE, ARG_MAX_AGE, ARG_KEEP };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "seed", required_argument, NULL, ARG_SEED },
 		{ "no-children", no_argument, NULL, ARG_NO_CHILDREN },
 		{ "free-stacks", no_argument, NULL, ARG_FREE_STACKS },
+		{ "max-size", required_argument, NULL, ARG_MAX_SIZE },
+		{ "max-age", required_argument, NULL, ARG_MAX_AGE },
+		{ "keep", required_argument, NULL, ARG_KEEP },
 		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
 		{ "no-follow", no_argument, NULL, ARG_NO_FOLLOW },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
@@ -452,6 +497,15 @@ int lk_cmd_run(int argc, char *argv[])
 			break;
 		case ARG_FREE_STACKS:
 			arg_free_stacks = true;
+			break;
+		case ARG_MAX_SIZE:
+			arg_max_size = optarg;
+			break;
+		case ARG_MAX_AGE:
+			arg_max_age = optarg;
+			break;
+		case ARG_KEEP:
+			arg_keep = optarg;
 			break;
 		case ARG_NO_COMPRESS:
 			arg_compress = false;

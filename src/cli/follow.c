@@ -85,7 +85,7 @@ static void name_pattern(const char *name, char *out, size_t size)
 size_t lk_follow_find_profiles(const char *pattern, uint64_t session, uint64_t pid, bool quiet,
 			    struct lk_follow_profile **ret)
 {
-	char dir[4096], glob[4096], glob_n[4096 + 8];
+	char dir[4096], glob[4096], glob_n[4096 + 8], glob_s[4096 + 16];
 	const char *slash = strrchr(pattern, '/');
 	struct lk_follow_profile *list = NULL;
 	size_t n = 0, cap = 0;
@@ -104,6 +104,7 @@ size_t lk_follow_find_profiles(const char *pattern, uint64_t session, uint64_t p
 	}
 	name_pattern(slash + 1, glob, sizeof(glob));
 	snprintf(glob_n, sizeof(glob_n), "%s.[0-9]*", glob); /* never overwritten: .1, .2... */
+	snprintf(glob_s, sizeof(glob_s), "%s.seg[0-9]*", glob); /* rotated segments */
 	d = opendir(dir);
 	if (!d) {
 		if (!quiet)
@@ -113,12 +114,20 @@ size_t lk_follow_find_profiles(const char *pattern, uint64_t session, uint64_t p
 	while ((de = readdir(d))) {
 		struct lk_file_header h;
 		struct stat st;
-		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0)
+		if (fnmatch(glob, de->d_name, 0) != 0 && fnmatch(glob_n, de->d_name, 0) != 0 &&
+		    fnmatch(glob_s, de->d_name, 0) != 0)
 			continue;
 		int fd = lk_open_regular(dirfd(d), de->d_name, &st);
 		if (fd < 0)
 			continue;
 		ssize_t k = pread(fd, &h, sizeof(h), 0);
+		struct lk_rot_block rot = { .segment = 0 };
+		uint32_t flags = le32toh(h.flags), hsize = le32toh(h.header_size);
+		if (k == (ssize_t)sizeof(h) && flags & LK_HDR_ROTATED && flags & LK_HDR_CTL &&
+		    hsize >= LK_HEADER_FIXED_SIZE + LK_CTL_SIZE + LK_ROT_SIZE &&
+		    (pread(fd, &rot, sizeof(rot), hsize - LK_CTL_SIZE - LK_ROT_SIZE) != sizeof(rot) ||
+		     memcmp(rot.magic, LK_ROT_MAGIC, 4)))
+			rot.segment = 0;
 		close(fd);
 		if (k != (ssize_t)sizeof(h) || memcmp(h.magic, LK_FORMAT_MAGIC, 8) != 0 ||
 		    le64toh(h.session) != session || (pid && le32toh(h.pid) != pid))
@@ -144,6 +153,9 @@ size_t lk_follow_find_profiles(const char *pattern, uint64_t session, uint64_t p
 			     de->d_name) < 0)
 			break;
 		list[n].start_ns = le64toh(h.start_monotonic_ns);
+		list[n].segment = le32toh(rot.segment);
+		list[n].origin_ns = rot.segment ? le64toh(rot.origin_realtime_ns)
+						: le64toh(h.start_realtime_ns);
 		list[n++].pid = le32toh(h.pid);
 	}
 	closedir(d);

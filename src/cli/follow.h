@@ -28,9 +28,12 @@ uint64_t lk_follow_limit_synced(struct lk_follow_limit *l, uint64_t synced, uint
 struct lk_follow_profile {
 	char *path;
 	uint64_t start_ns, pid;
+	uint32_t segment;   /* a rotated segment's number (LEEK_MAX_SIZE); 0 for a first file */
+	uint64_t origin_ns; /* what the segments of one process share: segment 0's start_realtime */
 };
 
-/* Every regular file that matches the output pattern (%p, %e: anything), belongs to this user
+/* Every regular file that matches the output pattern (%p, %e: anything; a .N suffix, and a
+ * rotated segment's .segN, are part of it), belongs to this user
  * (the effective uid) and whose header carries the session (and the pid, unless 0), oldest
  * first, in a malloc'd *ret of malloc'd paths. quiet: no message about a directory that cannot
  * be listed, or about a file of another user's that carries the session (ignored). */

@@ -68,6 +68,18 @@
 	  "many looks as the default period's samples, each a clock read and a compare, so a "     \
 	  "dormant process costs the floor interposer's overhead (bench/micro.sh) and a thread "   \
 	  "that allocates 100 MB/s looks 200 times a second")                                      \
+	X(max_size, "LEEK_MAX_SIZE", SIZE, "0",                                                    \
+	  "rotate the profile at this size (at least 64K; suffixes K, M, G): a new segment file "   \
+	  "NAME.seg1, NAME.seg2... begins with a checkpoint of the live sampled set. 0, the "       \
+	  "default, never rotates: a profile that is read after the run wants every record, and "   \
+	  "rotation deletes records (docs/design.md, \"Bounded files\")")                           \
+	X(max_age, "LEEK_MAX_AGE", DURATION, "0",                                                  \
+	  "rotate the profile when its segment is this old (s, m, h or d; a bare number is "       \
+	  "seconds). 0, the default, never rotates by age, for the reason of LEEK_MAX_SIZE")        \
+	X(keep, "LEEK_KEEP", UINT, "4",                                                            \
+	  "segments kept on disk, the one being written included (1 to 256); older ones are "      \
+	  "deleted. 4 keeps three whole segments of history behind the live one, and bounds the "   \
+	  "disk to about 4 x (LEEK_MAX_SIZE + 1 MiB) (docs/design.md, \"Bounded files\")")          \
 	X(quiet, "LEEK_QUIET", BOOL, "0",                                                          \
 	  "1 silences the one line libleek prints when it cannot write its profile")
 

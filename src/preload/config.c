@@ -138,7 +138,32 @@ static void warn_end(struct lk_line *l, unsigned opt, uint64_t v)
 	lk_line_print(l);
 }
 
-enum kind { SIZE, UINT, BOOL };
+enum kind { SIZE, UINT, BOOL, DURATION };
+
+/* Parses a duration, "90", "90s", "15m", "6h" or "7d", into nanoseconds; false on anything else or
+ * on overflow. */
+static bool parse_duration(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0, unit = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return false;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	switch (*s) {
+	case 's': unit = 1; s++; break;
+	case 'm': unit = 60; s++; break;
+	case 'h': unit = 3600; s++; break;
+	case 'd': unit = 86400; s++; break;
+	}
+	if (*s || v > UINT64_MAX / unit / 1000000000u)
+		return false;
+	*ret = v * unit * 1000000000u;
+	return true;
+}
 
 /* The variable's value; its default if it is unset or empty, and, said in one line, if it is
  * malformed or below min (LEEK_PERIOD=0 must not mean exact mode); max, said too, if it is above
@@ -150,6 +175,7 @@ static uint64_t load(const char *name, unsigned opt, enum kind kind, uint64_t mi
 		[SIZE] = "not a size in bytes (such as 4096, 512K, 64M or 1G)",
 		[UINT] = "not a whole number",
 		[BOOL] = "not 0 or 1",
+		[DURATION] = "not a duration (such as 90s, 15m, 6h or 7d)",
 	};
 	const char *s = lk_cfg.secure ? NULL : env(name);
 	struct lk_line l = LK_LINE_INIT;
@@ -160,7 +186,8 @@ static uint64_t load(const char *name, unsigned opt, enum kind kind, uint64_t mi
 		*set = false;
 	if (!s || !*s)
 		return def;
-	if (!parse_number(s, kind == SIZE, &v) || (kind == BOOL && v > 1)) {
+	if (kind == DURATION ? !parse_duration(s, &v)
+			     : !parse_number(s, kind == SIZE, &v) || (kind == BOOL && v > 1)) {
 		warn_begin(&l, name, s);
 		lk_line_str(&l, expected[kind]);
 		warn_end(&l, opt, def);
@@ -231,6 +258,17 @@ void lk_config_load(void)
 	lk_cfg.dormant_period = load("LEEK_DORMANT_PERIOD", LK_OPT_dormant_period, SIZE, 1,
 				     1ull << 40, NULL);
 	lk_cfg.start_off = load_start();
+	/* Rotation (writer-rotate.c). A segment below 64 KiB, one step of the file's growth, would
+	 * be mostly its own checkpoint; 256 segments bound the table of those kept. */
+	lk_cfg.max_size = load("LEEK_MAX_SIZE", LK_OPT_max_size, SIZE, 0, UINT64_MAX, NULL);
+	if (lk_cfg.max_size && lk_cfg.max_size < LK_ROTATE_MIN_SIZE) {
+		struct lk_line l = LK_LINE_INIT;
+		lk_line_str(&l, "LEEK_MAX_SIZE is below 65536; using 65536");
+		lk_line_print(&l);
+		lk_cfg.max_size = LK_ROTATE_MIN_SIZE;
+	}
+	lk_cfg.max_age_ns = load("LEEK_MAX_AGE", LK_OPT_max_age, DURATION, 0, UINT64_MAX, NULL);
+	lk_cfg.keep = load("LEEK_KEEP", LK_OPT_keep, UINT, 1, LK_ROTATE_KEEP_MAX, NULL);
 	/* A secure program's environment is left as it is: nothing of leek's touches it. */
 	lk_cfg.inherit = load("LEEK_INHERIT", LK_OPT_inherit, BOOL, 0, 1, NULL) || lk_cfg.secure;
 

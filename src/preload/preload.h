@@ -49,11 +49,14 @@ struct lk_config {
 	bool seed_set, inherit, quiet, precise_time;
 	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
 	bool start_off; /* LEEK_START=off: dormant until `leek ctl PID on` */
+	uint64_t max_size, max_age_ns, keep; /* rotation (writer-rotate.c); 0: never by that */
 	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
 	bool off;    /* no profile can be written as asked (LEEK_OUTPUT too long): unprofiled */
 	char output[LK_MAX_PATH];
 };
 extern struct lk_config lk_cfg;
+#define LK_ROTATE_MIN_SIZE (64u << 10) /* LEEK_MAX_SIZE's least: one step of the file's growth */
+#define LK_ROTATE_KEEP_MAX 256         /* LEEK_KEEP's most: the table of segments kept */
 void lk_config_load(void);
 
 /* ---- lifecycle.c: the process's start, forks and exit ---- */

@@ -20,6 +20,7 @@
  * print more than one line when the profile cannot be written, or touch the parent's file from a
  * forked or vfork'ed child (lk_writer_owned).
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -124,21 +125,21 @@ static int resolve_path(const char *name)
 /* An unnamed file in writer.path's directory (O_TMPFILE), to be named once its header is stored: a
  * process killed in between leaves no profile rather than one without a header. -1 where the
  * file system has no O_TMPFILE, or /proc (which names it) is missing. */
-static int open_unnamed(void)
+int lk_writer_open_unnamed(const char *path)
 {
 	char dir[LK_MAX_PATH];
-	const char *slash = strrchr(writer.path, '/');
+	const char *slash = strrchr(path, '/');
 
 	if (!slash || access("/proc/self/fd", X_OK) < 0)
 		return -1;
-	size_t n = slash == writer.path ? 1 : (size_t)(slash - writer.path);
-	memcpy(dir, writer.path, n);
+	size_t n = slash == path ? 1 : (size_t)(slash - path);
+	memcpy(dir, path, n);
 	dir[n] = 0;
 	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 }
 
 /* Names the unnamed file fd writer.path, or the first free writer.path.N. */
-static int name_file(int fd, size_t base)
+int lk_writer_name(int fd, size_t base)
 {
 	char proc[16 + LK_U64_CHARS] = "/proc/self/fd/", num[LK_U64_CHARS];
 	const char *digits = lk_fmt_u64(num, (uint64_t)fd);
@@ -189,7 +190,8 @@ static uint32_t make_header(const char *exe, uint32_t flags)
 	h.max_frames = (uint32_t)lk_cfg.max_frames;
 	h.exe_len = (uint32_t)strlen(exe);
 	char *cmd = scratch + LK_HEADER_FIXED_SIZE + h.exe_len;
-	size_t room = sizeof(scratch) - LK_HEADER_FIXED_SIZE - h.exe_len - 8 - LK_CTL_SIZE;
+	size_t room = sizeof(scratch) - LK_HEADER_FIXED_SIZE - h.exe_len - 8 - LK_CTL_SIZE -
+		      LK_ROT_SIZE;
 	int clen = lk_proc_read("/proc/self/cmdline", cmd, room);
 	if (clen < 0)
 		clen = 0;
@@ -198,13 +200,25 @@ static uint32_t make_header(const char *exe, uint32_t flags)
 	if (clen > 0 && cmd[clen - 1] == 0)
 		clen--; /* separators between arguments, not after the last */
 	h.cmdline_len = (uint32_t)clen;
-	/* The control block last, 8-aligned: `leek ctl`'s commands (control.c). */
-	h.flags |= LK_HDR_CTL;
-	h.header_size = ((LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len + 7) & ~7u) + LK_CTL_SIZE;
+	/* The control block last, 8-aligned: `leek ctl`'s commands (control.c); in a rotated
+	 * segment the rotation block before it (writer-rotate.c). */
+	uint32_t rot = writer.segment ? LK_ROT_SIZE : 0;
+	h.flags |= LK_HDR_CTL | (rot ? LK_HDR_ROTATED : 0);
+	h.header_size = ((LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len + 7) & ~7u) + rot +
+			LK_CTL_SIZE;
 	memcpy(scratch + LK_HEADER_FIXED_SIZE, exe, h.exe_len);
 	memset(scratch + LK_HEADER_FIXED_SIZE + h.exe_len + h.cmdline_len, 0,
 	       h.header_size - LK_HEADER_FIXED_SIZE - h.exe_len - h.cmdline_len);
 	memcpy(scratch + h.header_size - LK_CTL_SIZE, LK_CTL_MAGIC, 4);
+	if (!writer.segment)
+		writer.origin_ns = h.start_realtime_ns;
+	if (rot) {
+		struct lk_rot_block b = { .segment = htole32(writer.segment),
+					  .origin_realtime_ns = htole64(writer.origin_ns) };
+		memcpy(b.magic, LK_ROT_MAGIC, 4);
+		memcpy(scratch + h.header_size - LK_CTL_SIZE - rot, &b, sizeof(b));
+	}
+	writer.start_ns = h.start_monotonic_ns;
 	writer.ctl_off = h.header_size - LK_CTL_SIZE;
 	writer.ctl_seen = 0;
 	memcpy(scratch, &h, sizeof(h));
@@ -212,11 +226,8 @@ static uint32_t make_header(const char *exe, uint32_t flags)
 	return h.header_size;
 }
 
-/* Begins the profile in fd, an empty file of ours: its first allocation, the header, then every
- * module and, in a forked child's file or one begun again, an INHERIT for every live block.
- * base: where writer.path's suffix goes if fd is still unnamed (named here once its header is in),
- * else 0. */
-static int begin_file(int fd, size_t base, uint32_t flags)
+/* The empty file fd made the writer's, with its header stored (writer.h). */
+int lk_writer_start(int fd, uint32_t flags)
 {
 	static char exe[LK_MAX_PATH];
 	struct stat st;
@@ -226,7 +237,7 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 	fstat(fd, &st);
 	writer.dev = st.st_dev;
 	writer.ino = st.st_ino;
-	writer.off = writer.len = 0;
+	writer.off = writer.len = writer.ckpt_end = 0;
 	writer.win = NULL;
 	lk_window_set_room();
 	writer.use_pwrite = false;
@@ -248,8 +259,29 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 	/* The header is stored as a record is; its first byte 'L' is stored last, like a tag. */
 	if (r == 0 && (!lk_writer_store((const uint8_t *)scratch, size) || writer.state != W_OPEN))
 		r = -EIO;
+	return r;
+}
+
+void lk_writer_checkpoint(bool inherit)
+{
+	lk_stack_new_file();
+	lk_modules_emit_all();
+	if (inherit)
+		lk_arena_foreach(inherit_block, NULL);
+	lk_ctl_file_begun(lk_now_ns());
+	writer.ckpt_end = writer.off;
+}
+
+/* Begins the profile in fd, an empty file of ours: its first allocation, the header, then every
+ * module and, in a forked child's file or one begun again, an INHERIT for every live block.
+ * base: where writer.path's suffix goes if fd is still unnamed (named here once its header is in),
+ * else 0. */
+static int begin_file(int fd, size_t base, uint32_t flags)
+{
+	int r = lk_writer_start(fd, flags);
+
 	if (r == 0 && base)
-		r = name_file(writer.fd, base);
+		r = lk_writer_name(writer.fd, base);
 	if (!writer.use_pwrite || r < 0) {
 		close(writer.fd);
 		writer.fd = -1;
@@ -258,11 +290,9 @@ static int begin_file(int fd, size_t base, uint32_t flags)
 		lk_writer_die();
 		return r;
 	}
-	lk_stack_new_file();
-	lk_modules_emit_all();
-	if (writer.forked || flags & LK_HDR_CONTINUED)
-		lk_arena_foreach(inherit_block, NULL);
-	lk_ctl_file_begun(lk_now_ns());
+	if (!(flags & LK_HDR_CONTINUED))
+		lk_rotate_file_opened();
+	lk_writer_checkpoint(writer.forked || flags & LK_HDR_CONTINUED);
 	return 0;
 }
 
@@ -281,7 +311,7 @@ static int open_file(void)
 	if (base <= 0)
 		return base < 0 ? base : 1; /* 1: no profile, as asked */
 	size_t named = 0;
-	int fd = open_unnamed();
+	int fd = lk_writer_open_unnamed(writer.path);
 	if (fd >= 0)
 		named = (size_t)base;
 	else if ((fd = create_named((size_t)base)) < 0)
@@ -359,5 +389,6 @@ void lk_writer_atfork_child(void)
 		writer.state = W_UNOPENED;
 	writer.forked = true;
 	writer.closing = false;
+	writer.segment = 0; /* the child's files are a chain of their own */
 	memset(lk_counters, 0, sizeof(lk_counters));
 }

@@ -188,6 +188,8 @@ int lk_window_grow(uint64_t end)
 		return r;
 	writer.len = want;
 	lk_window_set_room();
+	if (lk_rotate_size_due()) /* the rotation at the next sample (writer-rotate.c) */
+		__atomic_store_n(&writer.next_rss_ns, 0, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -288,6 +288,7 @@ static LK_COLD void rss_put(uint64_t now_ns, bool have, uint64_t rss)
 	uint8_t rec[LK_COUNTERS_MAX];
 	uint64_t losses = 0;
 
+	lk_rotate_maybe(now_ns); /* a new segment, if one is due (writer-rotate.c) */
 	lk_ctl_poll(now_ns); /* `leek ctl`'s command, if one came (writer-control.c) */
 	if (have)
 		lk_writer_put(rec, lk_rec_pair(rec, LK_REC_RSS, lk_writer_dt(now_ns),

@@ -66,6 +66,12 @@ struct writer {
 	uint32_t tid;                   /* of the file's last ALLOC or FREE; 0 (no thread): none */
 	uint32_t ctl_off;               /* the control block's offset in the file (control.c) */
 	uint32_t ctl_seen;              /* the last command's seq carried out in this file */
+	uint32_t segment;               /* the file's segment number: 0, then 1, 2... at each
+					 * rotation (writer-rotate.c) */
+	uint64_t origin_ns;             /* segment 0's start_realtime_ns: the rotation block's */
+	uint64_t start_ns;              /* the file's start_monotonic_ns (LEEK_MAX_AGE) */
+	uint64_t ckpt_end;              /* where the file's checkpoint ended (LEEK_MAX_SIZE counts
+					 * the records after it) */
 	dev_t dev;
 	ino_t ino;
 	char path[LK_MAX_PATH];
@@ -93,6 +99,27 @@ int lk_window_map(uint64_t off);
 /* The first event of a process (or of a forked child) opens its file; the first after a cut
  * begins it again. One line if it cannot, and the program runs unprofiled from then on. */
 void lk_writer_open_now(void);
+
+/* The steps of a file's beginning, for writer-rotate.c. lk_writer_start: the empty file fd made
+ * the writer's, its header stored (a rotation block in it if writer.segment); 0 or a negative
+ * errno, with nothing else changed but the writer's state, which the caller puts back. The
+ * checkpoint: every module, an INHERIT for every live block, a dormant file's OFF. */
+int lk_writer_start(int fd, uint32_t flags);
+void lk_writer_checkpoint(bool inherit);
+int lk_writer_open_unnamed(const char *path);
+int lk_writer_name(int fd, size_t base); /* writer.path, or writer.path.N: 0 or -errno */
+
+/* ---- writer-rotate.c: rotation by size and age (LEEK_MAX_SIZE, LEEK_MAX_AGE, LEEK_KEEP) ---- */
+void lk_rotate_file_opened(void);      /* a process's segment 0 is named: remember it */
+void lk_rotate_maybe(uint64_t now_ns); /* with each RSS record: a new segment if one is due */
+/* Whether the records after the file's checkpoint have reached LEEK_MAX_SIZE: the file's growth
+ * then makes the next sample's RSS record due, where the rotation happens. A checkpoint larger
+ * than LEEK_MAX_SIZE (a live set of millions of blocks) does not rotate again at once. */
+static inline bool lk_rotate_size_due(void)
+{
+	return lk_cfg.max_size && writer.off - writer.ckpt_end >= lk_cfg.max_size &&
+	       !writer.closing;
+}
 
 /* Whether this process holds a file (open, full or cut short), as opposed to none yet, or none
  * any more. */

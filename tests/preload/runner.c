@@ -203,6 +203,8 @@ static void load_profile(struct profile *p, const char *path)
 		FAIL("%s: cannot open: %s", path, lk_reader_error(rd));
 	const struct lk_profile_header *h = lk_reader_header(rd);
 	p->h = h->h;
+	p->segment = h->segment;
+	p->origin_ns = h->origin_ns;
 	p->exe = xstrdup(h->exe);
 	while ((r = lk_reader_next(rd, &rec)) > 0)
 		load_record(p, &rec);

@@ -50,6 +50,8 @@ struct module {
 struct profile {
 	char *path;
 	struct lk_file_header h;
+	uint32_t segment;   /* a rotated segment's number (LEEK_MAX_SIZE); 0 otherwise */
+	uint64_t origin_ns; /* what the segments of one process share */
 	char *exe;
 	bool trailer;
 	uint64_t ntag[LK_REC_MAX_KNOWN + 1]; /* records of each tag */

@@ -8,6 +8,7 @@
  * Never: print (the command does), or keep a profile after lk_export_add_file() returns.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,15 @@ struct lk_export {
 	struct lk_site_stack st; /* each stack as it is symbolized; keeps the synthetic frames */
 	size_t nprocs, nstacks;  /* added so far */
 	bool broken;             /* a file failed after the writer had some of it */
+	struct seen *seen;       /* the files added, to refuse two segments of one rotated profile */
+};
+
+/* A file added: which process's profile, and which segment of it (LEEK_MAX_SIZE). */
+struct seen {
+	char *path;
+	uint32_t pid, segment;
+	uint64_t origin_ns;
+	bool base;
 };
 
 int lk_export_new(const struct lk_export_format *fmt, const struct lk_export_opts *o,
@@ -79,6 +89,9 @@ struct lk_export *lk_export_free(struct lk_export *x)
 		return NULL;
 	x->fmt->close(x->w);
 	lk_site_stack_done(&x->st);
+	for (size_t i = 0; i < x->nprocs; i++)
+		free(x->seen[i].path);
+	free(x->seen);
 	free(x);
 	return NULL;
 }
@@ -124,6 +137,34 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 
 	if (r < 0)
 		return r;
+	/* Two segments of one rotated profile on one side: the blocks live across the rotation are
+	 * in both, and the sum would count them twice (report.c refuses the same). */
+	const struct lk_profile_header *h = lk_profile_header(p);
+	for (size_t i = 0; i < x->nprocs; i++)
+		if (x->seen[i].base == base && x->seen[i].pid == h->h.pid &&
+		    x->seen[i].origin_ns == h->origin_ns && x->seen[i].segment != h->segment) {
+			if (err && asprintf(err, "%s and %s are segments %" PRIu32 " and %" PRIu32
+					    " of one rotated profile, which are not merged (the blocks "
+					    "live across a rotation are in both): export the newest "
+					    "alone for the live view", x->seen[i].path, path,
+					    x->seen[i].segment, h->segment) < 0)
+				*err = NULL;
+			lk_profile_free(p);
+			return -EINVAL;
+		}
+	struct seen *seen = reallocarray(x->seen, x->nprocs + 1, sizeof(*seen));
+	if (!seen) {
+		lk_profile_free(p);
+		return -ENOMEM;
+	}
+	x->seen = seen;
+	seen[x->nprocs] = (struct seen){ .path = strdup(path), .pid = h->h.pid,
+					 .segment = h->segment, .origin_ns = h->origin_ns,
+					 .base = base };
+	if (!seen[x->nprocs].path) {
+		lk_profile_free(p);
+		return -ENOMEM;
+	}
 	proc.profile = p;
 	r = lk_report_add_modules(x->sym, number, p);
 	if (r >= 0) {
@@ -133,8 +174,10 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		x->broken |= r < 0; /* the writer may have part of it */
 	}
 	if (r >= 0) {
-		x->nprocs++;
+		x->nprocs++; /* its seen entry with it */
 		*trailer = lk_profile_totals(p)->trailer;
+	} else {
+		free(x->seen[x->nprocs].path);
 	}
 	lk_site_stack_trim(&x->st);
 	lk_profile_free(p);

@@ -48,6 +48,9 @@ struct lk_live_source {
 	uint64_t max_lag_ns;       /* a SYNC is posted once the last is this old; 0: never */
 	uint64_t synced_ns;        /* when the last SYNC was posted (CLOCK_MONOTONIC) */
 	uint32_t syncs;            /* SYNCs carried out */
+	uint32_t segment;          /* a rotated profile's segment (LEEK_MAX_SIZE): the next one,
+				    * once it is there, is followed instead (source.c) */
+	uint64_t origin_ns;        /* what its segments share */
 };
 
 /* arg is a pid (digits) or a file. A pid's profile is looked for until wait_ns has passed (a

@@ -7,6 +7,11 @@
  * ago and whose pid runs something else is followed until that ends). The heap follower reads each record once (lk_profile_follow),
  * so following costs what the process writes, never more; the views read the file again.
  *
+ * A rotated profile (LEEK_MAX_SIZE, LEEK_MAX_AGE) goes on in FILE.seg1, FILE.seg2...: once the
+ * next segment of the one followed is there, with the same pid and origin, it is followed
+ * instead, from its start. It begins with the blocks live then, so the live views lose nothing;
+ * what was allocated before it is in the segments before.
+ *
  * With --max-lag (lk_live_sync) a look also posts a SYNC into the profile's control block now and
  * then (ctl.h) and reads libleek's reply, which moves the limit up to the last record: the one
  * write to the file, four bytes of command and four of seq, and what it costs the process is one
@@ -17,6 +22,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,8 +63,55 @@ static int open_file(struct lk_live_source *s)
 		return -EMEDIUMTYPE; /* compressed profiles are read whole: `leek report` */
 	if (!s->pid)
 		s->pid = (pid_t)le32toh(h.pid);
+	if (le32toh(h.pid) != (uint32_t)s->pid)
+		return -ESRCH;
 	s->header_size = le32toh(h.header_size);
+	s->segment = 0;
+	s->origin_ns = le64toh(h.start_realtime_ns);
+	struct lk_rot_block rot;
+	if (le32toh(h.flags) & LK_HDR_ROTATED && s->header_size >= LK_CTL_SIZE + LK_ROT_SIZE &&
+	    pread(s->fd, &rot, sizeof(rot), (off_t)(s->header_size - LK_CTL_SIZE - LK_ROT_SIZE)) ==
+		    (ssize_t)sizeof(rot) &&
+	    !memcmp(rot.magic, LK_ROT_MAGIC, 4)) {
+		s->segment = le32toh(rot.segment);
+		s->origin_ns = le64toh(rot.origin_realtime_ns);
+	}
 	return 0;
+}
+
+/* The rotated profile's next segment, if it is there: followed from now on (the header
+ * comment). Its name is the first segment's with .seg and the number. */
+static void next_segment(struct lk_live_source *s)
+{
+	struct lk_live_source next = *s;
+	char *path;
+	size_t base = strlen(s->path);
+	const char *dot = strrchr(s->path, '.');
+
+	if (s->segment && dot && !strncmp(dot, ".seg", 4) && all_digits(dot + 4))
+		base = (size_t)(dot - s->path);
+	if (asprintf(&path, "%.*s.seg%" PRIu32, (int)base, s->path, s->segment + 1) < 0)
+		return;
+	next.path = path;
+	if (access(path, F_OK) < 0 || open_file(&next) < 0 || next.segment != s->segment + 1 ||
+	    next.origin_ns != s->origin_ns) {
+		if (next.fd >= 0 && next.fd != s->fd)
+			close(next.fd);
+		free(path);
+		return;
+	}
+	lk_profile_follow_free(s->f);
+	close(s->fd);
+	free(s->path);
+	lk_ctl_close(&s->ctl); /* the old segment's control block: libleek reads the new one's */
+	next.ctl = (struct lk_ctl){ .fd = -1 };
+	*s = next;
+	s->f = NULL;
+	s->follow_failed = false;
+	s->lim = (struct lk_follow_limit){ 0 };
+	s->synced_ns = 0;
+	if (s->max_lag_ns)
+		lk_live_sync(s, s->max_lag_ns, NULL);
 }
 
 int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
@@ -194,6 +248,10 @@ int lk_live_poll(struct lk_live_source *s)
 	if (fstat(s->fd, &st) < 0)
 		return -errno;
 	alive = !s->ended && lk_follow_pid_alive(s->pid);
+	uint32_t seg = s->segment;
+	next_segment(s);
+	if (s->segment != seg && fstat(s->fd, &st) < 0)
+		return -errno;
 	lk_follow_limit_update(&s->lim, (uint64_t)st.st_size);
 	if (s->max_lag_ns && alive)
 		sync_step(s, (uint64_t)st.st_size);

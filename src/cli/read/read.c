@@ -59,6 +59,7 @@ static const char *const counter_names[LK_CNT_MAX + 1] = {
 	[LK_CNT_FILE_LIMIT] = "file_limit",
 	[LK_CNT_FILE_CUT] = "file_cut",
 	[LK_CNT_CTL_DROPPED] = "ctl_dropped",
+	[LK_CNT_ROTATE_FAILED] = "rotate_failed",
 };
 
 const char *lk_rec_tag_name(unsigned tag)
@@ -294,7 +295,17 @@ static int read_header(struct lk_reader *r)
 	r->strings = malloc(strings + 2);
 	if (!r->strings)
 		return lk_reader_fail(r, -ENOMEM, "out of memory");
-	for (left = h->header_size - LK_HEADER_FIXED_SIZE; left > 0; left -= n) {
+	/* The rotation block, copied out as it goes by (format.h). */
+	uint8_t rot[LK_ROT_SIZE];
+	uint64_t rot_at = h->flags & LK_HDR_ROTATED && h->flags & LK_HDR_CTL &&
+				  h->header_size >= LK_HEADER_FIXED_SIZE + strings + LK_CTL_SIZE +
+							    LK_ROT_SIZE
+			  ? h->header_size - LK_CTL_SIZE - LK_ROT_SIZE - LK_HEADER_FIXED_SIZE
+			  : UINT64_MAX;
+	uint64_t pos = 0; /* bytes of the header after the fixed part consumed */
+	r->hdr.segment = 0;
+	r->hdr.origin_ns = h->start_realtime_ns;
+	for (left = h->header_size - LK_HEADER_FIXED_SIZE; left > 0; left -= n, pos += n) {
 		k = lk_reader_fill(r, 1);
 		if (k < 0)
 			return k;
@@ -310,7 +321,20 @@ static int read_header(struct lk_reader *r)
 			memcpy(r->strings + done, r->p, m);
 			done += m;
 		}
+		for (size_t i = 0; i < n; i++)
+			if (pos + i >= rot_at && pos + i < rot_at + LK_ROT_SIZE)
+				rot[pos + i - rot_at] = r->p[i];
 		lk_reader_consume(r, n);
+	}
+	if (rot_at != UINT64_MAX) {
+		struct lk_rot_block b;
+		memcpy(&b, rot, sizeof(b));
+		if (memcmp(b.magic, LK_ROT_MAGIC, 4) || le32toh(b.segment) == 0)
+			return lk_reader_fail_at(r, LK_HEADER_FIXED_SIZE + rot_at,
+						 "a rotated segment's header without its rotation "
+						 "block");
+		r->hdr.segment = le32toh(b.segment);
+		r->hdr.origin_ns = le64toh(b.origin_realtime_ns);
 	}
 	memmove(r->strings + h->exe_len + 1, r->strings + h->exe_len, h->cmdline_len);
 	r->strings[h->exe_len] = 0;

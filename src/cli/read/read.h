@@ -62,6 +62,10 @@ struct lk_profile_header {
 	struct lk_file_header h;
 	const char *exe;     /* h.exe_len bytes plus a NUL */
 	const char *cmdline; /* h.cmdline_len bytes plus a NUL; arguments are separated by NULs */
+	/* A rotated segment's (LK_HDR_ROTATED: the rotation block, format.h); else 0 and
+	 * h.start_realtime_ns. */
+	uint32_t segment;
+	uint64_t origin_ns;
 };
 
 struct lk_counter_value {

@@ -41,6 +41,11 @@ static void print_header(FILE *f, const struct lk_report *r)
 			q->flags & LK_HDR_CONTINUED ? ", continued after its file was cut" : "");
 		print_cmdline(f, q);
 		fputc('\n', f);
+		if (q->segment)
+			fprintf(f, "segment      %" PRIu32 " of a rotated profile: the live view is "
+				"whole (it began with the blocks\n             live then); allocated, "
+				"freed and the timeline are its own, not segments 0-%" PRIu32 "'s\n",
+				q->segment, q->segment - 1);
 	} else {
 		fprintf(f, "== merged: %zu processes ==\n", r->nprocs);
 		for (size_t i = 0; i < r->nprocs; i++) {

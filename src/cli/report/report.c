@@ -12,6 +12,7 @@
  * must outlive the report.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -136,6 +137,8 @@ static int copy_process(struct lk_report *r, const char *path, const struct lk_p
 		.pid = h->h.pid,
 		.ppid = h->h.ppid,
 		.flags = h->h.flags,
+		.segment = h->segment,
+		.origin_ns = h->origin_ns,
 		.period = h->h.period,
 		.start_realtime_ns = h->h.start_realtime_ns,
 		.totals = *lk_profile_totals(p),
@@ -303,6 +306,22 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 	const struct lk_stack_stats *st;
 	size_t nst = lk_profile_stacks(p, &st);
 	struct lk_u64map site_of;
+	const struct lk_profile_header *h = lk_profile_header(p);
+
+	/* Two segments of one rotated profile: the blocks live across the rotation are in both,
+	 * live at the older one's end and INHERITed by the newer, and a sum would count them twice. */
+	for (size_t i = 0; i < r->nprocs; i++)
+		if (r->procs[i].pid == h->h.pid && r->procs[i].origin_ns == h->origin_ns &&
+		    r->procs[i].segment != h->segment) {
+			if (err && asprintf(err, "%s and %s are segments %" PRIu32 " and %" PRIu32
+					    " of one rotated profile, which are not merged (the blocks "
+					    "live across a rotation are in both): report the newest "
+					    "alone for the live view, or each on its own",
+					    r->procs[i].path, path, r->procs[i].segment,
+					    h->segment) < 0)
+				*err = NULL;
+			return -EINVAL;
+		}
 	int k = copy_process(r, path, p);
 
 	if (k < 0)

@@ -125,6 +125,8 @@ struct lk_report_process {
 	char *path, *exe, *cmdline; /* cmdline: NUL-separated, cmdline_len bytes */
 	size_t exe_len, cmdline_len;
 	uint32_t pid, ppid, flags;
+	uint32_t segment;   /* a rotated segment's number (LEEK_MAX_SIZE); 0 otherwise */
+	uint64_t origin_ns; /* what the segments of one process share */
 	uint64_t period, start_realtime_ns;
 	struct lk_profile_totals totals;
 	struct lk_timeline_point *timeline; /* until lk_report_finish() (merged: summed) */

@@ -1,0 +1,413 @@
+/* test-rotate.c: rotation of the profile by size and by age (LEEK_MAX_SIZE, LEEK_MAX_AGE,
+ * LEEK_KEEP; src/preload/writer-rotate.c), with rotate.c's tallies in exact mode.
+ *
+ * What every rotated run must show (check_chain): the segments of the process are numbered
+ * without a gap up to the newest, share their origin, and only the newest may have a trailer;
+ * segment k's INHERIT records are exactly the blocks live at the end of segment k - 1, size by
+ * size (the checkpoint stands for them: nothing is counted twice or lost at a boundary); the
+ * newest segment alone holds the live set the program's tally says.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "proc.h"
+#include "read-only.h"
+#include "runner.h"
+
+#define EXACT "LEEK_PERIOD=1"
+#define KEPT 4099
+#define CHURN 5003
+#define LIVE 1500
+#define MIB (1ull << 20)
+
+/* Blocks of size live at the end of p: allocated or inherited, not freed. */
+static uint64_t live_of(const struct profile *p, uint64_t size)
+{
+	uint64_t a, i, f;
+
+	prof_count_size(p, size, &a, &i, &f);
+	return a + i - f;
+}
+
+static uint64_t inherits_of(const struct profile *p, uint64_t size)
+{
+	uint64_t a, i, f;
+
+	prof_count_size(p, size, &a, &i, &f);
+	return i;
+}
+
+/* The segments of the run's process, by number (seg[k], NULL where missing); the newest's
+ * number. */
+static uint32_t segments(const struct run *r, const struct profile **seg, size_t max)
+{
+	uint32_t newest = 0;
+
+	memset(seg, 0, max * sizeof(*seg));
+	for (size_t i = 0; i < r->nprof; i++) {
+		const struct profile *p = &r->prof[i];
+		ASSERT_EQ(p->h.pid, r->pid);
+		ASSERT_TRUE(p->segment < max);
+		if (seg[p->segment])
+			FAIL("two profiles of segment %u: %s and %s", p->segment,
+			     seg[p->segment]->path, p->path);
+		seg[p->segment] = p;
+		ASSERT_EQ(!!(p->h.flags & LK_HDR_ROTATED), p->segment > 0);
+		if (p->segment > newest)
+			newest = p->segment;
+	}
+	return newest;
+}
+
+/* The checks every rotated run passes (the header comment), for the segments from first on;
+ * the newest segment. */
+static const struct profile *check_chain(const struct run *r, uint32_t first, bool clean)
+{
+	const struct profile *seg[4096];
+	uint32_t newest = segments(r, seg, 4096);
+
+	for (uint32_t k = first; k <= newest; k++) {
+		if (!seg[k])
+			FAIL("segment %u of %u missing in %s", k, newest, r->dir);
+		ASSERT_EQ(seg[k]->origin_ns, seg[first]->origin_ns);
+		ASSERT_EQ(seg[k]->trailer, clean && k == newest);
+		if (k > first)
+			for (uint64_t size = KEPT; size <= CHURN; size += CHURN - KEPT)
+				if (inherits_of(seg[k], size) != live_of(seg[k - 1], size))
+					FAIL("segment %u inherits %llu blocks of %llu bytes, %llu "
+					     "were live at the end of segment %u",
+					     k, (unsigned long long)inherits_of(seg[k], size),
+					     (unsigned long long)size,
+					     (unsigned long long)live_of(seg[k - 1], size), k - 1);
+	}
+	for (uint32_t k = 0; k < first; k++)
+		if (seg[k])
+			FAIL("segment %u should have been deleted (%s)", k, seg[k]->path);
+	return seg[newest];
+}
+
+/* The bytes of every file in dir. */
+static uint64_t disk_use(const struct run *r)
+{
+	uint64_t sum = 0;
+	struct stat st;
+
+	for (size_t i = 0; i < r->nprof; i++)
+		if (stat(r->prof[i].path, &st) == 0)
+			sum += (uint64_t)st.st_blocks * 512;
+	return sum;
+}
+
+/* The sum over the segments of the ALLOC and FREE records of blocks of size. */
+static void totals(const struct run *r, uint64_t size, uint64_t *allocs, uint64_t *frees)
+{
+	*allocs = *frees = 0;
+	for (size_t i = 0; i < r->nprof; i++) {
+		uint64_t a, in, f;
+		prof_count_size(&r->prof[i], size, &a, &in, &f);
+		*allocs += a;
+		*frees += f;
+	}
+}
+
+TEST(rotate_by_size_joined_totals)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	if (r.nprof < 10)
+		FAIL("%zu segments; 200 000 pairs of exact mode fill more than 10 of 64 KiB",
+		     r.nprof);
+	const struct profile *p = check_chain(&r, 0, true);
+	/* The newest alone: the live set the program kept. */
+	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
+	ASSERT_EQ(live_of(p, CHURN), 0);
+	/* Together: every allocation and free once. */
+	uint64_t a, f;
+	totals(&r, CHURN, &a, &f);
+	ASSERT_EQ(a, 200000);
+	ASSERT_EQ(f, 200000);
+	totals(&r, KEPT, &a, &f);
+	ASSERT_EQ(a, LIVE);
+	ASSERT_EQ(f, LIVE / 2);
+	for (size_t i = 0; i < r.nprof; i++)
+		check_counters(&r, &r.prof[i], 0);
+	run_cleanup(&r);
+}
+
+TEST(rotate_keep_deletes_oldest_disk_bound)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_EQ(r.nprof, 3);
+	const struct profile *seg[4096];
+	uint32_t newest = segments(&r, seg, 4096);
+	ASSERT_TRUE(newest >= 9);
+	const struct profile *p = check_chain(&r, newest - 2, true);
+	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
+	/* Within docs/design.md's bound, "Bounded files", KEEP x (MAX_SIZE + C + 1 MiB) + C, even
+	 * without its checkpoints C (1 500 live blocks: about 20 KB each). */
+	uint64_t use = disk_use(&r);
+	if (use > 3 * ((64u << 10) + MIB))
+		FAIL("%llu bytes on disk, above 3 x (64 KiB + 1 MiB)", (unsigned long long)use);
+	run_cleanup(&r);
+}
+
+TEST(rotate_by_age)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "age", "4", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=1s", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	/* 4 s at a rotation a second: 4 or 5 segments (the last second's may begin at the end). */
+	if (r.nprof < 3 || r.nprof > 6)
+		FAIL("%zu segments in 4 s with LEEK_MAX_AGE=1s", r.nprof);
+	const struct profile *p = check_chain(&r, 0, true);
+	ASSERT_EQ(live_of(p, KEPT), LIVE);
+	for (size_t i = 0; i + 1 < r.nprof; i++) {
+		const struct profile *q = &r.prof[i];
+		ASSERT_TRUE(q->h.flags & LK_HDR_ROTATED || q->segment == 0);
+	}
+	run_cleanup(&r);
+}
+
+/* SIGKILL at a random moment while the file rotates every few milliseconds (64 KiB of exact
+ * mode, with a checkpoint of 1 500 blocks in each): every segment reads to its last record (the
+ * runner's reader), the segments are whole in number, and the newest holds the live set. */
+TEST(rotate_killed_anywhere)
+{
+	for (unsigned seed = 1; seed <= 30; seed++) {
+		struct run r;
+		char s[16];
+		snprintf(s, sizeof(s), "%u", seed);
+		const char *argv[] = { "rotate", "kill", s, NULL };
+		run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k",
+							  "LEEK_KEEP=256" } },
+			 argv);
+		if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL)
+			FAIL("seed %u: status %#x, expected SIGKILL; stderr:\n%s", seed, r.status,
+			     r.err);
+		const struct profile *p = check_chain(&r, 0, false);
+		if (p->segment < 1) /* rotate.c kills after a rotation's worth of records */
+			FAIL("seed %u: killed in segment %u", seed, p->segment);
+		if (live_of(p, KEPT) != LIVE)
+			FAIL("seed %u: the newest segment (%s) holds %llu live blocks of %d bytes, "
+			     "not %d", seed, p->path, (unsigned long long)live_of(p, KEPT), KEPT,
+			     LIVE);
+		if (live_of(p, CHURN) > 1) /* a pair cut between its malloc and its free */
+			FAIL("seed %u: %llu live churn blocks", seed,
+			     (unsigned long long)live_of(p, CHURN));
+		run_cleanup(&r);
+	}
+}
+
+/* The directory made read-only under the running program: rotation fails, counted and said
+ * once, and the program and its first file go on whole. */
+TEST(rotate_fails_in_read_only_dir)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "ro", "100000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k" } }, argv);
+	int dfd = open(r.dir, O_RDONLY | O_DIRECTORY);
+	if (dfd >= 0) {
+		dir_read_only(dfd, false);
+		close(dfd);
+	}
+	expect_exit0(&r);
+	if (!strncmp(r.out, "skip ", 5)) {
+		char *nl = strchr(r.out, '\n');
+		if (nl)
+			*nl = 0;
+		run_cleanup(&r);
+		SKIP("%s", r.out + 5);
+	}
+	ASSERT_EQ(r.nprof, 1);
+	const struct profile *p = main_profile(&r);
+	ASSERT_TRUE(p->trailer);
+	ASSERT_TRUE(p->counters[LK_CNT_ROTATE_FAILED] >= 1);
+	ASSERT_EQ(count_lines(r.err), 1);
+	ASSERT_CONTAINS(r.err, "cannot begin a new profile segment");
+	ASSERT_EQ(check_tallies(&r), 2);
+	check_counters(&r, p, 0);
+	run_cleanup(&r);
+}
+
+/* `leek watch FILE` given the first segment follows the profile onto each new one, and its last
+ * report (the process's exit) is of the newest segment, whose live estimate agrees with what the
+ * fixture's tally says is live (its leak and its pool) to 4 sigma. */
+TEST(watch_follows_rotation)
+{
+	struct proc svc = { 0 }, w = { 0 };
+	char dir[] = "/tmp/leek-test-rotate-watch-XXXXXX", out[300], tally_path[300];
+	char env_out[400];
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(out, sizeof(out), "%s/svc.lk", dir);
+	snprintf(tally_path, sizeof(tally_path), "%s/tally", dir);
+	snprintf(env_out, sizeof(env_out), "LEEK_OUTPUT=%s", out);
+	const char *env[] = { "LD_PRELOAD=" LIBLEEK_PATH, "LEEK_PERIOD=4096", "LEEK_MAX_SIZE=64k",
+			      "LEEK_KEEP=256", "LEEK_SEED=7", env_out, NULL };
+	/* 4 s of 20 MB/s churn at a 4 KiB period: a segment of 64 KiB every half second or so. */
+	const char *svc_argv[] = { FX_SERVICE, "4", "256K", "2M", "20M", tally_path, NULL };
+	proc_start(&svc, dir, svc_argv, env, 60);
+	struct stat st;
+	for (int i = 0; i < 400 && stat(out, &st) < 0; i++)
+		usleep(10000);
+	const char *w_argv[] = { LEEK_BIN, "watch", "--every", "1s", "--format", "json", out, NULL };
+	proc_run(&w, dir, w_argv, NULL, 60);
+	proc_wait(&svc);
+	ASSERT_EQ(svc.status, 0);
+	ASSERT_EQ(w.status, 0);
+	/* The last line: the exit's report. */
+	char *last = w.out, *nl;
+	while ((nl = strchr(last, '\n')) && nl[1])
+		last = nl + 1;
+	ASSERT_CONTAINS(last, "\"reason\": \"exit\"");
+	ASSERT_CONTAINS(last, "\"trailer\": true");
+	const char *seg = strstr(last, "svc.lk.seg");
+	if (!seg)
+		FAIL("watch's last report is not of a later segment:\n%.300s", last);
+	if (atoi(seg + strlen("svc.lk.seg")) < 2)
+		FAIL("watch's last report is of %.16s: fewer than 2 rotations in 4 s", seg);
+	unsigned long long truth = 0, v;
+	FILE *f = fopen(tally_path, "r");
+	ASSERT_TRUE(f != NULL);
+	char line[128];
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "leaked_bytes %llu", &v) == 1 || sscanf(line, "pool_bytes %llu", &v) == 1)
+			truth += v;
+	fclose(f);
+	double lo, hi;
+	const char *ci = strstr(last, "\"heap_bytes_ci95\": [");
+	ASSERT_TRUE(ci && sscanf(ci, "\"heap_bytes_ci95\": [%lf, %lf]", &lo, &hi) == 2);
+	/* Within 4 sigma of the estimate (a 95% interval is 1.96 sigma each side; docs/sampling.md):
+	 * a chance of 6e-5 to fail by chance. */
+	double mid = (lo + hi) / 2, sigma = (hi - lo) / 3.92;
+	if ((double)truth < mid - 4 * sigma || (double)truth > mid + 4 * sigma)
+		FAIL("live %llu bytes by the tally, more than 4 sigma from the newest segment's "
+		     "estimate (95%% interval [%.0f, %.0f])", truth, lo, hi);
+	proc_free(&svc);
+	proc_free(&w);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+}
+
+/* Values libleek cannot use are said in one line each, and rotation then does what the line
+ * says: none for a malformed age, 64 KiB for a size below it. */
+TEST(rotate_knobs_checked)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "20000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=5x", "LEEK_KEEP=0" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_CONTAINS(r.err, "LEEK_MAX_AGE='5x' is not a duration");
+	ASSERT_CONTAINS(r.err, "LEEK_KEEP='0' is out of range");
+	ASSERT_EQ(r.nprof, 1);
+	run_cleanup(&r);
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=1k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	ASSERT_CONTAINS(r.err, "LEEK_MAX_SIZE is below 65536; using 65536");
+	ASSERT_TRUE(r.nprof >= 2); /* 160 KB of exact mode at 64 KiB */
+	check_chain(&r, 0, true);
+	run_cleanup(&r);
+}
+
+/* Two segments of one process are not summed: report --merge, and export, refuse them with both
+ * names (each would count the blocks live across the rotation twice); each alone reads, and says
+ * which segment it is. */
+TEST(rotate_segments_not_merged)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "20000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	const struct profile *seg[4096];
+	ASSERT_TRUE(segments(&r, seg, 4096) >= 1);
+	struct proc p = { 0 };
+	const char *merge[] = { LEEK_BIN, "report", "--merge", seg[0]->path, seg[1]->path, NULL };
+	proc_run(&p, r.dir, merge, NULL, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
+	proc_free(&p);
+	char folded[300];
+	snprintf(folded, sizeof(folded), "%s/merged.folded", r.dir);
+	const char *exp[] = { LEEK_BIN, "export", "--merge", "--format", "folded", "-o", folded,
+			      seg[0]->path, seg[1]->path, NULL };
+	proc_run(&p, r.dir, exp, NULL, 60);
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
+	proc_free(&p);
+	const char *one[] = { LEEK_BIN, "report", seg[1]->path, NULL };
+	proc_run(&p, r.dir, one, NULL, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "segment      1 of a rotated profile");
+	proc_free(&p);
+	run_cleanup(&r);
+}
+
+/* leek run --max-size --keep: libleek rotates, leek run compresses the segments it kept (and no
+ * others) and summarizes the newest, saying how many older ones there are. */
+TEST(run_rotates_and_summarizes_newest)
+{
+	char dir[] = "/tmp/leek-test-rotate-run-XXXXXX", prof[300], out[320];
+	struct proc p = { 0 };
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(prof, sizeof(prof), "%s/prof", dir); /* the profiles alone: proc.h's files apart */
+	ASSERT_EQ(mkdir(prof, 0700), 0);
+	snprintf(out, sizeof(out), "%s/r.lk", prof);
+	const char *argv[] = { LEEK_BIN, "run", "--period", "1", "--max-size", "64k", "--keep", "2",
+			       "-o", out, "--", PROG_DIR "/rotate", "run", "100000", NULL };
+	proc_run(&p, dir, argv, NULL, 120);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.err, "of pid");
+	ASSERT_CONTAINS(p.err, "rotated profile, 1 older segment kept");
+	ASSERT_CONTAINS(p.err, "1 profile written");
+	/* Two .zst files, the newest two segments, and nothing raw. */
+	DIR *d = opendir(prof);
+	ASSERT_TRUE(d != NULL);
+	struct dirent *de;
+	unsigned zst = 0, other = 0;
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (de->d_name[0] == '.')
+			continue;
+		if (n > 4 && !strcmp(de->d_name + n - 4, ".zst") && strstr(de->d_name, "r.lk.seg"))
+			zst++;
+		else
+			other++;
+	}
+	closedir(d);
+	ASSERT_EQ(zst, 2);
+	ASSERT_EQ(other, 0);
+	proc_free(&p);
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+}
