@@ -152,7 +152,15 @@ static const struct lk_command commands[] = {
 	  "size, lifetime, allocation site and free site, then every (allocation stack, free\n"
 	  "stack) pair by estimated bytes freed, with its objects and lifetimes (-n: the top N\n"
 	  "pairs; -s: whole stacks; -f json: docs/json.md, \"leek-frees\"). A free has a free\n"
-	  "stack only in a profile recorded with `leek run --free-stacks` (LEEK_FREE_STACKS=1).\n" },
+	  "stack only in a profile recorded with `leek run --free-stacks` (LEEK_FREE_STACKS=1).\n"
+	  "\n"
+	  "usage: leek report errors [OPTIONS] FILE...\n"
+	  "\n"
+	  "The memory errors libleek caught, in the order they happened: double and invalid\n"
+	  "frees and reallocs of blocks in its arena (every block in exact mode, LEEK_PERIOD=1),\n"
+	  "each with the address against its block and the whole stacks of the call, of the\n"
+	  "allocation and, where recorded, of the free (-f json: docs/json.md, \"leek-errors\").\n"
+	  "A process stops at its first error unless LEEK_ABORT_ON_ERROR=0.\n" },
 	{ "export", lk_cmd_export, "write profiles for pprof, flame graphs (folded stacks) or a page",
 	  "usage: leek export [OPTIONS] FILE...\n"
 	  "\n"

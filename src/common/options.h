@@ -57,6 +57,11 @@
 	  "about 500 instructions a sampled free. Off by default: a sampled 1 MiB pair costs "     \
 	  "1.41x as much with it, beyond issue 4's budget, and exact mode's pair 1.84x "           \
 	  "(docs/design.md, \"Free stacks\"; bench/free-stacks.sh)")                                \
+	X(abort_on_error, "LEEK_ABORT_ON_ERROR", BOOL, "1",                                        \
+	  "1 aborts (SIGABRT) after reporting a double or invalid free of a block in leek's "     \
+	  "arena, as glibc does at one it sees: the heap's state is the program's bug from there; " \
+	  "0 ignores the free and goes on, for a profile past the first bug (docs/design.md, "     \
+	  "\"Memory errors\")")                                                                    \
 	X(session, "LEEK_SESSION", UINT, "0",                                                      \
 	  "set by `leek run` so that it can find the profiles of its process tree")                 \
 	X(start, "LEEK_START", STR, "on",                                                          \

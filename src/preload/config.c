@@ -227,6 +227,7 @@ void lk_config_load(void)
 	lk_cfg.rss_interval_ns = ms > UINT64_MAX / 1000000 ? UINT64_MAX : ms * 1000000;
 	lk_cfg.precise_time = load("LEEK_PRECISE_TIME", LK_OPT_precise_time, BOOL, 0, 1, NULL);
 	lk_cfg.free_stacks = load("LEEK_FREE_STACKS", LK_OPT_free_stacks, BOOL, 0, 1, NULL);
+	lk_cfg.abort_on_error = load("LEEK_ABORT_ON_ERROR", LK_OPT_abort_on_error, BOOL, 0, 1, NULL);
 	lk_cfg.session = load("LEEK_SESSION", LK_OPT_session, UINT, 0, UINT64_MAX, NULL);
 	lk_cfg.dormant_period = load("LEEK_DORMANT_PERIOD", LK_OPT_dormant_period, SIZE, 1,
 				     1ull << 40, NULL);

@@ -46,7 +46,7 @@
 struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
 	uint64_t dormant_period; /* LEEK_DORMANT_PERIOD: a dormant thread's mean countdown */
-	bool seed_set, inherit, quiet, precise_time;
+	bool seed_set, inherit, quiet, precise_time, abort_on_error;
 	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
 	bool start_off; /* LEEK_START=off: dormant until `leek ctl PID on` */
 	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
@@ -340,6 +340,22 @@ static inline bool lk_arena_is_boot(const void *p)
 typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
 void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
 void lk_arena_get_stats(struct lk_arena_stats *s);
+/* arena-find.c: the block an arena pointer that lk_arena_block refused falls in (errors.c). */
+struct lk_arena_found {
+	unsigned kind;         /* LK_ERR_DOUBLE_FREE (p began a block now freed) or _INVALID_FREE */
+	uintptr_t block;       /* the address of the block p falls in (live or freed); 0: none */
+	uint64_t size, id;     /* its size, and id while it is live (0 once freed) */
+	uint32_t stack;        /* the stack that allocated it (lk_stack_intern's id), 0: none */
+	uint32_t free_stack;   /* the stack that freed it, if LEEK_FREE_STACKS kept it; 0: none */
+	bool live;
+};
+void lk_arena_find(const void *p, struct lk_arena_found *f); /* caller holds lk_lock */
+
+/* ---- errors.c: memory errors caught (docs/design.md, "Memory errors") ---- */
+/* A free (realloc: a realloc) of p, an arena pointer that lk_arena_block refused: its ERROR record
+ * and report, then abort() (LEEK_ABORT_ON_ERROR) or a return. No lock held; frame as
+ * lk_stack_capture's. */
+void lk_error_bad_free(void *p, bool realloc, const void *frame);
 
 /* ---- arena-space.c: the arena's address range and page map ---- */
 struct lk_space {
@@ -375,6 +391,9 @@ void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_
 /* FREE_STACK of b (LEEK_FREE_STACKS), in the main stream: as lk_writer_free with no record of its
  * own, and `stack` its file's id of the stack that freed b (0: none). */
 void lk_writer_free_stack(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack);
+/* ERROR (format.h), in the main stream; e->block set from id, a live block's b->id (0: none). */
+struct lk_error_info;
+void lk_writer_error(uint64_t now_ns, struct lk_error_info *e, uint64_t id);
 bool lk_writer_rss_due(uint64_t now_ns); /* lk_writer_rss_maybe would write: no lock needed */
 void lk_writer_rss_maybe(uint64_t now_ns);     /* lk_lock held */
 void lk_writer_rss_unlocked(uint64_t now_ns);  /* no lock held: takes it to write the record */
