@@ -46,6 +46,10 @@ void lk_arena_find(const void *p, struct lk_arena_found *f)
 	while (h > BOOT_PAGES && arena.map[h].kind == K_NONE)
 		h--;
 	const struct page *e = &arena.map[h];
+	if (e->kind == K_GUARD) {
+		lk_guard_find(p, f);
+		return;
+	}
 	if (e->kind == K_SLAB) {
 		uintptr_t off = q - page_addr(h);
 		unsigned k = slot_of(e->cls, off);

@@ -47,6 +47,8 @@ struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
 	uint64_t dormant_period; /* LEEK_DORMANT_PERIOD: a dormant thread's mean countdown */
 	bool seed_set, inherit, quiet, precise_time, abort_on_error;
+	uint64_t guard;  /* LEEK_GUARD: guarded samples at once; 0: guard mode off */
+	bool guard_left; /* LEEK_GUARD_ALIGN=left */
 	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
 	bool start_off; /* LEEK_START=off: dormant until `leek ctl PID on` */
 	bool secure; /* secure-execution mode (AT_SECURE): LEEK_* ignored, nothing profiled */
@@ -350,6 +352,31 @@ struct lk_arena_found {
 	bool live;
 };
 void lk_arena_find(const void *p, struct lk_arena_found *f); /* caller holds lk_lock */
+void lk_guard_find(const void *p, struct lk_arena_found *f); /* the same, in the guard run */
+
+/* ---- guard.c: guard mode (LEEK_GUARD): guarded samples in a run of the arena ---- */
+struct lk_guard {
+	uintptr_t base, span; /* the guard run: [base, base + span); span 0: guard mode off */
+	bool left;            /* LEEK_GUARD_ALIGN=left */
+};
+extern struct lk_guard lk_guard;
+static inline bool lk_guard_owns(const void *p)
+{
+	return (uintptr_t)p - lk_guard.base < lk_guard.span;
+}
+void lk_guard_init(void);                   /* start-up, once; lk_lock free (guard-fault.c) */
+bool lk_guard_setup(uint32_t n, bool left); /* its run and slots; lk_lock */
+struct lk_error_info;
+/* The error of a fault at a in the guard run, its block's stacks and number: false if no block
+ * explains it. lk_lock, or none in a thread that holds it. */
+bool lk_guard_classify(uintptr_t a, bool write, bool known, struct lk_error_info *e,
+		       uint32_t *stack, uint32_t *free_stack, uint64_t *id);
+/* A slot's block for size bytes at align, or NULL; *usable set to its room. lk_lock. */
+struct lk_block *lk_guard_take(size_t size, size_t align, size_t *usable);
+struct lk_block *lk_guard_block(const void *p);  /* lk_arena_block for the guard run; lk_lock */
+void lk_guard_free(struct lk_block *b, uint32_t free_stack); /* to the quarantine; lk_lock */
+size_t lk_guard_usable(const struct lk_block *b);
+void lk_guard_foreach(lk_block_visit_fn fn, void *ctx);     /* its live samples; lk_lock */
 
 /* ---- errors.c: memory errors caught (docs/design.md, "Memory errors") ---- */
 /* A free (realloc: a realloc) of p, an arena pointer that lk_arena_block refused: its ERROR record

@@ -128,16 +128,21 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
  * old's own sample, else a new one; NULL if the arena has none. */
-static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t align,
-					       struct lk_trec *r, uint32_t tid, uint64_t now,
-					       uint32_t stack)
+static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
+					       size_t align, struct lk_trec *r, uint32_t tid,
+					       uint64_t now, uint32_t stack)
 {
-	if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+	if (old && lk_arena_block(old) && lk_arena_resize(old, *usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
 		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
-	return lk_arena_take(usable, align);
+	if (lk_unlikely(lk_guard.span)) { /* guard mode: a slot if the block fits one */
+		struct lk_block *b = lk_guard_take(size, align, usable);
+		if (b)
+			return b;
+	}
+	return lk_arena_take(*usable, align);
 }
 
 /* The sample in block b (caller holds lk_lock): its header and its ALLOC record, with its stack's
@@ -188,7 +193,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
 		enabled = running = false;
-	} else if (!(b = sample_block(old, usable, align, r, t->tid, now, stack))) {
+	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
@@ -239,7 +244,7 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, usable, align, r, t->tid, now, stack)))
+			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
@@ -285,7 +290,7 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 
 	t->in_slow = 1;
 	if (lk_likely(align <= 16 && !__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
-		      lk_stack_kept_ready())) {
+		      !lk_guard.span && lk_stack_kept_ready())) { /* guard mode: under lk_lock */
 		bool cut = false;
 		uint32_t stack = lk_stack_kept(frame, &cut, r, false);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
@@ -528,8 +533,9 @@ LK_HOT void lk_free_sampled(void *p)
 	/* Not once the profile is closed (enabled: the exit's destructors free, and nothing would
 	 * be written); b's header read only once it is known to be one. */
 	bool done;
-	if (lk_unlikely(lk_cfg.free_stacks) && enabled && lk_arena_block(p) == b &&
-	    b->magic == LK_BLOCK_LIVE)
+	/* A guarded block's free always takes its stack: a use after free's report names it. */
+	if ((lk_unlikely(lk_cfg.free_stacks) || lk_unlikely(lk_guard_owns(p))) && enabled &&
+	    lk_arena_block(p) == b && b->magic == LK_BLOCK_LIVE)
 		done = free_with_stack(t, b, __builtin_frame_address(0));
 	else if (lk_unlikely(!lk_single_threaded()))
 		done = free_threads(t, b);

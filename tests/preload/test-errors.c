@@ -230,3 +230,117 @@ TEST(report_errors_none)
 	ASSERT_CONTAINS(out.out, "no errors caught\n");
 	run_cleanup(&r);
 }
+
+/* ---- guard mode (LEEK_GUARD): faults where they happen ---- */
+
+#define GUARD "LEEK_GUARD=1000" /* more slots than the fixture has blocks: each one guarded */
+
+/* fx-memerr BUG in exact guard mode: killed by sig, one ERROR of kind, at a block of size. */
+static const struct error *guard_bug(struct run *r, const char *bug, const char *align, int sig,
+				     uint64_t kind, uint64_t size)
+{
+	const char *argv[] = { "fx-memerr", bug, NULL };
+
+	run_prog(r, &(struct run_opts){ .env = { EXACT, GUARD, align }, .exe = FX_MEMERR }, argv);
+	if (!WIFSIGNALED(r->status) || WTERMSIG(r->status) != sig)
+		FAIL("%s: status %#x, expected SIG%s; stderr:\n%.4000s", bug, r->status,
+		     sigabbrev_np(sig), r->err);
+	ASSERT_TRUE(!strstr(r->out, "bug done"));
+	const struct error *e = the_error(r, kind);
+	ASSERT_EQ(e->block_size, size);
+	return e;
+}
+
+TEST(guard_overflow)
+{
+	struct run r;
+	const struct error *e = guard_bug(&r, "overflow", NULL, SIGSEGV, LK_ERR_OVERFLOW, 96);
+
+	ASSERT_EQ(e->addr, e->block_addr + 96); /* 96 is a multiple of 16: no slack */
+	ASSERT_TRUE(e->block != 0);
+	ASSERT_CONTAINS(r.err, "leek: ERROR: heap-buffer-overflow at 0x");
+	struct proc out;
+	report(&r, false, &out);
+	ASSERT_CONTAINS(out.out, "the address is 1 byte past the end of a block of 96 bytes");
+	ASSERT_CONTAINS(out.out, "  accessed:\n    > fx_write (");
+	run_cleanup(&r);
+}
+
+TEST(guard_underflow_far)
+{
+	struct run r;
+	const struct error *e = guard_bug(&r, "underflow-far", "LEEK_GUARD_ALIGN=left", SIGSEGV,
+					  LK_ERR_UNDERFLOW, 96);
+
+	ASSERT_EQ(e->addr, e->block_addr - 64);
+	run_cleanup(&r);
+}
+
+/* One byte before a left-aligned block lands in its header: found at its free, which aborts. */
+TEST(guard_underflow_into_header)
+{
+	struct run r;
+	const struct error *e = guard_bug(&r, "underflow", "LEEK_GUARD_ALIGN=left", SIGABRT,
+					  LK_ERR_UNDERFLOW, 96);
+
+	ASSERT_EQ(e->addr, e->block_addr);
+	run_cleanup(&r);
+}
+
+static void guard_uaf(const char *bug, uint64_t kind)
+{
+	struct run r;
+	const struct error *e = guard_bug(&r, bug, NULL, SIGSEGV, kind, 200);
+	const struct profile *p = main_profile(&r);
+
+	ASSERT_EQ(e->addr, e->block_addr + 10);
+	ASSERT_EQ(e->block, 0); /* freed */
+	/* A guarded block's free takes its stack, LEEK_FREE_STACKS or not. */
+	ASSERT_TRUE(stack_in_module(p, e->free_stack, "fx-memerr"));
+	ASSERT_TRUE(e->free_stack != e->alloc_stack && e->free_stack != e->stack);
+	struct proc out;
+	report(&r, false, &out);
+	ASSERT_CONTAINS(out.out, kind == LK_ERR_UAF_READ ? "  read:\n    > fx_read ("
+							 : "  written:\n    > fx_write (");
+	ASSERT_CONTAINS(out.out, "  freed:\n    > fx_free (");
+	run_cleanup(&r);
+}
+
+TEST(guard_use_after_free_read)
+{
+	guard_uaf("uaf-read", LK_ERR_UAF_READ);
+}
+
+TEST(guard_use_after_free_write)
+{
+	guard_uaf("uaf-write", LK_ERR_UAF_WRITE);
+}
+
+/* A program's own SIGSEGV handler, installed after leek's, gets its own faults, and the program
+ * goes on; nothing is reported. */
+TEST(guard_program_handler)
+{
+	struct run r;
+	const char *argv[] = { "fx-memerr", "own-segv", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, GUARD }, .exe = FX_MEMERR }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_CONTAINS(r.out, "own fault handled");
+	ASSERT_EQ(main_profile(&r)->nerrors, 0);
+	ASSERT_TRUE(!strstr(r.err, "leek:"));
+	run_cleanup(&r);
+}
+
+/* Guard mode off: the overflow writes into the block's slack as it would under glibc, unseen, and
+ * the program ends normally (no page, no handler). */
+TEST(guard_off_changes_nothing)
+{
+	struct run r;
+	const char *argv[] = { "fx-memerr", "overflow", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT }, .exe = FX_MEMERR }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_CONTAINS(r.out, "bug done");
+	ASSERT_EQ(main_profile(&r)->nerrors, 0);
+	run_cleanup(&r);
+}
