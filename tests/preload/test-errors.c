@@ -4,6 +4,7 @@
  * LEEK_ABORT_ON_ERROR=0 a program that goes on with a whole profile; then `leek report errors`
  * on those profiles, text and JSON, its stacks symbolized to the fixture's functions.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -343,4 +344,40 @@ TEST(guard_off_changes_nothing)
 	ASSERT_CONTAINS(r.out, "bug done");
 	ASSERT_EQ(main_profile(&r)->nerrors, 0);
 	run_cleanup(&r);
+}
+
+/* The chance that guard mode guards an allocation of s bytes at the default period T is the
+ * chance that it is sampled, 1 - exp(-s/T), while a slot is free (docs/sampling.md, section 14).
+ * fx-memerr's catch-rate frees each 4000-byte block at once, so a slot is always free: over 4
+ * seeds of 50 000 blocks, the guarded count is binomial, n = 200 000, p = 1 - exp(-4000/524288) =
+ * 0.0075999, mean 1520, sigma 38.8; the bound is 4 sigma. Every guarded block is a sample and
+ * every sample of 4000 bytes is guarded: the profile's ALLOCs of that size are the count. */
+TEST(guard_catch_rate_default_period)
+{
+	const double n = 200000, p = 1 - exp(-4000.0 / 524288), mean = n * p,
+		     sigma = sqrt(n * p * (1 - p));
+	unsigned long total = 0;
+
+	for (int seed = 1; seed <= 4; seed++) {
+		struct run r;
+		char s[32];
+		const char *argv[] = { "fx-memerr", "catch-rate", "50000", "4000", NULL };
+		snprintf(s, sizeof(s), "LEEK_SEED=%d", seed);
+		run_prog(&r, &(struct run_opts){ .env = { "LEEK_GUARD=64", s }, .exe = FX_MEMERR },
+			 argv);
+		expect_clean(&r, 1, 0);
+		unsigned long guarded = 0, of = 0;
+		const char *at = strstr(r.out, "guarded ");
+		ASSERT_TRUE(at && sscanf(at, "guarded %lu of %lu", &guarded, &of) == 2);
+		ASSERT_EQ(of, 50000);
+		uint64_t allocs, inherits, freed;
+		prof_count_size(main_profile(&r), 4000, &allocs, &inherits, &freed);
+		ASSERT_EQ(allocs, guarded);
+		ASSERT_EQ(freed, guarded);
+		printf("# seed %d: %lu of 50000 guarded\n", seed, guarded);
+		total += guarded;
+		run_cleanup(&r);
+	}
+	printf("# %lu of %.0f guarded; expected %.1f, sigma %.1f\n", total, n, mean, sigma);
+	ASSERT_TRUE(fabs((double)total - mean) <= 4 * sigma);
 }
