@@ -7,6 +7,7 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 
@@ -379,5 +380,35 @@ TEST(guard_catch_rate_default_period)
 		run_cleanup(&r);
 	}
 	printf("# %lu of %.0f guarded; expected %.1f, sigma %.1f\n", total, n, mean, sigma);
+	fflush(stdout); /* the harness's child ends with _exit */
 	ASSERT_TRUE(fabs((double)total - mean) <= 4 * sigma);
+}
+
+/* `leek run --guard=N` sets LEEK_GUARD: the overflow is caught, the exit status is the program's
+ * (128 + SIGSEGV, as a shell shows it), and `leek report errors` reads the profile it names. A
+ * count out of range is a usage error. */
+TEST(guard_leek_run)
+{
+	char dir[] = "/tmp/leek-guard-run-XXXXXX", out[300];
+	struct proc p, rep;
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(out, sizeof(out), "%s/g.lk", dir);
+	const char *args[] = { "run", "--guard=8", "-p", "1", "--no-compress", "-o", out, FX_MEMERR,
+			       "overflow", NULL };
+	leek_exec(&p, dir, NULL, args, 60);
+	ASSERT_EQ(p.status, 128 + SIGSEGV);
+	ASSERT_CONTAINS(p.err, "leek: ERROR: heap-buffer-overflow at 0x");
+	const char *rargs[] = { "report", "errors", out, NULL };
+	leek_exec(&rep, dir, NULL, rargs, 60);
+	ASSERT_EQ(rep.status, 0);
+	ASSERT_CONTAINS(rep.out, "error 1: overflow of 0x");
+
+	const char *bad[] = { "run", "--guard=0", FX_MEMERR, "overflow", NULL };
+	leek_exec(&p, dir, NULL, bad, 60);
+	ASSERT_EQ(p.status, 1);
+	ASSERT_CONTAINS(p.err, "--guard=0: not a count from 1 to 16384");
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ASSERT_EQ(system(cmd), 0);
 }
