@@ -46,7 +46,9 @@
  * freed the block (LEEK_FREE_STACKS); the control block at the header's end (LK_HDR_CTL), which
  * `leek ctl` writes and libleek reads, and CTL, the record of what it did: profiling switched off
  * or on, or a mark (a reader of version 6 would take an off period's silence for a quiet
- * program). The reader reads versions 3 to 7.
+ * program). Version 8 (version 7 had no errors): ERROR, a memory error that libleek caught (a
+ * double or invalid free of an arena pointer, a guarded page's fault), with the stacks that tell
+ * its story (docs/design.md, "Memory errors"). The reader reads versions 3 to 8.
  */
 #ifndef LEEK_FORMAT_H
 #define LEEK_FORMAT_H
@@ -54,7 +56,7 @@
 #include <stdint.h>
 
 #define LK_FORMAT_MAGIC "LEEKPROF" /* 8 bytes, no NUL */
-#define LK_FORMAT_VERSION 7
+#define LK_FORMAT_VERSION 8
 #define LK_FORMAT_VERSION_MIN 3 /* the oldest a reader reads: only FREE's block differs */
 #define LK_HEADER_FIXED_SIZE 88
 #define LK_MAX_FRAMES 128       /* the most frames a stack record may hold */
@@ -182,9 +184,11 @@ enum lk_rec_tag {
 	LK_REC_FREE_STACK = 15,  /* dt block_code stack: a FREE and the stack that freed it
 				  * (version 7)                          4..31 B, typically 5..7 */
 	LK_REC_CTL = 16,         /* dt kind namelen [name] (version 7)      4..60 B */
-	LK_REC_MAX_KNOWN = 16,
+	LK_REC_ERROR = 17,       /* dt tid kind addr block_addr block_size block alloc_stack
+				  * free_stack stack (version 8)         11..101 B */
+	LK_REC_MAX_KNOWN = 17,
 	/* Tags 0x80..0xff are extensions: a varint payload length, then that many bytes. A reader
-	 * skips the ones it does not know. Tags 17..0x7f are reserved and are an error. */
+	 * skips the ones it does not know. Tags 18..0x7f are reserved and are an error. */
 	LK_REC_EXT_FIRST = 0x80
 };
 
@@ -230,6 +234,27 @@ enum lk_rec_tag {
  * LK_CTL_NAME_MAX, 0x21..0x7e); ON and OFF have namelen 0. A file whose process starts dormant
  * (LEEK_START=off) has an OFF before its first sample. An OFF while off or an ON while on is not
  * written. */
+
+/* ERROR (version 8): a memory error libleek caught in thread tid, at the record's time. kind is
+ * enum lk_error_kind; addr the address the program passed (a free) or touched (a fault);
+ * block_addr and block_size the arena block it belongs to (0 and 0: none found), block its number
+ * in the file (0: not known, as for a block freed already, whose number its FREE has ended);
+ * alloc_stack the stack that allocated the block, free_stack the one that freed it (0: not known;
+ * only LEEK_FREE_STACKS or a guarded block keeps it), stack the stack of the free or of the
+ * faulting access (0: not taken). Every stack it names is written before it. Only in the main
+ * stream. A process that aborts at its error (LEEK_ABORT_ON_ERROR) has it as its last record,
+ * without a TRAILER. */
+enum lk_error_kind {
+	LK_ERR_OVERFLOW = 1,      /* an access past a guarded block's end */
+	LK_ERR_UNDERFLOW = 2,     /* an access before a guarded block's start */
+	LK_ERR_UAF_READ = 3,      /* a read of a freed guarded block */
+	LK_ERR_UAF_WRITE = 4,     /* a write to a freed guarded block */
+	LK_ERR_UAF_ACCESS = 5,    /* an access to a freed guarded block, read or write not known */
+	LK_ERR_DOUBLE_FREE = 6,   /* free of a sampled block freed already */
+	LK_ERR_INVALID_FREE = 7,  /* free or realloc of an arena pointer that no block begins at */
+	LK_ERR_REALLOC_FREED = 8, /* realloc of a sampled block freed already */
+	LK_ERR_MAX = 8
+};
 
 /* Blocks: ALLOC and INHERIT records are numbered from 1 in file order, and that number names the
  * block they allocate. FREE carries block_code (above): an odd code is the block's age,

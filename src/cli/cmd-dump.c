@@ -176,6 +176,16 @@ static void print_record(const struct lk_profile_header *h, const struct lk_reco
 		if (rec->ctl.kind == LK_CTL_MARK)
 			printf(" name=%s", rec->ctl.name);
 		break;
+	case LK_REC_ERROR:
+		fputs(" t=", stdout);
+		print_ns(rec->time_ns);
+		printf(" tid=%" PRIu64 " kind=%s addr=0x%" PRIx64 " block_addr=0x%" PRIx64
+		       " block_size=%" PRIu64 " block=%" PRIu64 " alloc_stack=%" PRIu64
+		       " free_stack=%" PRIu64 " stack=%" PRIu64, rec->error.tid,
+		       lk_error_kind_name(rec->error.kind), rec->error.addr, rec->error.block_addr,
+		       rec->error.block_size, rec->error.block, rec->error.alloc_stack,
+		       rec->error.free_stack, rec->error.stack);
+		break;
 	case LK_REC_SEGMENT:
 		fputs(" t=", stdout);
 		print_ns(rec->time_ns);

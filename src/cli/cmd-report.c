@@ -337,6 +337,11 @@ int lk_cmd_report(int argc, char *argv[])
 		argv[1] = argv[0]; /* getopt's messages name the command */
 		return lk_cmd_report_frees(argc - 1, argv + 1);
 	}
+	/* Nor are the memory errors libleek caught. */
+	if (argc > 1 && strcmp(argv[1], "errors") == 0 && access(argv[1], F_OK) < 0) {
+		argv[1] = argv[0];
+		return lk_cmd_report_errors(argc - 1, argv + 1);
+	}
 	/* The view may come first, as a word: `leek report peak FILE`. */
 	if (argc > 1 && is_view(argv[1])) {
 		set_view(argv[1]);

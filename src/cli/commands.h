@@ -13,6 +13,7 @@ int lk_cmd_dump(int argc, char *argv[]);
 int lk_cmd_run(int argc, char *argv[]);
 int lk_cmd_report(int argc, char *argv[]);
 int lk_cmd_report_frees(int argc, char *argv[]); /* `leek report frees` */
+int lk_cmd_report_errors(int argc, char *argv[]); /* `leek report errors` */
 int lk_cmd_export(int argc, char *argv[]);
 int lk_cmd_diff(int argc, char *argv[]);
 int lk_cmd_import(int argc, char *argv[]);

@@ -51,6 +51,9 @@ static const struct lk_command commands[] = {
 	  "                      live set, so the newest alone gives the live view (the summary's)\n"
 	  "      --max-age TIME  rotate when a segment is TIME old (LEEK_MAX_AGE: 90s, 15m, 6h, 7d)\n"
 	  "      --keep N        segments kept on disk, the newest included (LEEK_KEEP, default 4)\n"
+	  "      --guard[=N]     guard mode: up to N (default 64) sampled blocks at once between\n"
+	  "                      PROT_NONE pages, to catch overflows and uses after free where\n"
+	  "                      they happen: `leek report errors` (LEEK_GUARD=N)\n"
 	  "      --no-compress   leave the profiles raw (FILE, not FILE.zst), e.g. to read one while\n"
 	  "                      its program still runs; `leek compress` can do it later\n"
 	  "      --no-follow     read and compress the profiles only after COMMAND exits\n"
@@ -162,7 +165,15 @@ static const struct lk_command commands[] = {
 	  "size, lifetime, allocation site and free site, then every (allocation stack, free\n"
 	  "stack) pair by estimated bytes freed, with its objects and lifetimes (-n: the top N\n"
 	  "pairs; -s: whole stacks; -f json: docs/json.md, \"leek-frees\"). A free has a free\n"
-	  "stack only in a profile recorded with `leek run --free-stacks` (LEEK_FREE_STACKS=1).\n" },
+	  "stack only in a profile recorded with `leek run --free-stacks` (LEEK_FREE_STACKS=1).\n"
+	  "\n"
+	  "usage: leek report errors [OPTIONS] FILE...\n"
+	  "\n"
+	  "The memory errors libleek caught, in the order they happened: double and invalid\n"
+	  "frees and reallocs of blocks in its arena (every block in exact mode, LEEK_PERIOD=1),\n"
+	  "each with the address against its block and the whole stacks of the call, of the\n"
+	  "allocation and, where recorded, of the free (-f json: docs/json.md, \"leek-errors\").\n"
+	  "A process stops at its first error unless LEEK_ABORT_ON_ERROR=0.\n" },
 	{ "export", lk_cmd_export, "write profiles for pprof, flame graphs (folded stacks) or a page",
 	  "usage: leek export [OPTIONS] FILE...\n"
 	  "\n"

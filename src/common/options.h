@@ -57,6 +57,21 @@
 	  "about 500 instructions a sampled free. Off by default: a sampled 1 MiB pair costs "     \
 	  "1.41x as much with it, beyond issue 4's budget, and exact mode's pair 1.84x "           \
 	  "(docs/design.md, \"Free stacks\"; bench/free-stacks.sh)")                                \
+	X(abort_on_error, "LEEK_ABORT_ON_ERROR", BOOL, "1",                                        \
+	  "1 aborts (SIGABRT) after reporting a double or invalid free of a block in leek's "     \
+	  "arena, as glibc does at one it sees: the heap's state is the program's bug from there; " \
+	  "0 ignores the free and goes on, for a profile past the first bug (docs/design.md, "     \
+	  "\"Memory errors\")")                                                                    \
+	X(guard, "LEEK_GUARD", UINT, "0",                                                          \
+	  "guard mode: up to this many sampled blocks of at most a page at once each get a page "  \
+	  "between two PROT_NONE pages, kept PROT_NONE once freed, so that an overflow or a use "  \
+	  "after free faults where it happens (an ERROR record, `leek report errors`). 0 is off: "  \
+	  "no page, no handler, nothing changes. At most 16384 (2N + 2 mappings, under the "       \
+	  "kernel's 65530); `leek run --guard` sets 64 (docs/design.md, \"Guard mode\")")          \
+	X(guard_align, "LEEK_GUARD_ALIGN", STR, "right",                                           \
+	  "right puts a guarded block against the guard page after it (overflows); left against " \
+	  "the one before it (underflows past its 32-byte header; one into the header is found "  \
+	  "at its free)")                                                                          \
 	X(session, "LEEK_SESSION", UINT, "0",                                                      \
 	  "set by `leek run` so that it can find the profiles of its process tree")                 \
 	X(start, "LEEK_START", STR, "on",                                                          \

@@ -26,6 +26,7 @@
 #define LK_COUNTERS_MAX (1 + (3 + 2 * LK_CNT_MAX) * LK_VARINT_MAX)
 #define LK_SEGMENT_MAX (1 + 5 * LK_VARINT_MAX)
 #define LK_CTL_MAX (1 + 3 * LK_VARINT_MAX + LK_CTL_NAME_MAX)
+#define LK_ERROR_MAX (1 + 10 * LK_VARINT_MAX)
 
 struct lk_module_seg {
 	uint64_t start, len; /* relative to the module's base */
@@ -262,6 +263,23 @@ static inline size_t lk_rec_ctl(uint8_t *b, uint64_t dt, uint64_t kind, const ch
 	n += lk_varint_put(b + n, len);
 	memcpy(b + n, name, len);
 	return n + len;
+}
+
+/* ERROR (version 8): a memory error (format.h, enum lk_error_kind), its fields in record order. */
+struct lk_error_info {
+	uint64_t tid, kind, addr, block_addr, block_size, block, alloc_stack, free_stack, stack;
+};
+
+static inline size_t lk_rec_error(uint8_t *b, uint64_t dt, const struct lk_error_info *e)
+{
+	const uint64_t v[] = { dt, e->tid, e->kind, e->addr, e->block_addr, e->block_size,
+			       e->block, e->alloc_stack, e->free_stack, e->stack };
+	size_t n = 1;
+
+	b[0] = LK_REC_ERROR;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		n += lk_varint_put(b + n, v[i]);
+	return n;
 }
 
 #endif /* LEEK_RECORD_H */

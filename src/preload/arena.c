@@ -187,6 +187,8 @@ bool lk_arena_resize(void *p, size_t usable)
 	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);
 	struct page *e = &arena.map[i];
 
+	if (lk_guard_owns(p))
+		return false; /* a guarded block moves: it has its page's room */
 	if (e->kind == K_SLAB) {
 		unsigned c = e->cls;
 		if (usable + hdr > lk_slot_size[c] ||
@@ -243,6 +245,8 @@ LK_HOT LK_INLINE struct lk_block *lk_arena_block(const void *p)
 
 	if ((uintptr_t)p & 15 || hdr - lk_arena_base >= lk_arena_span)
 		return NULL;
+	if (lk_unlikely(lk_guard_owns(p)))
+		return lk_guard_block(p);
 	uint32_t i = (uint32_t)((hdr - lk_arena_base) >> PAGE_SHIFT);
 	if (i >= arena.top)
 		return NULL;
@@ -303,6 +307,10 @@ LK_HOT LK_INLINE void lk_arena_free(void *p)
 	uint32_t i = (uint32_t)(((uintptr_t)b - lk_arena_base) >> PAGE_SHIFT);
 	struct page *e = &arena.map[i];
 
+	if (lk_unlikely(lk_guard_owns(p))) {
+		lk_guard_free(b, b->id >> 63 ? (uint32_t)b->id : 0); /* free_with_stack's */
+		return;
+	}
 	b->magic = LK_BLOCK_FREE;
 	arena.live_blocks--;
 	if (e->kind == K_LARGE) {
@@ -465,7 +473,9 @@ void lk_arena_foreach(lk_block_visit_fn fn, void *ctx)
 {
 	for (uint32_t i = BOOT_PAGES; i < arena.top; i += arena.map[i].len) {
 		struct page *e = &arena.map[i];
-		if (e->kind == K_LARGE) {
+		if (e->kind == K_GUARD) {
+			lk_guard_foreach(fn, ctx);
+		} else if (e->kind == K_LARGE) {
 			struct lk_block *b = (struct lk_block *)(page_addr(i) + ((uintptr_t)e->nused << 4));
 			if (b->magic == LK_BLOCK_LIVE) /* quiet blocks are not samples */
 				fn(b, b + 1, ctx);

@@ -28,7 +28,7 @@
 #define SLAB_MAX 2048u /* largest slot; bigger blocks get their own run */
 #define RECENT LK_ARENA_RECENT
 
-enum { K_NONE = 0, K_FREE, K_LARGE, K_SLAB, K_BOOT };
+enum { K_NONE = 0, K_FREE, K_LARGE, K_SLAB, K_BOOT, K_GUARD /* guard.c's run */ };
 
 /* The page map: one entry a page of the arena. */
 struct page {

@@ -230,6 +230,23 @@ static bool load_start(void)
 	return false;
 }
 
+/* LEEK_GUARD_ALIGN: right (false) or left (true); anything else is said and taken as right, the
+ * default. */
+static bool load_guard_align(void)
+{
+	const char *s = lk_cfg.secure ? NULL : env("LEEK_GUARD_ALIGN");
+	struct lk_line l = LK_LINE_INIT;
+
+	if (!s || !*s || !strcmp(s, "right"))
+		return false;
+	if (!strcmp(s, "left"))
+		return true;
+	warn_begin(&l, "LEEK_GUARD_ALIGN", s);
+	lk_line_str(&l, "not left or right; using right");
+	lk_line_print(&l);
+	return false;
+}
+
 void lk_config_load(void)
 {
 	extern char **environ;
@@ -254,6 +271,9 @@ void lk_config_load(void)
 	lk_cfg.rss_interval_ns = ms > UINT64_MAX / 1000000 ? UINT64_MAX : ms * 1000000;
 	lk_cfg.precise_time = load("LEEK_PRECISE_TIME", LK_OPT_precise_time, BOOL, 0, 1, NULL);
 	lk_cfg.free_stacks = load("LEEK_FREE_STACKS", LK_OPT_free_stacks, BOOL, 0, 1, NULL);
+	lk_cfg.abort_on_error = load("LEEK_ABORT_ON_ERROR", LK_OPT_abort_on_error, BOOL, 0, 1, NULL);
+	lk_cfg.guard = load("LEEK_GUARD", LK_OPT_guard, UINT, 0, 16384, NULL);
+	lk_cfg.guard_left = load_guard_align();
 	lk_cfg.session = load("LEEK_SESSION", LK_OPT_session, UINT, 0, UINT64_MAX, NULL);
 	lk_cfg.dormant_period = load("LEEK_DORMANT_PERIOD", LK_OPT_dormant_period, SIZE, 1,
 				     1ull << 40, NULL);

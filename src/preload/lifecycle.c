@@ -124,6 +124,7 @@ static void init_process(void)
 	if (!lk_cfg.inherit)
 		scrub_ld_preload();
 	lk_stack_init();
+	lk_guard_init();
 	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	if (lk_sampler_start()) {
 		lk_signals_init();

@@ -46,7 +46,9 @@
 struct lk_config {
 	uint64_t period, seed, max_frames, arena_size, arena_retain, rss_interval_ns, session;
 	uint64_t dormant_period; /* LEEK_DORMANT_PERIOD: a dormant thread's mean countdown */
-	bool seed_set, inherit, quiet, precise_time;
+	bool seed_set, inherit, quiet, precise_time, abort_on_error;
+	uint64_t guard;  /* LEEK_GUARD: guarded samples at once; 0: guard mode off */
+	bool guard_left; /* LEEK_GUARD_ALIGN=left */
 	bool free_stacks; /* LEEK_FREE_STACKS: a sampled block's FREE names the stack that freed it */
 	bool start_off; /* LEEK_START=off: dormant until `leek ctl PID on` */
 	uint64_t max_size, max_age_ns, keep; /* rotation (writer-rotate.c); 0: never by that */
@@ -344,6 +346,47 @@ static inline bool lk_arena_is_boot(const void *p)
 typedef void (*lk_block_visit_fn)(struct lk_block *b, void *user, void *ctx);
 void lk_arena_foreach(lk_block_visit_fn fn, void *ctx);   /* caller holds lk_lock */
 void lk_arena_get_stats(struct lk_arena_stats *s);
+/* arena-find.c: the block an arena pointer that lk_arena_block refused falls in (errors.c). */
+struct lk_arena_found {
+	unsigned kind;         /* LK_ERR_DOUBLE_FREE (p began a block now freed) or _INVALID_FREE */
+	uintptr_t block;       /* the address of the block p falls in (live or freed); 0: none */
+	uint64_t size, id;     /* its size, and id while it is live (0 once freed) */
+	uint32_t stack;        /* the stack that allocated it (lk_stack_intern's id), 0: none */
+	uint32_t free_stack;   /* the stack that freed it, if LEEK_FREE_STACKS kept it; 0: none */
+	bool live;
+};
+void lk_arena_find(const void *p, struct lk_arena_found *f); /* caller holds lk_lock */
+void lk_guard_find(const void *p, struct lk_arena_found *f); /* the same, in the guard run */
+
+/* ---- guard.c: guard mode (LEEK_GUARD): guarded samples in a run of the arena ---- */
+struct lk_guard {
+	uintptr_t base, span; /* the guard run: [base, base + span); span 0: guard mode off */
+	bool left;            /* LEEK_GUARD_ALIGN=left */
+};
+extern struct lk_guard lk_guard;
+static inline bool lk_guard_owns(const void *p)
+{
+	return (uintptr_t)p - lk_guard.base < lk_guard.span;
+}
+void lk_guard_init(void);                   /* start-up, once; lk_lock free (guard-fault.c) */
+bool lk_guard_setup(uint32_t n, bool left); /* its run and slots; lk_lock */
+struct lk_error_info;
+/* The error of a fault at a in the guard run, its block's stacks and number: false if no block
+ * explains it. lk_lock, or none in a thread that holds it. */
+bool lk_guard_classify(uintptr_t a, bool write, bool known, struct lk_error_info *e,
+		       uint32_t *stack, uint32_t *free_stack, uint64_t *id);
+/* A slot's block for size bytes at align, or NULL; *usable set to its room. lk_lock. */
+struct lk_block *lk_guard_take(size_t size, size_t align, size_t *usable);
+struct lk_block *lk_guard_block(const void *p);  /* lk_arena_block for the guard run; lk_lock */
+void lk_guard_free(struct lk_block *b, uint32_t free_stack); /* to the quarantine; lk_lock */
+size_t lk_guard_usable(const struct lk_block *b);
+void lk_guard_foreach(lk_block_visit_fn fn, void *ctx);     /* its live samples; lk_lock */
+
+/* ---- errors.c: memory errors caught (docs/design.md, "Memory errors") ---- */
+/* A free (realloc: a realloc) of p, an arena pointer that lk_arena_block refused: its ERROR record
+ * and report, then abort() (LEEK_ABORT_ON_ERROR) or a return. No lock held; frame as
+ * lk_stack_capture's. */
+void lk_error_bad_free(void *p, bool realloc, const void *frame);
 
 /* ---- arena-space.c: the arena's address range and page map ---- */
 struct lk_space {
@@ -379,6 +422,9 @@ void lk_writer_free(struct lk_trec *r, uint32_t tid, uint64_t now_ns, struct lk_
 /* FREE_STACK of b (LEEK_FREE_STACKS), in the main stream: as lk_writer_free with no record of its
  * own, and `stack` its file's id of the stack that freed b (0: none). */
 void lk_writer_free_stack(uint32_t tid, uint64_t now_ns, struct lk_block *b, uint32_t stack);
+/* ERROR (format.h), in the main stream; e->block set from id, a live block's b->id (0: none). */
+struct lk_error_info;
+void lk_writer_error(uint64_t now_ns, struct lk_error_info *e, uint64_t id);
 bool lk_writer_rss_due(uint64_t now_ns); /* lk_writer_rss_maybe would write: no lock needed */
 void lk_writer_rss_maybe(uint64_t now_ns);     /* lk_lock held */
 void lk_writer_rss_unlocked(uint64_t now_ns);  /* no lock held: takes it to write the record */

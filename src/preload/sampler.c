@@ -84,7 +84,7 @@ static LK_COLD LK_NOINLINE void dormant(struct lk_thread *t)
 }
 
 /* Frees pushed by signal handlers; caller holds lk_lock. */
-static void free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now);
+static bool free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now);
 
 static void drain_deferred(struct lk_trec *r, uint32_t tid, uint64_t now)
 {
@@ -94,7 +94,8 @@ static void drain_deferred(struct lk_trec *r, uint32_t tid, uint64_t now)
 
 	while (b) {
 		struct lk_block *next = (struct lk_block *)(uintptr_t)b->time_ns;
-		free_locked(b, r, tid, now);
+		if (!free_locked(b, r, tid, now)) /* freed twice in handlers: no stack to report */
+			lk_counters[LK_CNT_BAD_FREE]++;
 		b = next;
 	}
 }
@@ -127,16 +128,21 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
  * old's own sample, else a new one; NULL if the arena has none. */
-static LK_INLINE struct lk_block *sample_block(void *old, size_t usable, size_t align,
-					       struct lk_trec *r, uint32_t tid, uint64_t now,
-					       uint32_t stack)
+static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
+					       size_t align, struct lk_trec *r, uint32_t tid,
+					       uint64_t now, uint32_t stack)
 {
-	if (old && lk_arena_block(old) && lk_arena_resize(old, usable)) {
+	if (old && lk_arena_block(old) && lk_arena_resize(old, *usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
 		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
-	return lk_arena_take(usable, align);
+	if (lk_unlikely(lk_guard.span)) { /* guard mode: a slot if the block fits one */
+		struct lk_block *b = lk_guard_take(size, align, usable);
+		if (b)
+			return b;
+	}
+	return lk_arena_take(*usable, align);
 }
 
 /* The sample in block b (caller holds lk_lock): its header and its ALLOC record, with its stack's
@@ -187,7 +193,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
 		enabled = running = false;
-	} else if (!(b = sample_block(old, usable, align, r, t->tid, now, stack))) {
+	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
@@ -238,7 +244,7 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, usable, align, r, t->tid, now, stack)))
+			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
@@ -284,7 +290,7 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 
 	t->in_slow = 1;
 	if (lk_likely(align <= 16 && !__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
-		      lk_stack_kept_ready())) {
+		      !lk_guard.span && lk_stack_kept_ready())) { /* guard mode: under lk_lock */
 		bool cut = false;
 		uint32_t stack = lk_stack_kept(frame, &cut, r, false);
 		uint32_t fid = stack ? lk_stack_file_id_known(stack) : 0;
@@ -390,16 +396,16 @@ LK_HOT LK_INLINE void *lk_sample(struct lk_thread *t, size_t size, size_t align,
 	return sample(t, size, align, zero, NULL, frame);
 }
 
-static LK_INLINE void free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now)
+/* False, with nothing done, when b is not a live block's header: a bad free (errors.c). */
+static LK_INLINE bool free_locked(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	void *p = b + 1;
 
-	if (lk_arena_block(p) != b) {
-		lk_counters[LK_CNT_BAD_FREE]++;
-		return;
-	}
+	if (lk_unlikely(lk_arena_block(p) != b))
+		return false;
 	end_sample(b, r, tid, now);
 	lk_arena_free(p);
+	return true;
 }
 
 /* The free of a sampled block by a thread with a record of its own, in a process with threads:
@@ -432,7 +438,7 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 /* A free under lk_lock, its FREE in r's body (NULL: the main stream). The countdown is left as it
  * is: a signal handler's malloc here counts down as anywhere else, and one that would sample
  * finds in_slow and is forwarded (sample()). */
-static LK_INLINE void free_under_lock(struct lk_thread *t, struct lk_block *b, struct lk_trec *r)
+static LK_INLINE bool free_under_lock(struct lk_thread *t, struct lk_block *b, struct lk_trec *r)
 {
 	int *err = lk_likely(t->errno_at != NULL) ? t->errno_at : &errno, saved = *err;
 	uint64_t now = lk_now_ns();
@@ -441,20 +447,20 @@ static LK_INLINE void free_under_lock(struct lk_thread *t, struct lk_block *b, s
 	t->in_slow = 1;
 	lk_lock();
 	drain_deferred(r, tid, now);
-	free_locked(b, r, tid, now);
+	bool done = free_locked(b, r, tid, now);
 	lk_unlock();
 	t->in_slow = 0;
 	*err = saved;
+	return done;
 }
 
 /* lk_free_sampled in a process with threads: with no lock on the thread's own record (free_own),
  * else under lk_lock, its FREE in the thread's body if it has one. */
-static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
+static LK_NOINLINE bool free_threads(struct lk_thread *t, struct lk_block *b)
 {
 	struct lk_trec *r = lk_trec_get(t);
 
-	if (!r || !free_own(t, r, b))
-		free_under_lock(t, b, r);
+	return (r && free_own(t, r, b)) || free_under_lock(t, b, r);
 }
 
 /* A free with its stack (LEEK_FREE_STACKS): the stack captured with no lock held, as a sample's
@@ -462,7 +468,7 @@ static LK_NOINLINE void free_threads(struct lk_thread *t, struct lk_block *b)
  * stored in the main stream, under lk_lock. Only for a block that is a sample: a quiet block's
  * free has no record, and its stack is not taken. The countdown is UINT64_MAX meanwhile, as in
  * take_sample: what the unwinder allocates is not sampled. frame: as lk_stack_capture's. */
-static LK_COLD LK_NOINLINE void free_with_stack(struct lk_thread *t, struct lk_block *b,
+static LK_COLD LK_NOINLINE bool free_with_stack(struct lk_thread *t, struct lk_block *b,
 						const void *frame)
 {
 	uint64_t buf[LK_CAPTURE_FRAMES], hash = 0;
@@ -471,6 +477,7 @@ static LK_COLD LK_NOINLINE void free_with_stack(struct lk_thread *t, struct lk_b
 	uint64_t left = t->bytes_left;
 	uint32_t tid = t->tid ? t->tid : (uint32_t)gettid(), known = 0, stack = 0, n;
 	void *ticket = NULL, *p = b + 1;
+	bool done = false;
 
 	t->in_slow = 1;
 	t->bytes_left = UINT64_MAX;
@@ -479,22 +486,27 @@ static LK_COLD LK_NOINLINE void free_with_stack(struct lk_thread *t, struct lk_b
 	uint64_t now = lk_now_ns();
 	lk_lock();
 	drain_deferred(NULL, tid, now);
-	if (lk_arena_block(p) != b) {
-		lk_counters[LK_CNT_BAD_FREE]++;
-	} else {
+	if (lk_arena_block(p) == b) {
 		if (b->magic == LK_BLOCK_LIVE && b->id && lk_writer_ready()) {
 			stack = known ? known : lk_stack_intern(frames, n, hash);
 			lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
 			lk_counters[LK_CNT_FREES]++;
 		}
 		end_sample(b, NULL, tid, now); /* a FREE if the one above was not stored */
+		if (!stack && b->magic == LK_BLOCK_LIVE)
+			stack = known ? known : lk_stack_intern(frames, n, hash);
+		/* The freed header keeps its free stack, bit 63 set, for a double free's report
+		 * (arena-find.c); id is 0 by now, and nothing reads a freed header's id. */
+		b->id = stack ? 1ull << 63 | stack : 0;
 		lk_arena_free(p);
+		done = true;
 	}
 	lk_unlock();
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
 	*err = saved;
+	return done;
 }
 
 LK_HOT void lk_free_sampled(void *p)
@@ -520,13 +532,17 @@ LK_HOT void lk_free_sampled(void *p)
 	}
 	/* Not once the profile is closed (enabled: the exit's destructors free, and nothing would
 	 * be written); b's header read only once it is known to be one. */
-	if (lk_unlikely(lk_cfg.free_stacks) && enabled && lk_arena_block(p) == b &&
-	    b->magic == LK_BLOCK_LIVE)
-		free_with_stack(t, b, __builtin_frame_address(0));
+	bool done;
+	/* A guarded block's free always takes its stack: a use after free's report names it. */
+	if ((lk_unlikely(lk_cfg.free_stacks) || lk_unlikely(lk_guard_owns(p))) && enabled &&
+	    lk_arena_block(p) == b && b->magic == LK_BLOCK_LIVE)
+		done = free_with_stack(t, b, __builtin_frame_address(0));
 	else if (lk_unlikely(!lk_single_threaded()))
-		free_threads(t, b);
+		done = free_threads(t, b);
 	else
-		free_under_lock(t, b, NULL); /* no record: the branches on one fold away */
+		done = free_under_lock(t, b, NULL); /* no record: the branches on one fold away */
+	if (lk_unlikely(!done))
+		lk_error_bad_free(p, false, __builtin_frame_address(0));
 }
 
 /* A block of the arena realloc'ed to a size that is not sampled stays where it is, quiet (live, no
@@ -612,8 +628,8 @@ LK_COLD void *lk_realloc_slow(void *p, size_t size)
 	}
 	struct lk_block *b = lk_arena_block(p);
 	if (!b) {
-		__atomic_fetch_add(&lk_counters[LK_CNT_BAD_FREE], 1, __ATOMIC_RELAXED);
-		errno = ENOMEM;
+		lk_error_bad_free(p, true, __builtin_frame_address(0));
+		errno = ENOMEM; /* LEEK_ABORT_ON_ERROR=0: the realloc fails, p untouched */
 		return NULL;
 	}
 	q = sample(t, size, 0, false, p, __builtin_frame_address(0));

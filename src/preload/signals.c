@@ -24,8 +24,8 @@
  * this one), and the disposition an exec'd program inherits when the program ignored SIGBUS (the
  * kernel resets a handled signal to SIG_DFL at exec, an ignored one stays ignored).
  *
- * The guard pages of a later issue will need SIGSEGV the same way: FAULT_SIG is the one signal
- * handled for now.
+ * Guard mode's SIGSEGV handler (guard-fault.c) is installed once and not kept in front: FAULT_SIG
+ * is the one signal handled here.
  *
  * Never: block or wait inside the handler, call anything in it that is not async-signal-safe,
  * change a signal other than SIGBUS, or change what the program reads back.

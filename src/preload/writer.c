@@ -261,6 +261,17 @@ void lk_writer_free_stack(uint32_t tid, uint64_t now_ns, struct lk_block *b, uin
 	put_event(LK_REC_FREE_STACK, tid, now_ns, b, stack);
 }
 
+/* ERROR: rare (a program's bug, and it aborts after the first by default), so put as it is. */
+void lk_writer_error(uint64_t now_ns, struct lk_error_info *e, uint64_t id)
+{
+	uint8_t rec[LK_ERROR_MAX];
+
+	e->block = id && !((id ^ writer.blocks) >> LK_ID_GEN_SHIFT)
+			   ? id & ((1ull << LK_ID_GEN_SHIFT) - 1)
+			   : 0;
+	put(rec, lk_rec_error(rec, lk_writer_dt(now_ns), e));
+}
+
 uint64_t lk_writer_dt(uint64_t now_ns)
 {
 	uint64_t dt = since_last(now_ns);

@@ -1,4 +1,5 @@
-/* badfree.c: frees that the program gets wrong, which leek must count and otherwise ignore.
+/* badfree.c: frees that the program gets wrong, which leek must count and, with
+ * LEEK_ABORT_ON_ERROR=0, otherwise ignore.
  *
  * In exact mode (LEEK_PERIOD=1) every block is in leek's arena, so a second free of a block
  * reaches leek, which finds its header no longer live. Each such call is one bad_free, counted

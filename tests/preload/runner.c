@@ -176,6 +176,19 @@ static void load_record(struct profile *p, const struct lk_record *rec)
 			     (unsigned long long)rec->unload.id);
 		p->modules[rec->unload.id - 1].loaded = false;
 		break;
+	case LK_REC_ERROR:
+		if (rec->error.stack > p->nstacks || rec->error.alloc_stack > p->nstacks ||
+		    rec->error.free_stack > p->nstacks)
+			FAIL("%s: ERROR at offset %llu names a stack before it was written", p->path,
+			     off);
+		if (p->nerrors < sizeof(p->errors) / sizeof(p->errors[0]))
+			p->errors[p->nerrors] = (struct error){
+				rec->error.kind, rec->error.addr, rec->error.block_addr,
+				rec->error.block_size, rec->error.block, rec->error.alloc_stack,
+				rec->error.free_stack, rec->error.stack, rec->error.tid
+			};
+		p->nerrors++;
+		break;
 	case LK_REC_TRAILER:
 		p->trailer = true;
 		for (uint32_t i = 0; i < rec->counters.n; i++)

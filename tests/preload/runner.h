@@ -47,6 +47,10 @@ struct module {
 	bool loaded;
 };
 
+struct error { /* an ERROR record's fields */
+	uint64_t kind, addr, block_addr, block_size, block, alloc_stack, free_stack, stack, tid;
+};
+
 struct profile {
 	char *path;
 	struct lk_file_header h;
@@ -65,6 +69,8 @@ struct profile {
 	size_t nmodules;
 	uint64_t stackless; /* ALLOC records with stack id 0 */
 	uint64_t free_stacks; /* FREEs with the stack that freed the block (FREE_STACK records) */
+	struct error errors[8]; /* the first ERROR records */
+	size_t nerrors;
 };
 
 struct run_opts {

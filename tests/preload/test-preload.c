@@ -630,20 +630,22 @@ TEST(exact_counts)
 	run_cleanup(&r);
 }
 
-/* bad_free counts the program's own bad frees, each once, and nothing else: badfree.c's double
- * frees (on one thread, under lk_lock, and on a thread with a record of its own, with no lock) and
- * its realloc of a freed block. The profile holds one FREE a block (runner.c fails a FREE of a
- * block that is not live; the tallies count them). */
+/* With LEEK_ABORT_ON_ERROR=0, bad_free counts the program's own bad frees, each once, and nothing
+ * else: badfree.c's double frees (on one thread, under lk_lock, and on a thread with a record of
+ * its own, with no lock) and its realloc of a freed block, each an ERROR record (test-errors.c
+ * checks their fields, and the abort that is the default). The profile holds one FREE a block
+ * (runner.c fails a FREE of a block that is not live; the tallies count them). */
 TEST(exact_bad_frees_counted)
 {
 	struct run r;
 	const char *argv[] = { "badfree", NULL };
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT } }, argv);
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_ABORT_ON_ERROR=0" } }, argv);
 	expect_clean(&r, 1, LOSS(LK_CNT_BAD_FREE));
 	ASSERT_EQ(check_tallies(&r), 5);
 	ASSERT_EQ(main_profile(&r)->counters[LK_CNT_BAD_FREE], printed(&r, "bad "));
 	ASSERT_EQ(printed(&r, "bad "), 5);
+	ASSERT_EQ(main_profile(&r)->nerrors, 5);
 	run_cleanup(&r);
 }
 

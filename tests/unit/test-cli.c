@@ -80,7 +80,7 @@ TEST(dump_sample)
 	unlink(path);
 	ASSERT_EQ(res.status, 0);
 	ASSERT_STREQ(res.err, "");
-	ASSERT_CONTAINS(res.out, "HEADER version=7 pid=4242 ppid=4241 flags=0x2(forked) "
+	ASSERT_CONTAINS(res.out, "HEADER version=8 pid=4242 ppid=4241 flags=0x2(forked) "
 				 "period=524288 seed=99 session=77 clock=monotonic page_size=4096 "
 				 "max_frames=128 header_size=112 "
 				 "start_realtime=1700000000.123456789 start_monotonic=1.000000000\n"

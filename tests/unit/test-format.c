@@ -1050,3 +1050,83 @@ TEST(free_stack_records)
 	lk_reader_free(rd);
 	free(b.p);
 }
+
+/* ERROR (version 8): its fields as written, each stack written before it, a known kind, a block
+ * numbered already; `leek report errors` reads them (tests/preload/test-errors.c). */
+TEST(error_records)
+{
+	struct lk_record got;
+	struct pbuf b = { 0 };
+	size_t count;
+	int r;
+	const struct lk_error_info e = { .tid = 7, .kind = LK_ERR_DOUBLE_FREE, .addr = 0x1020,
+					 .block_addr = 0x1020, .block_size = 1013, .block = 1,
+					 .alloc_stack = 1, .free_stack = 0, .stack = 2 };
+
+	pb_simple_header(&b);
+	pb_made_up_stack(&b, 1, 3);
+	pb_made_up_stack(&b, 2, 4);
+	pb_alloc(&b, 5, 7, 0x1000, 64, 1);
+	size_t at = PB_REC(&b, lk_rec_error(rec, 9, &e));
+
+	struct lk_reader *rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	do
+		ASSERT_EQ(lk_reader_next(rd, &got), 1);
+	while (got.tag != LK_REC_ERROR);
+	ASSERT_EQ(got.offset, at);
+	ASSERT_EQ(got.time_ns, 14);
+	ASSERT_EQ(got.error.tid, 7);
+	ASSERT_EQ(got.error.kind, LK_ERR_DOUBLE_FREE);
+	ASSERT_EQ(got.error.addr, 0x1020);
+	ASSERT_EQ(got.error.block_addr, 0x1020);
+	ASSERT_EQ(got.error.block_size, 1013);
+	ASSERT_EQ(got.error.block, 1);
+	ASSERT_EQ(got.error.alloc_stack, 1);
+	ASSERT_EQ(got.error.free_stack, 0);
+	ASSERT_EQ(got.error.stack, 2);
+	ASSERT_EQ(lk_reader_next(rd, &got), 0);
+	ASSERT_STREQ(lk_rec_tag_name(LK_REC_ERROR), "ERROR");
+	ASSERT_STREQ(lk_error_kind_name(LK_ERR_DOUBLE_FREE), "double-free");
+	ASSERT_STREQ(lk_error_kind_name(99), "unknown");
+	lk_reader_free(rd);
+
+	/* A version 7 profile has no such tag. */
+	b.p[8] = 7;
+	rd = open_mem(b.p, b.len, &r);
+	ASSERT_OK(r);
+	ASSERT_TRUE(drain(rd, &count) < 0);
+	ASSERT_CONTAINS(lk_reader_error(rd), "unknown record tag 0x11 in a version 7 profile "
+					     "(version 8 has it)");
+	lk_reader_free(rd);
+	b.p[8] = LK_FORMAT_VERSION;
+	free(b.p);
+
+	/* A stack not written yet, an unknown kind, a block not numbered yet. */
+	static const struct {
+		uint64_t kind, block, stack;
+		const char *want;
+	} bad[] = {
+		{ LK_ERR_DOUBLE_FREE, 0, 3, "ERROR names stack 3, which is not defined yet" },
+		{ LK_ERR_MAX + 1, 0, 1, "ERROR record of unknown kind 9" },
+		{ 0, 0, 1, "ERROR record of unknown kind 0" },
+		{ LK_ERR_INVALID_FREE, 2, 1, "ERROR record names block 2, of 1 so far" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct lk_error_info x = e;
+		x.kind = bad[i].kind;
+		x.block = bad[i].block;
+		x.stack = bad[i].stack;
+		b = (struct pbuf){ 0 };
+		pb_simple_header(&b);
+		pb_made_up_stack(&b, 1, 3);
+		pb_alloc(&b, 5, 7, 0x1000, 64, 1);
+		PB_REC(&b, lk_rec_error(rec, 0, &x));
+		rd = open_mem(b.p, b.len, &r);
+		ASSERT_OK(r);
+		ASSERT_TRUE(drain(rd, &count) < 0);
+		ASSERT_CONTAINS(lk_reader_error(rd), bad[i].want);
+		lk_reader_free(rd);
+		free(b.p);
+	}
+}

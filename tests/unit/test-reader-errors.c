@@ -64,7 +64,7 @@ TEST(unknown_tag)
 	pb_put(&b, "\x2a\x01\x02", 3);
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x2a", at));
 	b.p[at] = LK_REC_MAX_KNOWN + 1; /* the first reserved tag */
-	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x11", at));
+	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x12", at));
 	b.p[at] = 0x7f;
 	EXPECT_ERROR(&b, fmt("offset %zu: unknown record tag 0x7f", at));
 	free(b.p);

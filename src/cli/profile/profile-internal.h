@@ -278,6 +278,9 @@ struct lk_profile {
 	size_t nlive_blocks, live_blocks_cap;
 
 	struct profile_frees *frees;      /* opts.frees: profile-frees.c's; else NULL */
+
+	struct lk_error_event *errors;    /* the first LK_PROFILE_MAX_ERRORS ERROR records */
+	size_t nerrors, errors_cap;
 };
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each

@@ -278,6 +278,7 @@ struct lk_profile *lk_profile_free(struct lk_profile *p)
 		return NULL;
 	profile_tables_free(p);
 	profile_frees_free(p);
+	lk_budget_free(p->errors, p->errors_cap * sizeof(*p->errors));
 	lk_budget_free(p->live_blocks, p->live_blocks_cap * sizeof(*p->live_blocks));
 	free(p->strings);
 	free(p);
@@ -299,6 +300,12 @@ size_t lk_profile_stacks(const struct lk_profile *p, const struct lk_stack_stats
 	/* Stack 0 only when a sample had no stack. */
 	*ret = p->stack0_used ? p->stacks : p->stacks + 1;
 	return p->stack0_used ? p->nstacks : p->nstacks - 1;
+}
+
+size_t lk_profile_errors(const struct lk_profile *p, const struct lk_error_event **ret)
+{
+	*ret = p->errors;
+	return p->nerrors;
 }
 
 size_t lk_profile_modules(const struct lk_profile *p, const struct lk_module_info_rec **ret)

@@ -346,6 +346,25 @@ static void apply_ctl(struct lk_profile *p, struct second_pass *sp, const struct
 	}
 }
 
+/* An ERROR, kept if it is among the first LK_PROFILE_MAX_ERRORS; 0 or -ENOMEM/-E2BIG. */
+static int add_error(struct lk_profile *p, const struct lk_record *rec)
+{
+	if (p->nerrors == LK_PROFILE_MAX_ERRORS)
+		return 0;
+	int k = lk_budget_grow((void **)&p->errors, &p->errors_cap, p->nerrors + 1,
+			       sizeof(*p->errors));
+	if (k < 0)
+		return k;
+	p->errors[p->nerrors++] = (struct lk_error_event){
+		.t_ns = rec->time_ns, .kind = rec->error.kind, .tid = rec->error.tid,
+		.addr = rec->error.addr, .block_addr = rec->error.block_addr,
+		.block_size = rec->error.block_size, .block = rec->error.block,
+		.alloc_stack = rec->error.alloc_stack, .free_stack = rec->error.free_stack,
+		.stack = rec->error.stack,
+	};
+	return 0;
+}
+
 static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_record *rec,
 		 const char **what)
 {
@@ -374,6 +393,8 @@ static int apply(struct lk_profile *p, struct second_pass *sp, const struct lk_r
 	case LK_REC_CTL:
 		apply_ctl(p, sp, rec);
 		return 0;
+	case LK_REC_ERROR:
+		return add_error(p, rec);
 	default: /* extensions */
 		return 0;
 	}

@@ -261,6 +261,18 @@ size_t lk_profile_stacks(const struct lk_profile *p, const struct lk_stack_stats
 size_t lk_profile_modules(const struct lk_profile *p, const struct lk_module_info_rec **ret);
 size_t lk_profile_timeline(const struct lk_profile *p, const struct lk_timeline_point **ret);
 
+/* ERROR records (format version 8): the memory errors libleek caught, in file order, the first
+ * LK_PROFILE_MAX_ERRORS of them (totals.tags[LK_REC_ERROR] counts them all). A program stops at
+ * its first by default (LEEK_ABORT_ON_ERROR), so more than a few is a run that went on. */
+#define LK_PROFILE_MAX_ERRORS 1024
+struct lk_error_event {
+	uint64_t t_ns;                     /* since the start */
+	uint64_t kind;                     /* enum lk_error_kind */
+	uint64_t tid, addr, block_addr, block_size, block;
+	uint64_t alloc_stack, free_stack, stack; /* stack ids; 0: none */
+};
+size_t lk_profile_errors(const struct lk_profile *p, const struct lk_error_event **ret);
+
 /* Live sampled blocks at the end, oldest first, for `old --age` (alloc time since start; an
  * INHERITed block's time may be negative). */
 struct lk_live_block {

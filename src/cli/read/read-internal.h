@@ -107,6 +107,7 @@ struct lk_reader {
 	bool segments;           /* version 6's SEGMENT is a known tag */
 	bool free_stacks;        /* version 7's FREE_STACK is a known tag */
 	bool ctl;                /* version 7's CTL is a known tag */
+	bool errors;             /* version 8's ERROR is a known tag */
 	bool followed;           /* lk_reader_follow() was called: bodies are read with pread */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 	struct lk_merge merge;   /* read-merge.c */

@@ -379,6 +379,39 @@ static int decode_ctl(struct lk_reader *r, struct cursor *c, struct lk_record *r
 	return 0;
 }
 
+/* ERROR (version 8): a memory error's fields (format.h): a known kind, stacks written before it,
+ * a block numbered already (0: none). */
+static int decode_error(struct lk_reader *r, struct cursor *c, struct lk_record *rec,
+			uint64_t *dt)
+{
+	int k;
+
+	*dt = get(c);
+	rec->error.tid = get(c);
+	rec->error.kind = get(c);
+	rec->error.addr = get(c);
+	rec->error.block_addr = get(c);
+	rec->error.block_size = get(c);
+	rec->error.block = get(c);
+	rec->error.alloc_stack = get(c);
+	rec->error.free_stack = get(c);
+	rec->error.stack = get(c);
+	k = check(r, c, "ERROR");
+	if (k < 0)
+		return k;
+	if ((k = check_stack(r, "ERROR", rec->error.stack)) < 0 ||
+	    (k = check_stack(r, "ERROR", rec->error.alloc_stack)) < 0 ||
+	    (k = check_stack(r, "ERROR", rec->error.free_stack)) < 0)
+		return k;
+	if (rec->error.kind < 1 || rec->error.kind > LK_ERR_MAX)
+		return lk_reader_fail_at(r, r->offset, "ERROR record of unknown kind %" PRIu64,
+					 rec->error.kind);
+	if (rec->error.block > r->blocks)
+		return lk_reader_fail_at(r, r->offset, "ERROR record names block %" PRIu64
+					 ", of %" PRIu64 " so far", rec->error.block, r->blocks);
+	return 0;
+}
+
 /* A tag that a later version of the format has: in this file's version, an unknown one. */
 static int newer_tag(struct lk_reader *r, unsigned tag, unsigned version)
 {
@@ -738,6 +771,11 @@ int lk_reader_main(struct lk_reader *r, struct lk_record *rec)
 		if (!r->ctl)
 			return newer_tag(r, rec->tag, 7);
 		k = decode_ctl(r, &c, rec, &dt);
+		break;
+	case LK_REC_ERROR:
+		if (!r->errors)
+			return newer_tag(r, rec->tag, 8);
+		k = decode_error(r, &c, rec, &dt);
 		break;
 	case LK_REC_SEG_END:
 		if (!r->segments)

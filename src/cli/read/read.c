@@ -43,6 +43,7 @@ static const char *const tag_names[LK_REC_MAX_KNOWN + 1] = {
 	[LK_REC_SEG_END] = "SEG_END",
 	[LK_REC_FREE_STACK] = "FREE_STACK",
 	[LK_REC_CTL] = "CTL",
+	[LK_REC_ERROR] = "ERROR",
 };
 
 static const char *const counter_names[LK_CNT_MAX + 1] = {
@@ -67,6 +68,23 @@ const char *lk_rec_tag_name(unsigned tag)
 	if (tag >= LK_REC_EXT_FIRST && tag <= 0xff)
 		return "EXT";
 	return tag <= LK_REC_MAX_KNOWN ? tag_names[tag] : NULL;
+}
+
+/* Stable names: the JSON of `leek report errors` (docs/json.md) and `leek dump` print them. */
+static const char *const error_kind_names[LK_ERR_MAX + 1] = {
+	[LK_ERR_OVERFLOW] = "overflow",
+	[LK_ERR_UNDERFLOW] = "underflow",
+	[LK_ERR_UAF_READ] = "use-after-free-read",
+	[LK_ERR_UAF_WRITE] = "use-after-free-write",
+	[LK_ERR_UAF_ACCESS] = "use-after-free",
+	[LK_ERR_DOUBLE_FREE] = "double-free",
+	[LK_ERR_INVALID_FREE] = "invalid-free",
+	[LK_ERR_REALLOC_FREED] = "realloc-of-freed",
+};
+
+const char *lk_error_kind_name(uint64_t kind)
+{
+	return kind >= 1 && kind <= LK_ERR_MAX ? error_kind_names[kind] : "unknown";
 }
 
 const char *lk_counter_name(uint64_t id)
@@ -238,6 +256,7 @@ static int check_fixed(struct lk_reader *r, const struct lk_file_header *h)
 	r->segments = h->version >= 6;
 	r->free_stacks = h->version >= 7;
 	r->ctl = h->version >= 7;
+	r->errors = h->version >= 8;
 	if (h->fixed_size != LK_HEADER_FIXED_SIZE)
 		return lk_reader_fail_at(r, 10, "header fixed size is %u, not %d", h->fixed_size,
 					 LK_HEADER_FIXED_SIZE);

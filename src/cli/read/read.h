@@ -128,6 +128,11 @@ struct lk_record {
 			char name[LK_CTL_NAME_MAX + 1]; /* a copy, NUL-terminated */
 		} ctl;
 		struct {
+			uint64_t tid, kind; /* kind: enum lk_error_kind */
+			uint64_t addr, block_addr, block_size, block;
+			uint64_t alloc_stack, free_stack, stack; /* 0: none */
+		} error;
+		struct {
 			uint8_t tag; /* 0x80..0xff */
 			uint64_t len; /* payload bytes, skipped */
 		} ext;
@@ -197,5 +202,7 @@ uint64_t lk_reader_end_offset(const struct lk_reader *r);
 const char *lk_rec_tag_name(unsigned tag);
 /* "arena_full", ..., "frees", or NULL for a counter this reader does not know. */
 const char *lk_counter_name(uint64_t id);
+/* "overflow", ..., "realloc-of-freed" (enum lk_error_kind), or "unknown". */
+const char *lk_error_kind_name(uint64_t kind);
 
 #endif /* LEEK_READ_H */
