@@ -8,7 +8,8 @@
 # tests/fixtures/fx-service runs under libleek at the default period (LEEK_PERIOD unset) with
 # 100 MB/s of churn in 64 KiB blocks, a warm pool of 4096 blocks of 4 KiB (16 MiB) of which
 # 256 KiB a second are replaced at random (a block lives about 64 s), and a leak of LEAK bytes a
-# second (default 17476: 1 MiB a minute) in 1 KiB blocks: SEEDS such services at once (seeds 1..),
+# second (default 17476: 1 MiB a minute) in 1 KiB blocks: SEEDS such services at once (seeds 1..,
+# for the pool's picks and LEEK_SEED; the timing of the allocations still varies from run to run),
 # each under `leek watch --every EVERY --age 0 --format json`, each stopped at its first "growing"
 # verdict on fx_leak or after DURATION; and, beside them, NOLEAK services (default 1; seeds after
 # those) without the leak for all of DURATION, whose every "growing" verdict on any site is a false
@@ -50,7 +51,7 @@ env.pop("LEEK_PERIOD", None) # the default period
 
 runs = []
 def start(name, leak_rate, seed):
-    e = dict(env, LEEK_OUTPUT=f"{out}/{name}.%p.lk")
+    e = dict(env, LEEK_OUTPUT=f"{out}/{name}.%p.lk", LEEK_SEED=str(seed))
     p = subprocess.Popen([svc, str(duration), leak_rate, "16M", "100M", f"{out}/{name}.tally",
                           "churn-block=64K", "turnover=256K", f"seed={seed}"], env=e)
     log = open(f"{out}/{name}.jsonl", "w")
