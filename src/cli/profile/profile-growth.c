@@ -28,11 +28,11 @@
  *    or fewer than MIN_POINTS points. Below 5 samples an estimate is an order of magnitude and
  *    nothing more (docs/sampling.md section 5), let alone a trend.
  * 2. GROWING: the last third rises by both tests, p = the larger p-value < ALPHA_GROWING; or the
- *    whole run rises by both at p < ALPHA_GROWING and the last third's steps are not
- *    significantly smaller than the earlier ones (Welch's t-test on the steps, at ALPHA): a slow
- *    leak whose last third alone is too few samples.
- * 3. PLATEAU: the whole run rises by both tests and the last third's steps are significantly
- *    smaller; or, for a level that turns over heavily (the drift test drowns in its noise), the
+ *    whole run rises by both at p < ALPHA_GROWING and either the last third's steps are not
+ *    significantly smaller than the earlier ones (Welch's t-test on the steps, at ALPHA) or the
+ *    last third still rises at ALPHA: a slow leak whose last third alone is too few samples.
+ * 3. PLATEAU: the whole run rises by both tests (at ALPHA) and the last third's steps are
+ *    significantly smaller, and the last third no longer rises at ALPHA; or, for a level that turns over heavily (the drift test drowns in its noise), the
  *    whole run rises by Mann-Kendall alone at p < ALPHA_RANKS_ONLY. In both cases the mean of the
  *    last third must be at least PLATEAU_RATIO times the mean of the first tenth, and the last
  *    third must not be falling (Mann-Kendall downwards): it grew, and no longer does (a pool
@@ -244,7 +244,8 @@ void lk_growth_classify(const double *series, unsigned n, double bucket_s, uint6
 		/* Rose through the run beyond a random walk's reach. The head is everything
 		 * before the tail, sharing its first point. */
 		p_slow = slowdown(series, n - last + 1, tail, last);
-		if (p_slow >= ALPHA) { /* no sign of slowing down: a slow leak, if sure enough */
+		if (p_slow >= ALPHA || p_last < ALPHA) { /* no sign of slowing down, or still
+							   * rising: a slow leak, if sure enough */
 			if (max2(p_mk, p_rw) < ALPHA_GROWING) {
 				ret->trend = LK_TREND_GROWING;
 				ret->confidence = 1 - max2(p_mk, p_rw);
