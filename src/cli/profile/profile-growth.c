@@ -51,11 +51,12 @@
  * a day (watch's default --every 10m) stay under 1% by the union bound. The price is the samples
  * a leak needs: 15 of them (6 at 0.01), about 9.5 minutes for 1 MiB a minute at the default period
  * (tests/unit/test-growth-alarms.c). The plateau's tests keep ALPHA = 0.01: lowering it would call
- * more filled pools growing. Otherwise p-values read as "how unlike noise". Checked
- * by simulating libleek's sampler at the default period over 200 seeds (tests/unit/
- * test-profile-growth.c runs 12 others): over 1 s, a 40 MiB leak was growing in 200 of 200, a
- * 10 MiB one in 193 (7 plateau), a 16 MiB pool filled in the first 30% a plateau in 200, 180 MiB
- * of churn with 5 ms lifetimes flat in 200, and the cache never growing (flat 198, plateau 2).
+ * more filled pools growing. Otherwise p-values read as "how unlike noise". Checked by
+ * simulating libleek's sampler at the default period over 200 seeds (101-300; tests/unit/
+ * test-profile-growth.c runs 1-12): over 1 s, a 40 MiB leak was growing in 200 of 200, a 10 MiB
+ * one (about 20 samples, near the 15 that growing needs) in 110 (flat 85, plateau 5; 193 at
+ * 0.01), a 16 MiB pool filled in the first 30% a plateau in 200, 180 MiB of churn with 5 ms
+ * lifetimes flat in 200, and the cache never growing (flat 198, plateau 2).
  * Pure function of its arguments, no state.
  */
 #include <math.h>
