@@ -15,10 +15,14 @@
 # those) without the leak for all of DURATION, whose every "growing" verdict on any site is a false
 # alarm.
 #
-# Prints the delay to the first "growing" per seed (the report's t_s: seconds since the service
-# started), their median and range, and the false alarms: reports read, site verdicts, "growing"
-# ones. --every only says when the verdict is looked at (it reads the whole profile each time):
-# at the default 10 min the delay rounds up to the next multiple of 10 min. Everything is kept in
+# Prints the delay to the first "growing" per seed, their median and range, and the false alarms:
+# reports read, site verdicts, "growing" ones. A delay is the wall-clock time from the service's
+# start to the report that says it ("seen"), which is the time of the data that report read (its
+# t_s, "data") plus watch's read lag: a report reads up to the safe limit, one step of the file's
+# growth behind its end (64 KiB of records under 1 MiB, 1 MiB after; docs/design.md, "Watching a
+# running process"), minutes at this service's few KB/s of records. --every only says when the
+# verdict is looked at (it reads the whole profile each time): at the default 10 min the delay
+# rounds up to the next multiple of 10 min. Everything is kept in
 # OUT (default: a temporary directory, deleted): the JSON lines (*.jsonl) and the profiles.
 # A measurement on a shared machine, never a pass/fail test; the verdict does not depend on the
 # machine's speed, only on the samples, so a loaded machine changes nothing but the CPU time.
@@ -58,7 +62,8 @@ def start(name, leak_rate, seed):
     w = subprocess.Popen([leek, "watch", "--every", every, "--age", "0", "--format", "json",
                           str(p.pid)], stdout=log)
     runs.append(dict(name=name, leak=leak_rate != "0", svc=p, watch=w, path=f"{out}/{name}.jsonl",
-                     at=0, first=None, reports=0, verdicts=0, growing=[]))
+                     at=0, first=None, seen=None, start=time.monotonic(), reports=0, verdicts=0,
+                     growing=[]))
 
 for s in range(1, seeds + 1):
     start(f"leak-{s}", leak, s)
@@ -81,6 +86,7 @@ def read_new(r):
             if r["leak"] and site.get("function") == "fx_leak":
                 if r["first"] is None:
                     r["first"] = o["t_s"]
+                    r["seen"] = time.monotonic() - r["start"]
                     r["svc"].send_signal(signal.SIGTERM)
             else:
                 r["growing"].append((o["t_s"], site.get("function")))
@@ -95,19 +101,22 @@ for r in runs:
 
 print(f"fx-service: leak {leak} B/s, 100 MB/s churn in 64 KiB blocks, 16 MiB pool turning over "
       f"256 KiB/s; default period; watch --every {every} --age 0; up to {duration:.0f} s")
-delays = []
+delays, datas = [], []
 for r in runs:
     if r["leak"]:
-        d = r["first"]
-        delays.append(d if d is not None else float("inf"))
-        print(f"{r['name']:8}  first growing on fx_leak at "
-              + (f"{d:7.0f} s" if d is not None else f"never (>{duration:.0f} s)")
+        d, s = r["first"], r["seen"]
+        delays.append(s if s is not None else float("inf"))
+        datas.append(d if d is not None else float("inf"))
+        print(f"{r['name']:8}  first growing on fx_leak: "
+              + (f"seen at {s:5.0f} s, data of {d:5.0f} s" if d is not None
+                 else f"never (>{duration:.0f} s)")
               + f"  ({r['reports']} reports; other sites growing: {len(r['growing'])})")
 if delays:
     fin = [d for d in delays if d != float("inf")]
-    med = statistics.median(delays)
-    print(f"delay: median {med:.0f} s ({med / 60:.1f} min), range "
-          f"{min(delays):.0f}..{max(delays):.0f} s, detected {len(fin)} of {len(delays)}")
+    med, dmed = statistics.median(delays), statistics.median(datas)
+    print(f"delay: seen after {med:.0f} s median ({med / 60:.1f} min), range "
+          f"{min(delays):.0f}..{max(delays):.0f} s; data of {dmed:.0f} s median "
+          f"({min(datas):.0f}..{max(datas):.0f}); detected {len(fin)} of {len(delays)}")
 for r in runs:
     if not r["leak"]:
         print(f"{r['name']}: {r['reports']} reports, {r['verdicts']} site verdicts, "
