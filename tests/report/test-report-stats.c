@@ -151,7 +151,8 @@ TEST(interval_coverage)
  *
  *   leak:  118 samples expected, 1.8 per bucket: a bucket of the last third gains none with
  *          probability about exp(-1.8) = 0.16, so about 18 of its 21 adjacent pairs rise
- *          (3 needed) and Mann-Kendall's z is about 6, p about 1e-10 (0.01 needed).
+ *          (3 needed) and Mann-Kendall's z is about 6, p about 1e-10 (3e-5 needed); the drift
+ *          test's steps, 2.4 samples a bucket on average, give t about 8 (4.3 needed).
  *   pool:  nothing is allocated or freed in the last 70%: the last third is one constant level
  *          (no rise at all, p = 1), while the whole run rises (p far below 0.01) and the level
  *          of the last third is about 5 times the mean of the first tenth (2 needed).

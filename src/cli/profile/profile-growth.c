@@ -27,11 +27,12 @@
  * 1. UNKNOWN: fewer than MIN_SAMPLES sampled blocks (allocated or inherited) behind the series,
  *    or fewer than MIN_POINTS points. Below 5 samples an estimate is an order of magnitude and
  *    nothing more (docs/sampling.md section 5), let alone a trend.
- * 2. GROWING: the last third rises by both tests, p = the larger p-value < ALPHA; or the whole
- *    run rises by both and the last third's steps are not significantly smaller than the earlier
- *    ones (Welch's t-test on the steps): a slow leak whose last third alone is too few samples.
- * 3. PLATEAU: the whole run rises by both tests and the last third's steps are significantly
- *    smaller; or, for a level that turns over heavily (the drift test drowns in its noise), the
+ * 2. GROWING: the last third rises by both tests, p = the larger p-value < ALPHA_GROWING; or the
+ *    whole run rises by both at p < ALPHA_GROWING and either the last third's steps are not
+ *    significantly smaller than the earlier ones (Welch's t-test on the steps, at ALPHA) or the
+ *    last third still rises at ALPHA: a slow leak whose last third alone is too few samples.
+ * 3. PLATEAU: the whole run rises by both tests (at ALPHA) and the last third's steps are
+ *    significantly smaller, and the last third no longer rises at ALPHA; or, for a level that turns over heavily (the drift test drowns in its noise), the
  *    whole run rises by Mann-Kendall alone at p < ALPHA_RANKS_ONLY. In both cases the mean of the
  *    last third must be at least PLATEAU_RATIO times the mean of the first tenth, and the last
  *    third must not be falling (Mann-Kendall downwards): it grew, and no longer does (a pool
@@ -44,12 +45,18 @@
  * 1968): the median of (x[j] - x[i]) / (j - i) over the pairs of the last third, per second; it
  * says how fast a site grows now (0 for a staircase with fewer steps than level stretches).
  *
- * The points are not independent, so p-values read as "how unlike noise", not as exact error
- * rates; ALPHA = 0.01 keeps false "growing" rare across the hundreds of sites of a report. Checked
- * by simulating libleek's sampler at the default period over 200 seeds (tests/unit/
- * test-profile-growth.c runs 12 others): over 1 s, a 40 MiB leak was growing in 200 of 200, a
- * 10 MiB one in 193 (7 plateau), a 16 MiB pool filled in the first 30% a plateau in 200, 180 MiB
- * of churn with 5 ms lifetimes flat in 200, and the cache never growing (flat 198, plateau 2).
+ * ALPHA_GROWING = 3e-5 is set by the false alarms a day of `leek watch` (docs/sampling.md section
+ * 11): a steady site whose level wanders like a random walk is the drift test's null, so each way
+ * to "growing" passes with probability ALPHA_GROWING at most, 2 ALPHA_GROWING a look, and 144 looks
+ * a day (watch's default --every 10m) stay under 1% by the union bound. The price is the samples
+ * a leak needs: 15 of them (6 at 0.01), about 9.5 minutes for 1 MiB a minute at the default period
+ * (tests/unit/test-growth-alarms.c). The plateau's tests keep ALPHA = 0.01: lowering it would call
+ * more filled pools growing. Otherwise p-values read as "how unlike noise". Checked by
+ * simulating libleek's sampler at the default period over 200 seeds (101-300; tests/unit/
+ * test-profile-growth.c runs 1-12): over 1 s, a 40 MiB leak was growing in 200 of 200, a 10 MiB
+ * one (about 20 samples, near the 15 that growing needs) in 110 (flat 85, plateau 5; 193 at
+ * 0.01), a 16 MiB pool filled in the first 30% a plateau in 200, 180 MiB of churn with 5 ms
+ * lifetimes flat in 200, and the cache never growing (flat 198, plateau 2).
  * Pure function of its arguments, no state.
  */
 #include <math.h>
@@ -60,7 +67,9 @@
 
 #define MIN_SAMPLES 5
 #define MIN_POINTS 8
-#define ALPHA 0.01
+#define ALPHA 0.01             /* the plateau's tests: a slowdown, a fall */
+#define ALPHA_GROWING 3e-5     /* "growing": under 1% of days with a false one at watch's 144
+				* looks a day (docs/sampling.md section 11) */
 #define ALPHA_RANKS_ONLY 0.001 /* a plateau seen by Mann-Kendall alone */
 #define PLATEAU_RATIO 2.0
 
@@ -225,7 +234,7 @@ void lk_growth_classify(const double *series, unsigned n, double bucket_s, uint6
 
 	/* Still rising in the tail, by both tests. */
 	p_last = max2(normal_upper(mann_kendall_z(tail, last)), drift_up(tail, last));
-	if (p_last < ALPHA) {
+	if (p_last < ALPHA_GROWING) {
 		ret->trend = LK_TREND_GROWING;
 		ret->confidence = 1 - p_last;
 		return;
@@ -236,12 +245,14 @@ void lk_growth_classify(const double *series, unsigned n, double bucket_s, uint6
 		/* Rose through the run beyond a random walk's reach. The head is everything
 		 * before the tail, sharing its first point. */
 		p_slow = slowdown(series, n - last + 1, tail, last);
-		if (p_slow >= ALPHA) { /* no sign of slowing down: a slow leak */
-			ret->trend = LK_TREND_GROWING;
-			ret->confidence = 1 - max2(p_mk, p_rw);
-			return;
-		}
-		if (levelled(series, n, tail, last)) {
+		if (p_slow >= ALPHA || p_last < ALPHA) { /* no sign of slowing down, or still
+							   * rising: a slow leak, if sure enough */
+			if (max2(p_mk, p_rw) < ALPHA_GROWING) {
+				ret->trend = LK_TREND_GROWING;
+				ret->confidence = 1 - max2(p_mk, p_rw);
+				return;
+			}
+		} else if (levelled(series, n, tail, last)) {
 			ret->trend = LK_TREND_PLATEAU;
 			ret->confidence = 1 - max2(max2(p_mk, p_rw), p_slow);
 			return;
