@@ -36,7 +36,7 @@
 #define MAX_NAMES 1000 /* FILE.zst, FILE.1.zst, ... FILE.999.zst, as libleek's suffixes */
 #define SUFFIX ".zst"
 
-_Static_assert(LK_COMPRESS_WINDOW_LOG <= LK_ZSTD_WINDOW_LOG_MAX, "every leek reads what it writes");
+_Static_assert(LK_COMPRESS_WINDOW_LOG <= LK_ZSTD_WINDOW_LOG_MAX, "a reader refuses the window");
 
 static int fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char **msg, int r, const char *fmt, ...)

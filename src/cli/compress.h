@@ -15,7 +15,7 @@
  * profile names again and again, which gzip's 32 KiB cannot. On the profiles of issue 29's three
  * programs it takes a fifth fewer instructions than level 9 with its 4 MiB window did, for files
  * 8% smaller (sqlite3), 1% smaller (redis-server) and 0.6% larger (python3.11): the long matches
- * that the larger window finds are the cheap ones (bench/callgrind-run.sh). A reader holds the
+ * that the larger window finds are the cheap ones (docs/performance.md). A reader holds the
  * window: 8 MiB against 16 MiB for a window of 2^24, which gains another half percent. Level 1
  * for a profile that does not compress well, where level 7 is several times slower for little.
  * LK_COMPRESS_LEVEL asks for that choice; a zstd level 1..19 is used as it is, with zstd's own
