@@ -36,6 +36,8 @@
 #define MAX_NAMES 1000 /* FILE.zst, FILE.1.zst, ... FILE.999.zst, as libleek's suffixes */
 #define SUFFIX ".zst"
 
+_Static_assert(LK_COMPRESS_WINDOW_LOG <= LK_ZSTD_WINDOW_LOG_MAX, "a reader refuses the window");
+
 static int fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char **msg, int r, const char *fmt, ...)
 {
@@ -205,16 +207,25 @@ static int compress_some(struct lk_compress_stream *s, uint64_t end, bool finish
 	return k;
 }
 
+/* A zstd context set up as leek compresses at `level`: LK_COMPRESS_LEVEL_BEST with its window of
+ * 2^LK_COMPRESS_WINDOW_LOG bytes, and zstd's content checksum, which tells a damaged file from a
+ * profile cut short, as gzip's CRC does. 0, -ENOMEM or -EINVAL. */
+static int setup(ZSTD_CCtx *cc, int level)
+{
+	if (ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)) ||
+	    (level == LK_COMPRESS_LEVEL_BEST &&
+	     ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, LK_COMPRESS_WINDOW_LOG))) ||
+	    ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)))
+		return -EINVAL;
+	return 0;
+}
+
 static int stream_start(struct lk_compress_stream *s, int level)
 {
 	s->cc = ZSTD_createCCtx();
 	if (!s->cc)
 		return -ENOMEM;
-	/* The checksum: a damaged file is told apart from a profile cut short, as gzip's CRC. */
-	if (ZSTD_isError(ZSTD_CCtx_setParameter(s->cc, ZSTD_c_compressionLevel, level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(s->cc, ZSTD_c_checksumFlag, 1)))
-		return -EINVAL;
-	return 0;
+	return setup(s->cc, level);
 }
 
 /* Gives the temporary file (fd, named tmp, or unnamed if tmp is NULL) the name `name` unless a

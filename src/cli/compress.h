@@ -10,17 +10,23 @@
 #include <stdint.h>
 
 /* The level suits the data (compress.c, choose_level; the sizes and times are in docs/format.md,
- * "Compressed profiles"). zstd's level 9 for a profile that compresses well: its 4 MiB window
- * reaches the stacks and blocks that an exact-mode profile names again and again, which gzip's
- * 32 KiB cannot, and a higher level costs much more time for little. Level 1 for one that does
- * not compress well, where level 9 is several times slower for little. LK_COMPRESS_LEVEL asks for
- * that choice; a zstd level 1..19 is used as it is. */
+ * "Compressed profiles"). zstd's level 7 with a window of 8 MiB (2^LK_COMPRESS_WINDOW_LOG) for a
+ * profile that compresses well: its window reaches the stacks and blocks that an exact-mode
+ * profile names again and again, which gzip's 32 KiB cannot. On the profiles of issue 29's three
+ * programs it takes a fifth fewer instructions than level 9 with its 4 MiB window did, for files
+ * 8% smaller (sqlite3), 1% smaller (redis-server) and 0.6% larger (python3.11): the long matches
+ * that the larger window finds are the cheap ones (docs/performance.md). A reader holds the
+ * window: 8 MiB against 16 MiB for a window of 2^24, which gains another half percent. Level 1
+ * for a profile that does not compress well, where level 7 is several times slower for little.
+ * LK_COMPRESS_LEVEL asks for that choice; a zstd level 1..19 is used as it is, with zstd's own
+ * window but for LK_COMPRESS_LEVEL_BEST. */
 #define LK_COMPRESS_LEVEL 0
-#define LK_COMPRESS_LEVEL_BEST 9
+#define LK_COMPRESS_LEVEL_BEST 7
+#define LK_COMPRESS_WINDOW_LOG 23 /* LK_COMPRESS_LEVEL_BEST's; the reader takes up to 2^27 */
 #define LK_COMPRESS_LEVEL_FAST 1
 #define LK_COMPRESS_PROBE (1u << 20) /* bytes from the middle of the file that decide, */
 #define LK_COMPRESS_PROBE_AT (8u << 20) /* or from here, in a file of twice this or more */
-#define LK_COMPRESS_GOOD_RATIO 8     /* level 9 shrinks the probe at least this much: level 9 */
+#define LK_COMPRESS_GOOD_RATIO 8     /* the best level shrinks the probe this much: that level */
 
 struct lk_compressed {
 	char *path;                 /* malloc'ed: FILE.zst, or FILE.1.zst, ... if that was taken */

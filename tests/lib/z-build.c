@@ -52,7 +52,8 @@ size_t pb_gunzip(struct pbuf *out, const void *gz, size_t n, bool *whole)
 	return total;
 }
 
-void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, size_t flush)
+static void zstd_frame(struct pbuf *out, const void *data, size_t len, int level, int window_log,
+		       size_t flush)
 {
 	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_inBuffer end = { NULL, 0, 0 };
@@ -61,6 +62,8 @@ void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, 
 
 	ASSERT_TRUE(cc != NULL);
 	ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, level)));
+	if (window_log)
+		ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_windowLog, window_log)));
 	ASSERT_TRUE(!ZSTD_isError(ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1)));
 	for (size_t off = 0; off < len; off += n) {
 		n = flush && len - off > flush ? flush : len - off;
@@ -82,9 +85,19 @@ void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, 
 	ZSTD_freeCCtx(cc);
 }
 
+void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, size_t flush)
+{
+	zstd_frame(out, data, len, level, 0, flush);
+}
+
 void pb_zstd(struct pbuf *out, const void *data, size_t len, int level)
 {
-	pb_zstd_flushed(out, data, len, level, 0);
+	zstd_frame(out, data, len, level, 0, 0);
+}
+
+void pb_zstd_window(struct pbuf *out, const void *data, size_t len, int level, int window_log)
+{
+	zstd_frame(out, data, len, level, window_log, 0);
 }
 
 size_t pb_unzstd(struct pbuf *out, const void *z, size_t n, bool *whole)

