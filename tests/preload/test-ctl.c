@@ -374,9 +374,12 @@ TEST(ctl_sync_threads)
 	double objects = -1;
 	for (int i = 0; i < 600 && (objects = hold_objects(out_path)) != 3 * 500; i++)
 		usleep(100000);
-	if (objects != 3 * 500)
+	if (objects != 3 * 500) {
+		kill(w.pid, SIGKILL); /* a failed test leaves nothing running */
+		kill(svc.pid, SIGKILL);
 		FAIL("watch counted %.0f blocks held by the sleeping threads, not 1500, in 60 s",
 		     objects);
+	}
 	touch(dir, "stop");
 	proc_wait(&svc);
 	ASSERT_EQ(svc.status, 0);
