@@ -95,20 +95,6 @@ static int parse_time(const char *option, const char *s, uint64_t *ret)
 	return 0;
 }
 
-/* A moment: a time, or else a mark's name (*mark set); 0, or LK_EXIT_USAGE after printing why. */
-static int parse_moment(const char *option, const char *s, uint64_t *ret, const char **mark)
-{
-	if (lk_parse_duration(s, ret) == 0)
-		return 0;
-	if (lk_mark_name_ok(s)) {
-		*mark = s;
-		return 0;
-	}
-	lk_msg("diff: %s: '%s' is neither a time since the start (e.g. 1.5, 250ms, 2m) nor a "
-	       "mark's name", option, s);
-	return LK_EXIT_USAGE;
-}
-
 /* The options as struct lk_diff_opts, and which operands go to which side: 0, or LK_EXIT_USAGE
  * after printing why. */
 static int make_opts(int nfiles, struct lk_diff_opts *o)
@@ -134,8 +120,9 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 			       "was allocated is not a change");
 			return LK_EXIT_USAGE;
 		}
-		if ((arg_from && parse_moment("--from", arg_from, &o->from_ns, &o->from_mark)) ||
-		    (arg_to && parse_moment("--to", arg_to, &o->at_ns, &o->at_mark)))
+		if ((arg_from &&
+		     lk_input_moment("diff", "--from", arg_from, &o->from_ns, &o->from_mark)) ||
+		    (arg_to && lk_input_moment("diff", "--to", arg_to, &o->at_ns, &o->at_mark)))
 			return LK_EXIT_USAGE;
 		/* Marks are found in each profile, which checks their order (profile.c). */
 		if (!o->from_mark && !o->at_mark && o->from_ns > o->at_ns) {

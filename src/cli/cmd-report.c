@@ -207,21 +207,6 @@ static int parse_args(int argc, char *argv[])
 	return 0;
 }
 
-/* A moment: a time since the start, or a mark's name (found in each profile: profile.c). 0, or
- * LK_EXIT_USAGE after printing why. */
-static int parse_moment(const char *option, const char *s, uint64_t *ns, const char **mark)
-{
-	if (lk_parse_duration(s, ns) == 0)
-		return 0;
-	if (lk_mark_name_ok(s)) {
-		*mark = s;
-		return 0;
-	}
-	lk_msg("report: %s: '%s' is neither a time since the start (e.g. 1.5, 250ms, 2m) nor a "
-	       "mark's name", option, s);
-	return LK_EXIT_USAGE;
-}
-
 /* --from and --to: the window of leaks, inuse and alloc (and the tree of their values). 0, or
  * LK_EXIT_USAGE after printing why. */
 static int check_window(struct lk_profile_opts *po)
@@ -237,8 +222,9 @@ static int check_window(struct lk_profile_opts *po)
 		lk_msg("report: inuse ends at --at; --to is for leaks and alloc");
 		return LK_EXIT_USAGE;
 	}
-	if ((arg_from && parse_moment("--from", arg_from, &po->from_ns, &po->from_mark)) ||
-	    (arg_to && parse_moment("--to", arg_to, &po->at_ns, &po->at_mark)))
+	if ((arg_from &&
+	     lk_input_moment("report", "--from", arg_from, &po->from_ns, &po->from_mark)) ||
+	    (arg_to && lk_input_moment("report", "--to", arg_to, &po->at_ns, &po->at_mark)))
 		return LK_EXIT_USAGE;
 	if (!po->from_mark && !po->at_mark && po->from_ns > po->at_ns) {
 		lk_msg("report: --from %s is after --%s %s", arg_from, arg_to ? "to" : "at",

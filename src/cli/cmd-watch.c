@@ -123,14 +123,8 @@ static int parse_args(int argc, char *argv[])
 			break;
 		case ARG_FROM:
 			arg_from = true;
-			if (lk_parse_duration(optarg, &arg_from_ns) == 0)
-				break;
-			if (!lk_mark_name_ok(optarg)) {
-				lk_msg("watch: --from: '%s' is neither a time since the start (e.g. "
-				       "90s, 2m) nor a mark's name", optarg);
+			if (lk_input_moment("watch", "--from", optarg, &arg_from_ns, &arg_from_mark))
 				return LK_EXIT_USAGE;
-			}
-			arg_from_mark = optarg;
 			break;
 		case ARG_HIGH_WATER:
 			arg_high_water = true;

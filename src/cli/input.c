@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "input.h"
+#include "report.h"
 #include "util.h"
 
 /* "5", "5%", "0.5": a percentage, as a fraction. */
@@ -102,6 +103,20 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 		return lk_cmd_max_memory(in->command, arg);
 	}
 	return lk_cmd_usage(stderr, in->command, LK_EXIT_USAGE);
+}
+
+int lk_input_moment(const char *command, const char *option, const char *arg, uint64_t *ns,
+		    const char **mark)
+{
+	if (lk_parse_duration(arg, ns) == 0)
+		return 0;
+	if (lk_mark_name_ok(arg)) {
+		*mark = arg;
+		return 0;
+	}
+	lk_msg("%s: %s: '%s' is neither a time since the start (e.g. 1.5, 250ms, 2m) nor a mark's "
+	       "name", command, option, arg);
+	return LK_EXIT_USAGE;
 }
 
 int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret)

@@ -81,6 +81,12 @@ enum lk_input_format { LK_FORMAT_TEXT, LK_FORMAT_JSON, LK_FORMAT_HTML };
 /* arg as a format into *ret: 0, or LK_EXIT_USAGE after printing why. */
 int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret);
 
+/* A moment of --from, --to or --at: a time since the start into *ns, or a mark's name (`leek ctl
+ * PID mark NAME`, found in each profile later: profile.c) into *mark. 0, or LK_EXIT_USAGE after
+ * printing why, naming command and option. */
+int lk_input_moment(const char *command, const char *option, const char *arg, uint64_t *ns,
+		    const char **mark);
+
 /* After the options: leaves DEBUGINFOD_URLS unset unless --debuginfod (libdwfl would ask the
  * servers it names: a command must not wait on the network unasked), and opens the symbolizer
  * with the --debug-dir directories. 0, or LK_EXIT_USAGE / LK_EXIT_FILE after printing why. */
