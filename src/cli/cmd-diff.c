@@ -120,16 +120,8 @@ static int make_opts(int nfiles, struct lk_diff_opts *o)
 			       "was allocated is not a change");
 			return LK_EXIT_USAGE;
 		}
-		if ((arg_from &&
-		     lk_input_moment("diff", "--from", arg_from, &o->from_ns, &o->from_mark)) ||
-		    (arg_to && lk_input_moment("diff", "--to", arg_to, &o->at_ns, &o->at_mark)))
-			return LK_EXIT_USAGE;
-		/* Marks are found in each profile, which checks their order (profile.c). */
-		if (!o->from_mark && !o->at_mark && o->from_ns > o->at_ns) {
-			lk_msg("diff: --from %s is after --to %s", arg_from, arg_to);
-			return LK_EXIT_USAGE;
-		}
-		return 0;
+		return lk_input_window("diff", arg_from, "--to", arg_to, &o->from_ns,
+				       &o->from_mark, &o->at_ns, &o->at_mark);
 	}
 	o->mode = LK_DIFF_PROFILES;
 	if (!arg_input.n_bases && nfiles != 2) {

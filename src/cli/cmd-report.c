@@ -222,15 +222,9 @@ static int check_window(struct lk_profile_opts *po)
 		lk_msg("report: inuse ends at --at; --to is for leaks and alloc");
 		return LK_EXIT_USAGE;
 	}
-	if ((arg_from &&
-	     lk_input_moment("report", "--from", arg_from, &po->from_ns, &po->from_mark)) ||
-	    (arg_to && lk_input_moment("report", "--to", arg_to, &po->at_ns, &po->at_mark)))
+	if (lk_input_window("report", arg_from, arg_to ? "--to" : "--at", arg_to ? arg_to : arg_at,
+			    &po->from_ns, &po->from_mark, &po->at_ns, &po->at_mark))
 		return LK_EXIT_USAGE;
-	if (!po->from_mark && !po->at_mark && po->from_ns > po->at_ns) {
-		lk_msg("report: --from %s is after --%s %s", arg_from, arg_to ? "to" : "at",
-		       arg_to ? arg_to : arg_at);
-		return LK_EXIT_USAGE;
-	}
 	po->window = true;
 	return 0;
 }

@@ -119,6 +119,20 @@ int lk_input_moment(const char *command, const char *option, const char *arg, ui
 	return LK_EXIT_USAGE;
 }
 
+int lk_input_window(const char *command, const char *from, const char *to_option, const char *to,
+		    uint64_t *from_ns, const char **from_mark, uint64_t *to_ns,
+		    const char **to_mark)
+{
+	if ((from && lk_input_moment(command, "--from", from, from_ns, from_mark)) ||
+	    (to && lk_input_moment(command, to_option, to, to_ns, to_mark)))
+		return LK_EXIT_USAGE;
+	if (!*from_mark && !*to_mark && *from_ns > *to_ns) {
+		lk_msg("%s: --from %s is after %s %s", command, from, to_option, to);
+		return LK_EXIT_USAGE;
+	}
+	return 0;
+}
+
 int lk_input_format(const char *command, const char *arg, enum lk_input_format *ret)
 {
 	static const char *const names[] = { [LK_FORMAT_TEXT] = "text", [LK_FORMAT_JSON] = "json",

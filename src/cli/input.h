@@ -86,6 +86,12 @@ int lk_input_format(const char *command, const char *arg, enum lk_input_format *
  * printing why, naming command and option. */
 int lk_input_moment(const char *command, const char *option, const char *arg, uint64_t *ns,
 		    const char **mark);
+/* Both ends of a window: from (--from) and to (to_option: --to, or inuse's --at), each if not
+ * NULL, with lk_input_moment, and two times in order (marks are ordered in each profile:
+ * profile.c). 0, or LK_EXIT_USAGE after printing why. */
+int lk_input_window(const char *command, const char *from, const char *to_option, const char *to,
+		    uint64_t *from_ns, const char **from_mark, uint64_t *to_ns,
+		    const char **to_mark);
 
 /* After the options: leaves DEBUGINFOD_URLS unset unless --debuginfod (libdwfl would ask the
  * servers it names: a command must not wait on the network unasked), and opens the symbolizer
