@@ -265,4 +265,33 @@ static inline void lk_reader_consume(struct lk_reader *r, size_t n)
 	r->offset += n;
 }
 
+/* An ALLOC or FREE into *rec, field by field: the rest of the union keeps what it held. A compound
+ * literal would clear all of it, 96 bytes a record, for the few fields these two tags define
+ * (read.h); that cost 15% of reading an exact profile of redis-server
+ * (bench/read-records.c under callgrind: 1 313 M instructions, 1 118 M without). */
+static inline __attribute__((always_inline)) void
+lk_read_set_alloc(struct lk_record *rec, uint64_t offset, uint64_t time_ns, uint64_t tid,
+		  uint64_t block, uint64_t size, uint64_t stack)
+{
+	rec->tag = LK_REC_ALLOC;
+	rec->offset = offset;
+	rec->time_ns = time_ns;
+	rec->alloc.tid = tid;
+	rec->alloc.block = block;
+	rec->alloc.size = size;
+	rec->alloc.stack = stack;
+}
+
+static inline __attribute__((always_inline)) void
+lk_read_set_free(struct lk_record *rec, uint64_t offset, uint64_t time_ns, uint64_t tid,
+		 uint64_t block)
+{
+	rec->tag = LK_REC_FREE;
+	rec->offset = offset;
+	rec->time_ns = time_ns;
+	rec->free.tid = tid;
+	rec->free.block = block;
+	rec->free.stack = 0;
+}
+
 #endif /* LEEK_READ_INTERNAL_H */

@@ -356,15 +356,10 @@ static inline void emit(struct lk_merge *m, struct lk_seg *s, struct lk_record *
 	m->time_out = lk_merge_time(m, h->time);
 	if (h->alloc) {
 		uint64_t stack = h->stack <= m->stacks_out ? h->stack : 0; /* cut: let_go() */
-		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = h->offset,
-					   .time_ns = m->time_out,
-					   .alloc = { .tid = s->tid, .block = h->block,
-						      .size = h->size, .stack = stack } };
+		lk_read_set_alloc(rec, h->offset, m->time_out, s->tid, h->block, h->size, stack);
 		s->next_alloc = h->block + 1;
 	} else {
-		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = h->offset,
-					   .time_ns = m->time_out,
-					   .free = { .tid = s->tid, .block = h->block } };
+		lk_read_set_free(rec, h->offset, m->time_out, s->tid, h->block);
 	}
 }
 
@@ -484,13 +479,9 @@ static inline __attribute__((always_inline)) size_t run_take(struct lk_merge *m,
 				break; /* its stack is not out yet; it would let a waiter go */
 			block = ++s->last;
 			s->next_alloc = block + 1;
-			rec[i] = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = s->offset + s->pos,
-						     .time_ns = out,
-						     .alloc = { .tid = s->tid, .block = block,
-								.size = word >> 8 & 0xffff,
-								/* 0: cut (let_go()) */
-								.stack = stack <= m->stacks_out ? stack
-												: 0 } };
+			lk_read_set_alloc(&rec[i], s->offset + s->pos, out, s->tid, block,
+				     word >> 8 & 0xffff,
+				     stack <= m->stacks_out ? stack : 0 /* 0: cut (let_go()) */);
 			s->pos += LK_ALLOC_FIXED_SIZE;
 			continue;
 		}
@@ -501,8 +492,7 @@ static inline __attribute__((always_inline)) size_t run_take(struct lk_merge *m,
 		    (!others || !others_ready(m, block)))
 			break; /* another segment's block, not ready (or for run_other()) */
 		s->prev = block;
-		rec[i] = (struct lk_record){ .tag = LK_REC_FREE, .offset = s->offset + s->pos,
-					     .time_ns = out, .free = { .tid = s->tid, .block = block } };
+		lk_read_set_free(&rec[i], s->offset + s->pos, out, s->tid, block);
 		s->pos += LK_FREE_FIXED_SIZE;
 	}
 	if (i)

@@ -618,18 +618,14 @@ static inline __attribute__((always_inline)) bool fast_record(struct lk_reader *
 		n = take_alloc(r, end);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
-					   .alloc = { .tid = r->tid, .block = r->blocks,
-						      .size = field(p, end, 1),
-						      .stack = field(p, end, 2) } };
+		lk_read_set_alloc(rec, offset, 0, r->tid, r->blocks, field(p, end, 1), field(p, end, 2));
 		fast_done(r, field(p, end, 0), n);
 		break;
 	case LK_REC_FREE:
 		n = take_free(r, end);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
-					   .free = { .tid = r->tid, .block = r->prev_free } };
+		lk_read_set_free(rec, offset, 0, r->tid, r->prev_free);
 		fast_done(r, field(p, end, 0), n);
 		break;
 	case LK_REC_ALLOC_FIXED: {
@@ -637,9 +633,7 @@ static inline __attribute__((always_inline)) bool fast_record(struct lk_reader *
 		n = take_alloc_fixed(r, &size, &stack);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_ALLOC, .offset = offset,
-					   .alloc = { .tid = r->tid, .block = r->blocks,
-						      .size = size, .stack = stack } };
+		lk_read_set_alloc(rec, offset, 0, r->tid, r->blocks, size, stack);
 		fast_done(r, 0, n);
 		break;
 	}
@@ -647,8 +641,7 @@ static inline __attribute__((always_inline)) bool fast_record(struct lk_reader *
 		n = take_free_fixed(r);
 		if (!n)
 			return false;
-		*rec = (struct lk_record){ .tag = LK_REC_FREE, .offset = offset,
-					   .free = { .tid = r->tid, .block = r->prev_free } };
+		lk_read_set_free(rec, offset, 0, r->tid, r->prev_free);
 		fast_done(r, 0, n);
 		break;
 	case LK_REC_THREAD:

@@ -78,7 +78,8 @@ struct lk_counter_value {
  * file's coding of both (the count of ALLOC and INHERIT records, the previous FREE's block, the
  * last THREAD record; in a thread segment's body, the body's own). A record handed out after
  * one of a later time (a FREE that waited for its ALLOC) gets that time: time_ns never goes
- * backwards. offset is where the record is in the file, in a body too. */
+ * backwards. offset is where the record is in the file, in a body too. Only the union's member
+ * of the record's tag is defined: the others hold what earlier records left there. */
 struct lk_record {
 	enum lk_rec_tag tag; /* LK_REC_ALLOC..LK_REC_SEGMENT or LK_READ_EXT; ALLOC_FIXED,
 			      * FREE_FIXED and FREE_STACK come as ALLOC and FREE (FREE_STACK's
