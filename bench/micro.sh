@@ -3,7 +3,7 @@
 # interposer there can be (bench/floor.c), with LEEK_FREE_STACKS=1 against without (leekfs), and
 # beside the samplers of jemalloc and tcmalloc at the same period (512 KiB), each against its own
 # allocator without sampling; and libleek dormant (LEEK_START=off, docs/design.md "On and off")
-# against the floor interposer.
+# against the floor interposer; both also against no profiler at all.
 #
 #   bench/micro.sh [BUILD_DIR]                  (default: build)
 #   ROUNDS=9 SCALE=2 bench/micro.sh /tmp/build-bench
@@ -157,6 +157,13 @@ printf '%-17s %9s %13s %13s\n' case dormant "[x floor]" "[x glibc]"
 for c in "${cases[@]}"; do
   printf '%-17s %9s %13s %13s\n' "${label[$c]}" "$(ns $c dormant)" "$(ratio $c dormant floor)" \
     "$(ratio $c dormant none)"
+done
+echo
+echo "free stacks: LEEK_FREE_STACKS=1 (a stack for every sampled block's FREE)"
+printf '%-17s %9s %13s %13s\n' case "+fs" "[x leek]" "[x glibc]"
+for c in "${cases[@]}"; do
+  printf '%-17s %9s %13s %13s\n' "${label[$c]}" "$(ns $c leekfs)" "$(ratio $c leekfs leek)" \
+    "$(ratio $c leekfs none)"
 done
 echo
 echo "spread: min-max ns per pair over the rounds; samples: leek's per 1000 timed pairs, all threads," \
