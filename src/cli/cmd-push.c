@@ -54,7 +54,9 @@
 #define DEFAULT_FLUSH_NS (10 * 1000000000ull) /* at the end, for what is queued */
 #define POLL_NS 1000000000ull /* how often the files and the session are looked at */
 #define WAIT_NS (10 * 1000000000ull) /* for a pid's profile, as `leek watch --wait` */
-#define SYNC_WAIT_NS 500000000ull  /* for libleek's reply to a SYNC, as `leek watch` */
+#define MAX_LAG_NS POLL_NS /* a SYNC at every look (`leek watch --max-lag`): an interval holds
+			   * what was written up to a look or two before its end, and no interval
+			   * waits for a reply (a process that does not allocate never gives one) */
 #define MAX_LABELS 32
 
 static const char *arg_url, *arg_name, *arg_tenant, *arg_auth_file, *arg_auth_env, *arg_cacert;
@@ -411,7 +413,7 @@ static int add_target(struct push *p, const char *arg, uint64_t wait_ns)
 	r = lk_live_open(arg, wait_ns, p->sym, &t->src);
 	if (r < 0)
 		return r;
-	lk_live_sync(t->src, arg_every, NULL); /* not writable: the limit follows the size alone */
+	lk_live_sync(t->src, MAX_LAG_NS, NULL); /* not writable: the limit follows the size alone */
 	r = make_name(p, t);
 	if (r < 0) {
 		lk_live_close(t->src);
@@ -468,11 +470,8 @@ static void interval(struct push *p, struct target *t)
 		lk_push_deltas_init(&t->d, t->d.number);
 		t->segment = s->segment;
 	}
-	if (!s->ended) {
-		lk_live_sync_now(s, SYNC_WAIT_NS);
-		if (s->lim.limit <= s->header_size)
-			return; /* nothing written for good yet: the next interval covers this one */
-	}
+	if (!s->ended && s->lim.limit <= s->header_size)
+		return; /* nothing written for good yet: the next interval covers this one */
 	r = lk_push_interval(&t->d, p->sym, s->path, s->ended ? 0 : s->lim.limit,
 			     s->ended ? 0 : s->lim.whole, &body, &len, &err);
 	if (r < 0) {
@@ -571,6 +570,8 @@ static void push_loop(struct push *p, int sfd)
 		}
 		stop = stop_signal(sfd, next - now < POLL_NS ? next - now : POLL_NS);
 		if (stop) { /* a last interval of each, of what is written so far */
+			if (arg_session)
+				find_session(p); /* a child that came and went since the last look */
 			for (size_t i = 0; i < p->n; i++)
 				if (!p->t[i].done && lk_live_poll(p->t[i].src) >= 0)
 					interval(p, &p->t[i]);
