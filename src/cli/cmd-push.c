@@ -317,7 +317,9 @@ struct target {
 	char *name;          /* APP{k=v,...}, URL-escaped for the query */
 	uint64_t from_s;     /* the next interval's from */
 	uint32_t segment;    /* the segment the deltas are of */
-	bool done;           /* its last interval is queued */
+	pid_t pid;           /* its process, and the start its segments share: who it is, once */
+	uint64_t origin_ns;  /* done (--session's look for new profiles) */
+	bool done;           /* its last interval is queued; src and d are freed */
 };
 
 struct push {
@@ -422,15 +424,24 @@ static int add_target(struct push *p, const char *arg, uint64_t wait_ns)
 	}
 	lk_push_deltas_init(&t->d, (uint32_t)p->n);
 	t->segment = t->src->segment;
+	t->pid = t->src->pid;
+	t->origin_ns = t->src->origin_ns;
 	p->n++;
 	return 0;
 }
 
+/* Its last interval is queued: what following it took is freed (a session may see thousands of
+ * short processes), its name too. */
 static void target_done(struct target *t)
 {
+	if (t->done)
+		return;
+	t->done = true;
 	lk_live_close(t->src);
+	t->src = NULL;
 	lk_push_deltas_done(&t->d);
 	free(t->name);
+	t->name = NULL;
 }
 
 /* The session's profiles not followed yet: each first file (a rotated one's later segments are
@@ -443,8 +454,8 @@ static void find_session(struct push *p)
 	for (size_t i = 0; i < n; i++) {
 		bool known = list[i].segment != 0;
 		for (size_t j = 0; j < p->n && !known; j++)
-			known = p->t[j].src->pid == (pid_t)list[i].pid &&
-				p->t[j].src->origin_ns == list[i].origin_ns;
+			known = p->t[j].pid == (pid_t)list[i].pid &&
+				p->t[j].origin_ns == list[i].origin_ns;
 		if (!known) {
 			int r = add_target(p, list[i].path, 0);
 			if (r < 0)
@@ -539,7 +550,7 @@ static void push_loop(struct push *p, int sfd)
 	uint64_t next = lk_monotonic_ns() + arg_every;
 
 	for (;;) {
-		bool stop, all_done = p->n > 0;
+		bool stop, all_done = p->n > 0 && !arg_session; /* a session: until a signal */
 		if (arg_session)
 			find_session(p);
 		for (size_t i = 0; i < p->n; i++) {
@@ -549,11 +560,11 @@ static void push_loop(struct push *p, int sfd)
 			int r = lk_live_poll(t->src);
 			if (r < 0) {
 				lk_error(r, "push: %s", t->src->path);
-				t->done = true;
+				target_done(t);
 				p->failed_intervals++;
 			} else if (r == 0) { /* gone: its last interval, of the whole file */
 				interval(p, t);
-				t->done = true;
+				target_done(t);
 			}
 			all_done &= t->done;
 		}
@@ -572,9 +583,11 @@ static void push_loop(struct push *p, int sfd)
 		if (stop) { /* a last interval of each, of what is written so far */
 			if (arg_session)
 				find_session(p); /* a child that came and went since the last look */
-			for (size_t i = 0; i < p->n; i++)
+			for (size_t i = 0; i < p->n; i++) {
 				if (!p->t[i].done && lk_live_poll(p->t[i].src) >= 0)
 					interval(p, &p->t[i]);
+				target_done(&p->t[i]);
+			}
 			return;
 		}
 	}
@@ -611,15 +624,19 @@ int lk_cmd_push(int argc, char *argv[])
 		const char *arg = argv[optind];
 		k = add_target(&p, arg, WAIT_NS);
 		if (k == -ENOENT && strspn(arg, "0123456789") == strlen(arg))
-			return lk_msg("push: process %s maps no leek profile (is it run with libleek, "
-				      "and has it allocated yet?)", arg), LK_EXIT_FILE;
-		if (k == -ESRCH)
-			return lk_msg("push: no process %s", arg), LK_EXIT_FILE;
-		if (k == -EMEDIUMTYPE)
-			return lk_msg("push: %s: not a raw leek profile (a compressed one is read "
-				      "with `leek export --format pprof`)", arg), LK_EXIT_FILE;
-		if (k < 0)
-			return lk_error(k, "push: cannot open '%s'", arg), LK_EXIT_FILE;
+			lk_msg("push: process %s maps no leek profile (is it run with libleek, and "
+			       "has it allocated yet?)", arg);
+		else if (k == -ESRCH)
+			lk_msg("push: no process %s", arg);
+		else if (k == -EMEDIUMTYPE)
+			lk_msg("push: %s: not a raw leek profile (a compressed one is read with "
+			       "`leek export --format pprof`)", arg);
+		else if (k < 0)
+			lk_error(k, "push: cannot open '%s'", arg);
+		if (k < 0) {
+			k = LK_EXIT_FILE;
+			goto out;
+		}
 	}
 	k = lk_push_sender_start(&(struct lk_push_sender_opts){
 		.tenant = arg_tenant,
