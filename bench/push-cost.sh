@@ -68,3 +68,14 @@ print(f"fleet of {n} processes at one push per {every_s:.0f} s each:")
 print(f"  {n / every_s:.0f} pushes/s, {n / every_s * statistics.median(whole) / 1e6:.2f} MB/s "
       f"into the backend ({n / every_s * statistics.median(whole) * 8 / 1e6:.1f} Mbit/s)")
 PY
+
+# A push's size with many stacks: a push of a profile whose STACKS stacks (bench/export-profile.c:
+# 32 frames, about 23 distinct a stack, in no module, so named by address) all allocated in the
+# interval is the export of that profile (delta.c makes the body with the export's writer).
+cc -O2 -D_GNU_SOURCE -I tests/lib -I src/common -I include -o "$tmp/gen" bench/export-profile.c \
+	tests/lib/build-profile.c
+for stacks in ${PUSH_STACKS:-1000 5000}; do
+	"$tmp/gen" "$stacks" 32 "$tmp/stacks.lk" >/dev/null
+	"$leek" export --format pprof -o "$tmp/stacks.pb.gz" "$tmp/stacks.lk" 2>/dev/null
+	echo "  a push of $stacks stacks, all active: $(stat -c %s "$tmp/stacks.pb.gz") B of pprof (gzip)"
+done
