@@ -483,16 +483,16 @@ static void interval(struct push *p, struct target *t)
 	}
 	if (!s->ended && s->lim.limit <= s->header_size)
 		return; /* nothing written for good yet: the next interval covers this one */
+	uint64_t until = realtime_s();
+	if (until <= t->from_s)
+		until = t->from_s + 1;
 	r = lk_push_interval(&t->d, p->sym, s->path, s->ended ? 0 : s->lim.limit,
-			     s->ended ? 0 : s->lim.whole, &body, &len, &err);
+			     s->ended ? 0 : s->lim.whole, t->from_s, until, &body, &len, &err);
 	if (r < 0) {
 		lk_error_of(s->path, r, err);
 		p->failed_intervals++;
 		return; /* the state is as before: the next interval covers this one's time too */
 	}
-	uint64_t until = realtime_s();
-	if (until <= t->from_s)
-		until = t->from_s + 1;
 	if (asprintf(&url, "%s%singest?name=%s&from=%" PRIu64 "&until=%" PRIu64
 		     "&format=pprof&spyName=leek", arg_url,
 		     arg_url[strlen(arg_url) - 1] == '/' ? "" : "/", t->name, t->from_s, until) < 0) {

@@ -82,12 +82,22 @@ def finish(p, timeout=90):
     return p.returncode, err
 
 
-def raw_totals(path):
-    """The sum of each sample type over the samples of a pprof, by `go tool pprof -raw`."""
+def raw_totals(path, want_span=None):
+    """The sum of each sample type over the samples of a pprof, by `go tool pprof -raw`;
+    with want_span (from, until: Unix seconds), its Time and Duration checked against it."""
     r = subprocess.run([GO, "tool", "pprof", "-raw", path], capture_output=True, text=True,
                        env=env(HOME=TMP), timeout=120)
     check(r.returncode == 0, f"go tool pprof -raw {path}: {r.stderr}")
     lines = r.stdout.splitlines()
+    if want_span:
+        f, u = want_span
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(f))
+        d = u - f  # Go's time.Duration as pprof prints it: %.4v
+        h, m, sec = d // 3600, d // 60 % 60, d % 60
+        dur = (f"{h}h{m}m{sec}s" if h else f"{m}m{sec}s" if m else f"{sec}s")[:4]
+        check(any(l.startswith("Time: " + when + ".") or l == "Time: " + when + " +0000 UTC"
+                  for l in lines) and f"Duration: {dur}\n" in r.stdout,
+              f"not the span {f}..{u}: {[l for l in lines if l[:5] in ('Time:', 'Durat')]}")
     i = lines.index("Samples:")
     types = [t.split("/")[0].replace("[dflt]", "") for t in lines[i + 1].split()]
     sums, nsamples = dict.fromkeys(types, 0), 0
@@ -107,7 +117,7 @@ def body_totals(req, n):
     path = os.path.join(TMP, f"body-{id(req)}-{n}.pb.gz")
     with open(path, "wb") as f:
         f.write(req.body)
-    return raw_totals(path)[0]
+    return raw_totals(path, (int(req.query["from"]), int(req.query["until"])))[0]
 
 
 def reference(profile):

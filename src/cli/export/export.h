@@ -66,6 +66,8 @@ struct lk_export_opts {
 	const struct lk_site_filter *filter; /* --focus, --ignore; NULL: every stack */
 	uint64_t limit, limit_whole;         /* a file still being written: read below limit only
 					      * (lk_profile_opts.limit, `leek push`); 0: whole */
+	uint64_t span_from_ns, span_until_ns; /* both set: the pprof's time_nanos and duration (push:
+					      * its interval, real time); else the profiles' span */
 	bool reread;                         /* files are read again with the same number (push's
 					      * intervals): modules registered before are kept */
 	void *writer_ctx;                    /* a format's own state, given to its open() (push's

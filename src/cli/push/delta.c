@@ -147,11 +147,13 @@ static int commit(struct lk_push_deltas *d, const struct delta_writer *dw)
 }
 
 int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const char *path,
-		     uint64_t limit, uint64_t limit_whole, void **body, size_t *len, char **err)
+		     uint64_t limit, uint64_t limit_whole, uint64_t from_s, uint64_t until_s,
+		     void **body, size_t *len, char **err)
 {
 	struct lk_export_opts o = { .at = LK_EXPORT_AT_END, .value = LK_EXPORT_INUSE_SPACE,
 				    .limit = limit, .limit_whole = limit_whole, .reread = true,
-				    .writer_ctx = d };
+				    .span_from_ns = from_s * 1000000000ull,
+				    .span_until_ns = until_s * 1000000000ull, .writer_ctx = d };
 	struct lk_export *x = NULL;
 	char *buf = NULL;
 	size_t n = 0;

@@ -33,11 +33,13 @@ void lk_push_deltas_init(struct lk_push_deltas *d, uint32_t number);
 void lk_push_deltas_done(struct lk_push_deltas *d);
 
 /* The pprof (gzip, as `leek export` writes it) of path read below limit (0: whole; limit_whole
- * as lk_profile_opts), its alloc values made deltas against d, which moves on to this interval.
+ * as lk_profile_opts), its alloc values made deltas against d, which moves on to this interval;
+ * its time and duration are the interval's, from_s to until_s (Unix seconds).
  * A failure leaves d as it was, so a retry of the interval computes the same deltas. 0 and a
  * malloc'd body in *body, *len; < 0 with a malloc'd message in *err, maybe. */
 int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const char *path,
-		     uint64_t limit, uint64_t limit_whole, void **body, size_t *len, char **err);
+		     uint64_t limit, uint64_t limit_whole, uint64_t from_s, uint64_t until_s,
+		     void **body, size_t *len, char **err);
 
 /* One request: the ingest URL with its query (name, from, until, format), and the body. */
 struct lk_push_request {
