@@ -10,7 +10,9 @@
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
  * its sites) and compresses it into FILE.zst (compress.c) unless --no-compress, each from where the
  * follower got to. Nothing after the program's exit changes leek's status: a profile that cannot
- * be compressed stays raw, with a warning.
+ * be compressed stays raw, with a warning. With --push URL, `leek push --session` (cmd-push.c)
+ * runs beside the program, without libleek, and is stopped with SIGTERM and waited for once the
+ * program has ended, before the summary compresses the profiles it reads.
  */
 #include <errno.h>
 #include <fcntl.h>
