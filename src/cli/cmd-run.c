@@ -10,7 +10,9 @@
  * its status. Then it summarizes each profile the run wrote (report.c, as `leek report` would rank
  * its sites) and compresses it into FILE.zst (compress.c) unless --no-compress, each from where the
  * follower got to. Nothing after the program's exit changes leek's status: a profile that cannot
- * be compressed stays raw, with a warning.
+ * be compressed stays raw, with a warning. With --push URL, `leek push --session` (cmd-push.c)
+ * runs beside the program, without libleek, and is stopped with SIGTERM and waited for once the
+ * program has ended, before the summary compresses the profiles it reads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,6 +43,14 @@ static const char *arg_guard = NULL;
 #define GUARD_DEFAULT "64"
 static bool arg_compress = true;
 static bool arg_follow = true;
+/* --push URL: `leek push` beside the program (cmd-push.c), with the --push-* options given as
+ * push's own (--push-every 30s: --every 30s). */
+static const char *arg_push = NULL;
+#define PUSH_MAX_ARGS 80
+static const char *push_args[PUSH_MAX_ARGS];
+static size_t push_nargs;
+static const char *saved_preload; /* LD_PRELOAD before leek set it: the agent's own */
+static bool had_preload;
 
 /* One forwarded signal set, shared by the handler and the code that installs it. */
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
@@ -165,6 +175,43 @@ static int setup_env(const char *pattern, const char *period, uint64_t *ret_sess
 	return 0;
 }
 
+/* Starts `leek push --session SESSION --output PATTERN --pyroscope URL ...` (this binary) beside
+ * the program, without libleek preloaded: its pid, or -1 after a message. */
+static pid_t start_push(const char *pattern, uint64_t session)
+{
+	const char *argv[PUSH_MAX_ARGS + 16];
+	char num[32];
+	size_t n = 0;
+	pid_t pid;
+
+	snprintf(num, sizeof(num), "%" PRIu64, session);
+	argv[n++] = "leek";
+	argv[n++] = "push";
+	argv[n++] = "--pyroscope";
+	argv[n++] = arg_push;
+	argv[n++] = "--session";
+	argv[n++] = num;
+	argv[n++] = "--output";
+	argv[n++] = pattern;
+	for (size_t i = 0; i < push_nargs; i++)
+		argv[n++] = push_args[i];
+	argv[n] = NULL;
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		if (had_preload)
+			setenv("LD_PRELOAD", saved_preload, 1);
+		else
+			unsetenv("LD_PRELOAD");
+		execv("/proc/self/exe", (char *const *)argv);
+		lk_error(-errno, "run: cannot start leek push");
+		_exit(LK_EXIT_FILE);
+	}
+	if (pid < 0)
+		lk_error(-errno, "run: cannot start leek push");
+	return pid;
+}
+
 /* Runs argv and returns its exit status (128+N for signal N), or 126/127 and *exec_failed if it
  * could not be run. */
 static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
@@ -228,6 +275,7 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 	/* The program runs: its profile is read as it grows. */
 	if (k != (ssize_t)sizeof(err) && arg_follow)
 		*follower = lk_run_follow_start(pattern, session, pid, arg_compress);
+	pid_t agent = k != (ssize_t)sizeof(err) && arg_push ? start_push(pattern, session) : -1;
 
 	/* Wait without reaping, stop forwarding, then reap: the handler can never signal a pid
 	 * that the kernel has recycled. */
@@ -236,6 +284,12 @@ static int spawn_and_wait(char *argv[], const char *pattern, uint64_t session,
 	restore_signals();
 	child_pid = 0;
 	lk_run_follow_stop(*follower);
+	if (agent > 0) { /* its last intervals, of the whole files, before they are compressed */
+		int st;
+		kill(agent, SIGTERM);
+		while (waitpid(agent, &st, 0) < 0 && errno == EINTR)
+			;
+	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			lk_error(-errno, "waitpid");
@@ -463,7 +517,8 @@ static void summarize(const char *pattern, uint64_t session, struct lk_run_follo
 int lk_cmd_run(int argc, char *argv[])
 {
 	enum { ARG_SEED = 0x100, ARG_NO_CHILDREN, ARG_NO_COMPRESS, ARG_NO_FOLLOW, ARG_MAX_MEMORY,
-	       ARG_FREE_STACKS, ARG_MAX_SIZE, ARG_MAX_AGE, ARG_KEEP, ARG_GUARD };
+	       ARG_FREE_STACKS, ARG_MAX_SIZE, ARG_MAX_AGE, ARG_KEEP, ARG_GUARD, ARG_PUSH,
+	       ARG_PUSH_OPT };
 	static const struct option options[] = {
 		{ "period", required_argument, NULL, 'p' },
 		{ "output", required_argument, NULL, 'o' },
@@ -477,6 +532,16 @@ int lk_cmd_run(int argc, char *argv[])
 		{ "no-compress", no_argument, NULL, ARG_NO_COMPRESS },
 		{ "no-follow", no_argument, NULL, ARG_NO_FOLLOW },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
+		{ "push", required_argument, NULL, ARG_PUSH },
+		{ "push-name", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-label", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-every", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-tenant", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-auth-file", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-auth-env", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-cacert", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-timeout", required_argument, NULL, ARG_PUSH_OPT },
+		{ "push-queue", required_argument, NULL, ARG_PUSH_OPT },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -484,11 +549,26 @@ int lk_cmd_run(int argc, char *argv[])
 	char pattern[4096], period[32] = "";
 	bool exec_failed = false;
 	uint64_t session = 0;
-	int c, r;
+	int c, r, li;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "+p:o:h", options, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, "+p:o:h", options, &li)) >= 0) {
 		switch (c) {
+		case ARG_PUSH:
+			arg_push = optarg;
+			break;
+		case ARG_PUSH_OPT: { /* --push-X V: push's --X V, checked by push itself */
+			static char opts[PUSH_MAX_ARGS / 2][32];
+			if (push_nargs + 2 > PUSH_MAX_ARGS) {
+				lk_msg("run: too many --push-* options");
+				return LK_EXIT_USAGE;
+			}
+			char *opt = opts[push_nargs / 2];
+			snprintf(opt, sizeof(opts[0]), "--%s", options[li].name + strlen("push-"));
+			push_args[push_nargs++] = opt;
+			push_args[push_nargs++] = optarg;
+			break;
+		}
 		case 'p':
 			arg_period = optarg;
 			break;
@@ -552,6 +632,14 @@ int lk_cmd_run(int argc, char *argv[])
 	r = lk_run_check_target(argv[optind]);
 	if (r)
 		return r;
+	if (push_nargs && !arg_push) {
+		lk_msg("run: --push-* options need --push URL");
+		return LK_EXIT_USAGE;
+	}
+	saved_preload = getenv("LD_PRELOAD");
+	had_preload = saved_preload != NULL;
+	if (had_preload && !(saved_preload = strdup(saved_preload)))
+		return lk_error(-ENOMEM, "run"), LK_EXIT_FILE;
 	if (setup_env(pattern, period, &session) < 0)
 		return LK_EXIT_FILE;
 	r = spawn_and_wait(argv + optind, pattern, session, &follower, &exec_failed);

@@ -18,6 +18,7 @@ int lk_cmd_export(int argc, char *argv[]);
 int lk_cmd_diff(int argc, char *argv[]);
 int lk_cmd_import(int argc, char *argv[]);
 int lk_cmd_watch(int argc, char *argv[]);
+int lk_cmd_push(int argc, char *argv[]);
 int lk_cmd_top(int argc, char *argv[]);
 int lk_cmd_help(int argc, char *argv[]);
 int lk_cmd_ctl(int argc, char *argv[]);

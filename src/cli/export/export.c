@@ -101,6 +101,11 @@ size_t lk_export_processes(const struct lk_export *x)
 	return x->nprocs;
 }
 
+void *lk_export_writer(struct lk_export *x)
+{
+	return x->w;
+}
+
 /* Counts the stacks for the budget's message, and hands each to the writer. */
 static int count_stack(void *ctx, const struct lk_export_stack *s)
 {
@@ -123,12 +128,32 @@ static int fail_budget(const struct lk_export *x, char **err)
 	return -E2BIG;
 }
 
+/* lk_report_add_modules for a file read before under the same number: the modules it had then
+ * are there already (as live/view.c registers a watched file's at each report). */
+static int add_modules_again(struct lk_symbolizer *sym, uint32_t number, const struct lk_profile *p)
+{
+	const struct lk_module_info_rec *m;
+	size_t n = lk_profile_modules(p, &m);
+
+	for (size_t i = 0; i < n; i++) {
+		int r = lk_symbolizer_add_module(sym, number, m[i].id, m[i].path, m[i].build_id,
+						 m[i].build_id_len, m[i].base, m[i].seg, m[i].nseg);
+		if (r < 0 && r != -EEXIST)
+			return r;
+		if (m[i].unloaded_ns != UINT64_MAX)
+			lk_symbolizer_unload_module(sym, number, m[i].id);
+	}
+	return 0;
+}
+
 int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, bool base,
 		       bool *trailer, char **err)
 {
 	struct lk_profile_opts po = {
 		.at_ns = x->opts.at == LK_EXPORT_AT_TIME ? x->opts.at_ns : UINT64_MAX,
 		.no_live_list = true, /* no format shows a block: the list and its sort spared */
+		.limit = x->opts.limit,
+		.limit_whole = x->opts.limit_whole,
 	};
 	struct lk_profile *p = NULL;
 	struct lk_export_process proc = { .path = path, .number = number, .sym = x->sym,
@@ -166,7 +191,8 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		return -ENOMEM;
 	}
 	proc.profile = p;
-	r = lk_report_add_modules(x->sym, number, p);
+	r = x->opts.reread ? add_modules_again(x->sym, number, p)
+			   : lk_report_add_modules(x->sym, number, p);
 	if (r >= 0) {
 		r = x->fmt->process(x->w, &proc);
 		if (r >= 0 && x->fmt->stack)

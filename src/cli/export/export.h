@@ -64,6 +64,14 @@ struct lk_export_opts {
 	uint64_t at_ns;                      /* LK_EXPORT_AT_TIME */
 	enum lk_export_value value;          /* folded: the one value written */
 	const struct lk_site_filter *filter; /* --focus, --ignore; NULL: every stack */
+	uint64_t limit, limit_whole;         /* a file still being written: read below limit only
+					      * (lk_profile_opts.limit, `leek push`); 0: whole */
+	uint64_t span_from_ns, span_until_ns; /* both set: the pprof's time_nanos and duration (push:
+					      * its interval, real time); else the profiles' span */
+	bool reread;                         /* files are read again with the same number (push's
+					      * intervals): modules registered before are kept */
+	void *writer_ctx;                    /* a format's own state, given to its open() (push's
+					      * deltas, src/cli/push/); NULL for the table's */
 };
 
 /* One loaded profile, as a writer sees it while its stacks come. */
@@ -140,6 +148,9 @@ int lk_export_new(const struct lk_export_format *fmt, const struct lk_export_opt
 int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, bool base,
 		       bool *trailer, char **err);
 size_t lk_export_processes(const struct lk_export *x); /* added so far, bases too */
+/* The writer's state, as its format's open() made it: for a format that wraps another's
+ * (src/cli/push/delta.c), to read what it kept. */
+void *lk_export_writer(struct lk_export *x);
 /* Has the writer write the output to f. -ECANCELED if a file failed after the writer had part
  * of it (an output would hold part of a profile): a file that could not be loaded leaves the
  * others' output whole. */

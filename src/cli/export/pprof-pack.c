@@ -216,6 +216,10 @@ static void put_rest(const struct lk_pprof *p, struct out *o)
 	m.period = (int64_t)p->period;
 	m.time_nanos = (int64_t)p->start_ns;
 	m.duration_nanos = (int64_t)(p->end_ns - p->start_ns);
+	if (p->opts.span_from_ns && p->opts.span_until_ns > p->opts.span_from_ns) {
+		m.time_nanos = (int64_t)p->opts.span_from_ns;
+		m.duration_nanos = (int64_t)(p->opts.span_until_ns - p->opts.span_from_ns);
+	}
 	m.n_comment = p->ncomments;
 	m.comment = p->comments;
 	m.default_sample_type = p->type_names[LK_EXPORT_INUSE_SPACE];

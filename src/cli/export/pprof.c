@@ -23,7 +23,8 @@
  *     stack whose four values round to 0 is left out. A base's samples (--base) are negated and
  *     labelled pprof::base=true, which is what `go tool pprof -diff_base` makes of a base, so the
  *     file reads as NEW - BASE and pprof takes its percentages of BASE;
- *   - time_nanos the earliest profile's start (real time), duration_nanos from there to the
+ *   - time_nanos the earliest profile's start (real time), or opts.span_from_ns when given
+ *     (`leek push`: the interval's), duration_nanos from there to the
  *     latest end (a base's times left out), and comments: one per profile, "pid N: COMMAND LINE"
  *     ("base pid N: ..."), and one saying when the in-use values were taken.
  *
