@@ -21,6 +21,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/thirdparty/src/same.sh
 source "$(dirname "$0")/src/same.sh"
 lk_need_build
+lk_guard_too
 lk_apt golang-go gcc libc6-dev python3 || { echo "go: cannot install golang-go" >&2; exit 1; }
 
 go=$(dpkg -L golang-go | grep -m1 '/bin/go$')

@@ -18,6 +18,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/thirdparty/src/same.sh
 source "$(dirname "$0")/src/same.sh"
 lk_need_build
+lk_guard_too
 lk_apt openjdk-17-jdk-headless python3 || { echo "jvm: cannot install openjdk-17-jdk-headless" >&2; exit 1; }
 
 # Debian's JDK by its package, whatever else is on the PATH.

@@ -26,6 +26,7 @@ else
 fi
 
 lk_need_build
+lk_guard_too
 lk_apt redis-server redis-tools || { echo "redis: cannot install redis-server" >&2; exit 1; }
 
 server_pid=
