@@ -161,7 +161,7 @@ static void report_free(const struct lk_error_info *e, const struct lk_arena_fou
 		put_str(&r, path);
 		put_str(&r, "\n");
 	} else {
-		put_str(&r, "leek:   no profile has the record (none is open)\n");
+		put_str(&r, "leek:   no profile has its record (none is open)\n");
 	}
 	put_str(&r, lk_cfg.abort_on_error ? "leek:   aborting, as glibc does at a bad free "
 					    "(LEEK_ABORT_ON_ERROR=0 goes on)\n"

@@ -96,7 +96,8 @@ static void report_fault(const struct lk_error_info *e, const char *path)
 			n--; /* cut: the newline still ends it */
 		put(buf, &n, cap, "\n");
 	} else {
-		put(buf, &n, cap, "leek:   no profile has the record (none is open)\n");
+		put(buf, &n, cap, "leek:   no profile has its record (none is open, or the fault "
+				  "was inside leek)\n");
 	}
 	for (size_t off = 0; off < n;) {
 		ssize_t k = write(STDERR_FILENO, buf + off, n - off);

@@ -64,6 +64,11 @@ static void double_free(const char *bug, uint64_t size)
 	ASSERT_CONTAINS(r.err, "leek: ERROR: double free of 0x");
 	ASSERT_CONTAINS(r.err, "is the start of a freed block of");
 	ASSERT_CONTAINS(r.err, "aborting");
+	/* The report names the profile that has the record. */
+	char hint[600];
+	snprintf(hint, sizeof(hint), "are in the profile: leek report errors %s\n",
+		 main_profile(&r)->path);
+	ASSERT_CONTAINS(r.err, hint);
 	run_cleanup(&r);
 }
 

@@ -3,7 +3,7 @@
 # Each runner in this folder puts a program or a suite that nobody here wrote in front of
 # libleek, in three modes: plain (no leek), default (the default period) and exact (every
 # allocation, LEEK_PERIOD=1); the runners that call lk_guard_too (cpython, redis, jvm, go) also in
-# guard mode (LEEK_GUARD=64 at LEEK_PERIOD=4096: see lk_env). A check passes when the result
+# guard mode (LEEK_GUARD=64 at LEEK_PERIOD=16384: see lk_env). A check passes when the result
 # equals the plain run's, nothing hangs and every profile written reads with `leek dump`, and in
 # guard mode has no ERROR record (`leek report errors` says "no errors caught": none is real).
 # A runner ends with the harness's line "N passed, N failed, N skipped" and exits non-zero if
@@ -72,10 +72,12 @@ lk_env() {
 	plain) return 0 ;;
 	default) ;;
 	exact) echo "LEEK_PERIOD=1" ;;
-	# 64 slots, the default of --guard; a period of 4 KiB samples a 100-byte block with chance
-	# 2.4% and a 4000-byte one with 62% (1 - exp(-s/T)), so that the slots and their quarantine
-	# turn over many times in a short run, yet the run stays near the default mode's speed.
-	guard) echo "LEEK_GUARD=64 LEEK_PERIOD=4096" ;;
+	# 64 slots, the default of --guard; a period of 16 KiB, 32 times the default's rate, samples
+	# a 100-byte block with chance 0.6% and a 4000-byte one with 22% (1 - exp(-s/T)), so that the
+	# slots and their quarantine turn over many times in a short run. Each guarded sample costs
+	# two mprotect calls under leek's lock (docs/performance.md, "Guard mode"): at 4 KiB the cgo
+	# program took 38 s instead of 3.
+	guard) echo "LEEK_GUARD=64 LEEK_PERIOD=16384" ;;
 	*) echo "lk_env: unknown mode $mode" >&2; return 1 ;;
 	esac
 	mkdir -p "$dir"
