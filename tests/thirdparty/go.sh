@@ -7,7 +7,9 @@
 # code. src/cgo/main.go does that from 8 goroutines, with pure-Go work in between, and prints a
 # deterministic checksum. It passes in a mode when stdout, stderr and the exit status equal the
 # plain run's, nothing hangs, the allocations of its probe_malloc are all in the profile (exact
-# mode) or estimated within 4 sigma (default period), and every profile reads. The build is
+# mode) or estimated within 4 sigma (default period, and guard mode's 16K: lib.sh), and every
+# profile reads, without an ERROR record in guard mode (docs/design.md, "Guard mode": Go sets its
+# SIGSEGV handler with raw system calls and forwards C code's faults to leek's). The build is
 # offline (GOPROXY=off, no modules, only the standard library), with its caches in the scratch
 # directory. It must never leave a process running or write outside its scratch directory.
 #

@@ -8,8 +8,9 @@
 # caught StackOverflowError, System.gc()) and prints a deterministic checksum. It passes in a mode
 # when stdout, stderr and the exit status equal the plain run's, nothing hangs, the direct buffers'
 # mallocs (through Unsafe_AllocateMemory0) are all in the profile (exact mode) or estimated within
-# 4 sigma (default period), and every profile reads. It must never leave a JVM running or write
-# outside its scratch directory.
+# 4 sigma (default period, and guard mode's 16K: lib.sh), and every profile reads, without an
+# ERROR record in guard mode, where the JVM's own SIGSEGVs pass through leek's handler to its own.
+# It must never leave a JVM running or write outside its scratch directory.
 #
 # LK_QUICK=1 runs 40 rounds per thread instead of 200.
 
