@@ -2,10 +2,15 @@
 # callgrind-fastpath.sh: instructions per call of libleek's hooks, and per round against no
 # profiler. callgrind counts instructions, so the numbers hold on a busy machine.
 #
-#   bench/callgrind-fastpath.sh [BUILD_DIR]      (default: build)
+#   bench/callgrind-fastpath.sh [BUILD_DIR [ENV...]]   (default: build)
+#
+# ENV: more environment words for the runs under leek, e.g. LEEK_GUARD=64 for guard mode (the
+# row of docs/performance.md). CALLS="malloc" picks the calls (default: malloc calloc realloc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
+shift || true
+extra=("$@")
 lib=$(realpath "$build/src/preload/libleek.so")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -19,10 +24,10 @@ self() { callgrind_annotate --threshold=100 "$1" 2>/dev/null |
     END { print s + 0 }'; }
 
 printf '%-8s %6s %12s %12s %10s\n' call size "none/round" "leek/round" "hook/call"
-for call in malloc calloc realloc; do
+for call in ${CALLS:-malloc calloc realloc}; do
   for size in 128 16384; do
     valgrind --tool=callgrind --callgrind-out-file="$tmp/none" "$tmp/fastpath" $call $n $size 2>/dev/null
-    LEEK_OUTPUT="$tmp/p.%p.lk" LD_PRELOAD=$lib \
+    env "${extra[@]}" LEEK_OUTPUT="$tmp/p.%p.lk" LD_PRELOAD=$lib \
       valgrind --tool=callgrind --callgrind-out-file="$tmp/leek" "$tmp/fastpath" $call $n $size 2>/dev/null
     a=$(total "$tmp/none"); b=$(total "$tmp/leek")
     h=$(self "$tmp/leek" $call); f=$(self "$tmp/leek" free)

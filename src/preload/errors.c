@@ -125,8 +125,9 @@ static void print(struct report *r)
 	}
 }
 
+/* The report of a bad free; path: the profile that has the record, "" if none has. */
 static void report_free(const struct lk_error_info *e, const struct lk_arena_found *f,
-			const uint64_t *frames, uint32_t n)
+			const uint64_t *frames, uint32_t n, const char *path)
 {
 	struct report r = { .n = 0 };
 
@@ -153,9 +154,15 @@ static void report_free(const struct lk_error_info *e, const struct lk_arena_fou
 		put_str(&r, "leek:   the call:\n");
 		put_frames(&r, frames, n);
 	}
-	put_str(&r, "leek:   stacks (allocation");
-	put_str(&r, f->free_stack ? ", free" : "");
-	put_str(&r, ", this call) are in the profile: leek report errors PROFILE\n");
+	if (*path) {
+		put_str(&r, "leek:   stacks (allocation");
+		put_str(&r, f->free_stack ? ", free" : "");
+		put_str(&r, ", this call) are in the profile: leek report errors ");
+		put_str(&r, path);
+		put_str(&r, "\n");
+	} else {
+		put_str(&r, "leek:   no profile has its record (none is open)\n");
+	}
 	put_str(&r, lk_cfg.abort_on_error ? "leek:   aborting, as glibc does at a bad free "
 					    "(LEEK_ABORT_ON_ERROR=0 goes on)\n"
 					  : "leek:   the free is ignored (LEEK_ABORT_ON_ERROR=0)\n");
@@ -173,6 +180,7 @@ LK_COLD LK_NOINLINE void lk_error_bad_free(void *p, bool realloc, const void *fr
 	void *ticket = NULL;
 	bool ready = lk_init_done() && lk_writer_ready();
 	struct lk_arena_found f;
+	char path[1024] = ""; /* cut to fit: the report is one buffer */
 	struct lk_error_info e = { .tid = t->tid ? t->tid : (uint64_t)gettid(),
 				   .addr = (uintptr_t)p };
 
@@ -195,11 +203,12 @@ LK_COLD LK_NOINLINE void lk_error_bad_free(void *p, bool realloc, const void *fr
 		e.alloc_stack = lk_stack_file_id(f.stack);
 		e.free_stack = lk_stack_file_id(f.free_stack);
 		lk_writer_error(now, &e, f.id);
+		lk_writer_path(path, sizeof(path));
 	}
 	lk_counters[LK_CNT_BAD_FREE]++;
 	lk_unlock();
 	lk_stack_learned(ticket, stack);
-	report_free(&e, &f, frames, n);
+	report_free(&e, &f, frames, n, path);
 	t->bytes_left = left;
 	t->in_slow = in_slow;
 	if (lk_cfg.abort_on_error)

@@ -1,16 +1,15 @@
-/* guard-fault.c: guard mode's start-up and its SIGSEGV handler (the slots: guard.c).
+/* guard-fault.c: guard mode's start-up and what it does at a fault in its pages (the slots:
+ * guard.c).
  *
- * A fault in the guard run is leek's: on_segv writes an ERROR record (overflow, underflow, or a
- * use after free, read or write from the page-fault error code), prints the report, and lets the
- * program crash as it would have: the handler that was in place when leek installed its own, or
- * the default action. Any other SIGSEGV goes to that handler untouched. The handler is installed
- * once, at start-up, only in guard mode; a program that installs its own SIGSEGV handler later
- * replaces it, and then guarded faults reach the program's handler as faults it did not expect
- * (they are lost to leek, and never reported as something else) (docs/design.md, "Guard mode").
+ * The SIGSEGV handler is signals.c's on_fault, kept in front of the program's own handlers in
+ * guard mode. A fault in the guard run comes here: lk_guard_fault writes an ERROR record
+ * (overflow, underflow, or a use after free, read or write from the page-fault error code) and
+ * prints the report, naming the profile; then on_fault gives the fault to the program as it would
+ * have had it: its handler, or the default action, a crash (docs/design.md, "Guard mode").
  *
- * Never: allocate; take lk_lock in the handler when this thread holds it (in_slow); call in the
- * handler anything but async-signal-safe code and leek's own (the unwinder, as the sampler runs it
- * under a signal handler's malloc); change SIGSEGV's action outside guard mode.
+ * Never: allocate; take lk_lock when this thread holds it (in_slow); call anything but
+ * async-signal-safe code and leek's own (the unwinder, as the sampler runs it under a signal
+ * handler's malloc); touch SIGSEGV's action (signals.c's).
  */
 #include <errno.h>
 #include <signal.h>
@@ -21,12 +20,6 @@
 #include "preload.h"
 #include "record.h"
 
-extern int __sigaction(int, const struct sigaction *, struct sigaction *); /* glibc's, not ours */
-
-static struct sigaction prev_segv; /* the action in place when on_segv was installed */
-
-static void on_segv(int sig, siginfo_t *si, void *uc);
-
 void lk_guard_init(void)
 {
 	if (!lk_cfg.guard)
@@ -35,16 +28,9 @@ void lk_guard_init(void)
 	lk_lock();
 	bool ok = lk_guard_setup((uint32_t)lk_cfg.guard, lk_cfg.guard_left);
 	lk_unlock();
-	if (!ok) {
+	if (!ok)
 		lk_log("cannot reserve the pages of LEEK_GUARD; guard mode is off");
-		errno = saved;
-		return;
-	}
-	struct sigaction sa = { .sa_sigaction = on_segv,
-				.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER };
-	sigemptyset(&sa.sa_mask);
-	__sigaction(SIGSEGV, &sa, &prev_segv);
-	errno = saved;
+	errno = saved; /* the handler: lk_signals_init, once the sampler runs */
 }
 
 /* ---- the fault ---- */
@@ -82,7 +68,8 @@ static const char *const fault_names[] = {
 	[LK_ERR_UAF_ACCESS] = "heap-use-after-free",
 };
 
-static void report_fault(const struct lk_error_info *e)
+/* The report, in one write(2); path: the profile that has the record, "" if none has. */
+static void report_fault(const struct lk_error_info *e, const char *path)
 {
 	char buf[1024];
 	size_t n = 0, cap = sizeof(buf);
@@ -100,9 +87,18 @@ static void report_fault(const struct lk_error_info *e)
 	put(buf, &n, cap, " bytes at ");
 	put_hex(buf, &n, cap, e->block_addr);
 	put(buf, &n, cap, e->kind >= LK_ERR_UAF_READ ? ", freed\n" : "\n");
-	put(buf, &n, cap, "leek:   stacks (the access, the allocation");
-	put(buf, &n, cap, e->free_stack ? ", the free" : "");
-	put(buf, &n, cap, ") are in the profile: leek report errors PROFILE\n");
+	if (*path) {
+		put(buf, &n, cap, "leek:   stacks (the access, the allocation");
+		put(buf, &n, cap, e->free_stack ? ", the free" : "");
+		put(buf, &n, cap, ") are in the profile: leek report errors ");
+		put(buf, &n, cap, path);
+		if (n == cap)
+			n--; /* cut: the newline still ends it */
+		put(buf, &n, cap, "\n");
+	} else {
+		put(buf, &n, cap, "leek:   no profile has its record (none is open, or the fault "
+				  "was inside leek)\n");
+	}
 	for (size_t off = 0; off < n;) {
 		ssize_t k = write(STDERR_FILENO, buf + off, n - off);
 		if (k < 0 && errno == EINTR)
@@ -111,25 +107,6 @@ static void report_fault(const struct lk_error_info *e)
 			break;
 		off += (size_t)k;
 	}
-}
-
-/* The program's answer to the fault: the action found at start-up, called as the kernel would,
- * or the default action by putting SIG_DFL back and letting the fault happen again. */
-static void chain(int sig, siginfo_t *si, void *uc)
-{
-	const struct sigaction *p = &prev_segv;
-
-	if (p->sa_handler == SIG_DFL || p->sa_handler == SIG_IGN) {
-		struct sigaction dfl = { .sa_handler = SIG_DFL };
-		__sigaction(sig, &dfl, NULL);
-		if (si->si_code <= 0)
-			raise(sig);
-		return;
-	}
-	if (p->sa_flags & SA_SIGINFO)
-		p->sa_sigaction(sig, si, uc);
-	else
-		p->sa_handler(sig);
 }
 
 /* The stack from the faulting instruction: the capture's frames from the interrupted one on (the
@@ -162,20 +139,18 @@ static uint32_t from_fault(uint64_t *buf, const uint64_t *frames, uint32_t n, co
 #endif
 }
 
-static void on_segv(int sig, siginfo_t *si, void *uc)
+/* The path is cut to this for the report (a longer one is cut, and the record is still there). */
+#define REPORT_PATH 512
+
+LK_COLD LK_NOINLINE void lk_guard_fault(const void *addr, void *uc)
 {
-	int saved = errno;
-	uintptr_t a = (uintptr_t)si->si_addr;
+	uintptr_t a = (uintptr_t)addr;
 	struct lk_thread *t = &lk_tls;
 	struct lk_error_info e = { .addr = a };
 	uint32_t stack = 0, free_stack = 0, at = 0;
 	uint64_t id = 0;
+	char path[REPORT_PATH] = "";
 
-	if (si->si_code <= 0 || a - lk_guard.base >= lk_guard.span) {
-		chain(sig, si, uc);
-		errno = saved;
-		return;
-	}
 #if defined(__x86_64__)
 	const ucontext_t *u = uc;
 	uint64_t err = (uint64_t)u->uc_mcontext.gregs[REG_ERR];
@@ -208,6 +183,7 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 		e.alloc_stack = lk_stack_file_id(stack);
 		e.free_stack = lk_stack_file_id(free_stack);
 		lk_writer_error(lk_now_ns(), &e, id);
+		lk_writer_path(path, sizeof(path));
 		lk_unlock();
 		lk_stack_learned(ticket, at);
 		t->bytes_left = left;
@@ -216,7 +192,5 @@ static void on_segv(int sig, siginfo_t *si, void *uc)
 		lk_unlock();
 	}
 	if (ours)
-		report_fault(&e);
-	chain(sig, si, uc);
-	errno = saved;
+		report_fault(&e, path);
 }

@@ -369,6 +369,9 @@ static inline bool lk_guard_owns(const void *p)
 	return (uintptr_t)p - lk_guard.base < lk_guard.span;
 }
 void lk_guard_init(void);                   /* start-up, once; lk_lock free (guard-fault.c) */
+/* A fault at addr in the guard run (lk_guard_owns), from signals.c's SIGSEGV handler, uc its
+ * ucontext: recorded and reported if a guarded block explains it; what follows is the caller's. */
+void lk_guard_fault(const void *addr, void *uc);
 bool lk_guard_setup(uint32_t n, bool left); /* its run and slots; lk_lock */
 struct lk_error_info;
 /* The error of a fault at a in the guard run, its block's stacks and number: false if no block
@@ -439,6 +442,8 @@ int lk_fd_raise(int fd, bool cloexec);
 /* ---- writer-open.c: the file's creation, naming and header ---- */
 bool lk_writer_ready(void);         /* a file is open, or can be opened */
 bool lk_writer_owned(void);         /* open, and by this process (not a vfork child) */
+/* The open file's path into buf, cut to size - 1 bytes; "" if none is open. lk_lock; signal-safe. */
+void lk_writer_path(char *buf, size_t size);
 void lk_writer_atfork_child(void);
 
 /* ---- writer-control.c: `leek ctl`'s commands (the header's control block) ---- */
@@ -462,8 +467,10 @@ bool lk_object_of(const void *addr, struct dl_phdr_info *info);
 /* The executable segment of a loaded object that holds at: [*lo, *hi); unchanged if none. */
 void lk_object_text(const void *at, uintptr_t *lo, uintptr_t *hi);
 
-/* ---- signals.c: SIGBUS in the window repaired, the program's handlers and masks kept ---- */
-void lk_signals_init(void); /* once profiling: on_fault becomes SIGBUS's kernel action */
+/* ---- signals.c: SIGBUS in the window repaired, guarded SIGSEGVs recorded, the program's
+ * handlers and masks kept ---- */
+/* Once profiling: on_fault becomes SIGBUS's kernel action, and SIGSEGV's in guard mode. */
+void lk_signals_init(void);
 
 /* ---- loader.c: no fork while a thread holds the loader lock ---- */
 bool lk_loader_enter(bool insist); /* false: a fork is pending, go on without the loader */

@@ -1,34 +1,41 @@
-/* signals.c: leek's handler of the faults its own memory raises, kept in front of the program's.
+/* signals.c: leek's handlers of the faults its own memory raises, kept in front of the program's.
  *
- * A store into the profile's window raises SIGBUS once the file is cut short under it (truncate,
- * logrotate's copytruncate; writer.c). Without a handler the program dies, so while profiling,
- * SIGBUS's kernel action is on_fault: it asks lk_writer_fault, which puts anonymous memory in the
- * window's place and lets the store complete. Any other SIGBUS is the program's, and gets what it
- * would have got without leek: the program's handler, called as the kernel would have called it
- * (its sa_mask and SA_NODEFER are the kernel action's own, SA_SIGINFO picks the arguments,
- * SA_RESETHAND is done here), or its default action, a core dump, by putting SIG_DFL back and
- * letting the fault happen again (or raising it again, if it was sent).
+ * Two signals are kept, each only when leek has memory that raises it:
+ * - SIGBUS, while profiling. A store into the profile's window raises it once the file is cut short
+ *   under it (truncate, logrotate's copytruncate; writer.c): lk_writer_fault puts anonymous memory
+ *   in the window's place and the store completes.
+ * - SIGSEGV, in guard mode only (LEEK_GUARD; without it SIGSEGV is never touched): a fault in the
+ *   guard run is an overflow, underflow or use after free (guard.c); lk_guard_fault records and
+ *   reports it, and then the program gets it as it would have got the fault (record, then chain:
+ *   the program crashes as it would have, through its own handler if it has one).
+ * Any other fault, and every sent signal, is the program's, and gets what it would have got
+ * without leek: the program's handler, called as the kernel would have called it (its sa_mask and
+ * SA_NODEFER are the kernel action's own, SA_SIGINFO picks the arguments, the siginfo and
+ * ucontext are the kernel's, untouched, SA_RESETHAND is done here), or its default action, a core
+ * dump, by putting SIG_DFL back and letting the fault happen again (or raising it again, if it was
+ * sent). The path to the program's handler is a few loads and a call, for the JVM, whose null
+ * checks and safepoint polls are SIGSEGVs.
  *
  * To stay in front, the names through which a program sets a signal's action are interposed
- * (sigaction, signal and its aliases, sysv_signal, sigset): for SIGBUS they keep the program's
- * action here, show it back when asked, and make the kernel action on_fault with the program's
- * mask and flags. The kernel delivers a fault that is blocked as SIG_DFL, so sigprocmask and
- * pthread_sigmask never block SIGBUS: a thread that blocks every signal (the common sigwait
- * design of servers) keeps it unblocked, sees it blocked when it asks, and an asynchronous SIGBUS
- * (kill) that arrives while it believes SIGBUS blocked waits until it unblocks it.
+ * (sigaction, signal and its aliases, sysv_signal, sigset): for a kept signal they keep the
+ * program's action here, show it back when asked, and make the kernel action on_fault with the
+ * program's mask and flags. The kernel delivers a fault that is blocked as SIG_DFL, so sigprocmask
+ * and pthread_sigmask never block a kept signal: a thread that blocks every signal (the common
+ * sigwait design of servers) keeps it unblocked, sees it blocked when it asks, and an asynchronous
+ * one (kill) that arrives while it believes the signal blocked waits until it unblocks it.
  *
- * Not covered, as documented in docs/design.md ("Threat model"): SIGBUS blocked through another
- * signal's sa_mask while that handler allocates, temporary masks (sigsuspend, ppoll), a thread's
- * view of the mask it inherited from a thread that believed SIGBUS blocked, actions set with raw
- * system calls (Go's runtime forwards the faults it does not own to the handler it found, which is
- * this one), and the disposition an exec'd program inherits when the program ignored SIGBUS (the
- * kernel resets a handled signal to SIG_DFL at exec, an ignored one stays ignored).
+ * Not covered, as documented in docs/design.md ("Threat model"): a kept signal blocked through
+ * another signal's sa_mask while that handler allocates, temporary masks (sigsuspend, ppoll), a
+ * thread's view of the mask it inherited from a thread that believed the signal blocked, actions
+ * set with raw system calls (Go's runtime: it replaces on_fault and forwards the faults that are
+ * not in Go code, C code's, to the handler it found, which is on_fault; a fault in Go code it
+ * handles itself, unseen by leek), and the disposition an exec'd program inherits when the
+ * program ignored the signal (the kernel resets a handled signal to SIG_DFL at exec, an ignored
+ * one stays ignored).
  *
- * Guard mode's SIGSEGV handler (guard-fault.c) is installed once and not kept in front: FAULT_SIG
- * is the one signal handled here.
- *
- * Never: block or wait inside the handler, call anything in it that is not async-signal-safe,
- * change a signal other than SIGBUS, or change what the program reads back.
+ * Never: block or wait inside the handler, call anything in it that is not async-signal-safe
+ * (lk_guard_fault is leek's own, written for it), change a signal that is not kept, keep SIGSEGV
+ * outside guard mode, or change what the program reads back.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,8 +44,6 @@
 #include <string.h>
 
 #include "preload.h"
-
-#define FAULT_SIG SIGBUS
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
@@ -52,15 +57,20 @@ static struct {
 	signal_fn signal, bsd_signal, ssignal, sysv_signal, __sysv_signal, sigset;
 } next;
 
-/* The program's action for FAULT_SIG, in two slots so that the handler reads a whole one while
- * sigaction writes the other (prog_at: the one in force). */
-static struct sigaction prog[2];
-static int prog_at;
-static bool installed; /* on_fault is the kernel action: prog holds the program's */
-static int lock_word;  /* sigaction's updates of prog, taken with every signal blocked */
+/* The kept signals: K_BUS while profiling, K_SEGV in guard mode. */
+enum { K_BUS, K_SEGV, K_N };
+static const int kept_sig[K_N] = { SIGBUS, SIGSEGV };
 
-static __thread bool view_blocked; /* the program believes FAULT_SIG blocked on this thread */
-static __thread bool held;         /* an asynchronous FAULT_SIG arrived meanwhile: raised later */
+/* The program's action for each kept signal, in two slots so that the handler reads a whole one
+ * while sigaction writes the other (prog_at: the one in force). */
+static struct sigaction prog[K_N][2];
+static int prog_at[K_N];
+static bool installed[K_N]; /* on_fault is the kernel action: prog holds the program's */
+static bool any_installed;  /* installed[K_BUS] || installed[K_SEGV]: the mask's one test */
+static int lock_word;       /* sigaction's updates of prog, taken with every signal blocked */
+
+static __thread uint8_t view_blocked; /* bit k: the program believes kept_sig[k] blocked here */
+static __thread uint8_t held; /* bit k: an asynchronous kept_sig[k] arrived meanwhile: later */
 
 /* The next definition of name: glibc's, resolved once (dlsym may call calloc: sampler.c). */
 static void *find(void **slot, const char *name)
@@ -75,19 +85,27 @@ static void *find(void **slot, const char *name)
 }
 #define NEXT(name) ((__typeof__(next.name))find((void **)&next.name, #name))
 
+/* sig's index if leek keeps it now, else -1. */
+static int kept(int sig)
+{
+	int k = sig == SIGBUS ? K_BUS : sig == SIGSEGV ? K_SEGV : -1;
+
+	return k >= 0 && __atomic_load_n(&installed[k], __ATOMIC_ACQUIRE) ? k : -1;
+}
+
 static void on_fault(int sig, siginfo_t *si, void *uc);
 
-/* The kernel action for the program's action a: on_fault with a's mask and flags (but
- * SA_RESETHAND, which would take on_fault away). */
-static void install(const struct sigaction *a)
+/* The kernel action for the program's action a of kept signal k: on_fault with a's mask and
+ * flags (but SA_RESETHAND, which would take on_fault away). */
+static void install(int k, const struct sigaction *a)
 {
-	struct sigaction k = { .sa_sigaction = on_fault };
+	struct sigaction act = { .sa_sigaction = on_fault };
 
-	k.sa_mask = a->sa_mask;
+	act.sa_mask = a->sa_mask;
 	if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
-		k.sa_flags = a->sa_flags & (SA_ONSTACK | SA_NODEFER | SA_RESTART);
-	k.sa_flags |= SA_SIGINFO;
-	__sigaction(FAULT_SIG, &k, NULL);
+		act.sa_flags = a->sa_flags & (SA_ONSTACK | SA_NODEFER | SA_RESTART);
+	act.sa_flags |= SA_SIGINFO;
+	__sigaction(kept_sig[k], &act, NULL);
 }
 
 static void lock(sigset_t *saved)
@@ -106,40 +124,51 @@ static void unlock(const sigset_t *saved)
 	NEXT(pthread_sigmask)(SIG_SETMASK, saved, NULL);
 }
 
-/* Sets the program's action to a (if a), and gives the one before it (if old). */
-static void set_prog(const struct sigaction *a, struct sigaction *old)
+/* Sets the program's action for kept signal k to a (if a), and gives the one before it (if
+ * old). */
+static void set_prog(int k, const struct sigaction *a, struct sigaction *old)
 {
-	int at = __atomic_load_n(&prog_at, __ATOMIC_RELAXED);
+	int at = __atomic_load_n(&prog_at[k], __ATOMIC_RELAXED);
 
 	if (old)
-		*old = prog[at];
+		*old = prog[k][at];
 	if (a) {
-		prog[!at] = *a;
-		__atomic_store_n(&prog_at, !at, __ATOMIC_RELEASE);
-		install(a);
+		prog[k][!at] = *a;
+		__atomic_store_n(&prog_at[k], !at, __ATOMIC_RELEASE);
+		install(k, a);
 	}
+}
+
+/* Keeps kept_sig[k] from now on: the action in force becomes the program's. lock held. */
+static void keep(int k)
+{
+	struct sigaction cur;
+
+	if (installed[k] || __sigaction(kept_sig[k], NULL, &cur) != 0)
+		return;
+	prog[k][prog_at[k]] = cur;
+	install(k, &cur);
+	__atomic_store_n(&installed[k], true, __ATOMIC_RELEASE);
+	__atomic_store_n(&any_installed, true, __ATOMIC_RELEASE);
 }
 
 void lk_signals_init(void)
 {
-	struct sigaction cur;
 	sigset_t saved;
 
 	NEXT(pthread_sigmask);
 	NEXT(sigprocmask);
 	lock(&saved);
-	if (!installed && __sigaction(FAULT_SIG, NULL, &cur) == 0) {
-		prog[prog_at] = cur;
-		install(&cur);
-		installed = true;
-	}
+	keep(K_BUS);
+	if (__atomic_load_n(&lk_guard.span, __ATOMIC_ACQUIRE))
+		keep(K_SEGV);
 	unlock(&saved);
 }
 
-/* The program's own answer to a FAULT_SIG that is not leek's. */
-static void deliver(int sig, siginfo_t *si, void *uc)
+/* The program's own answer to kept signal k: its handler, or its default action. */
+static void deliver(int k, int sig, siginfo_t *si, void *uc)
 {
-	struct sigaction *p = &prog[__atomic_load_n(&prog_at, __ATOMIC_ACQUIRE)];
+	struct sigaction *p = &prog[k][__atomic_load_n(&prog_at[k], __ATOMIC_ACQUIRE)];
 	void (*h)(int) = p->sa_handler;
 	bool sent = si->si_code <= 0; /* kill, tgkill, sigqueue: not a fault */
 
@@ -156,7 +185,7 @@ static void deliver(int sig, siginfo_t *si, void *uc)
 	}
 	if (p->sa_flags & SA_RESETHAND) {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
-		set_prog(&dfl, NULL); /* in its handler: no sigaction of this thread is under way */
+		set_prog(k, &dfl, NULL); /* in its handler: no sigaction of this thread is under way */
 	}
 	if (p->sa_flags & SA_SIGINFO)
 		p->sa_sigaction(sig, si, uc);
@@ -166,33 +195,40 @@ static void deliver(int sig, siginfo_t *si, void *uc)
 
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
-	int saved = errno;
+	int saved = errno, k = sig == SIGSEGV ? K_SEGV : K_BUS;
 
-	if (si->si_code > 0 && lk_writer_fault(si->si_addr)) {
-		errno = saved;
-		return;
+	if (si->si_code > 0) {
+		if (k == K_BUS && lk_writer_fault(si->si_addr)) {
+			errno = saved;
+			return;
+		}
+		/* Recorded and reported, then the program's answer below, as for its own faults. The
+		 * test is inline, so that the program's faults (a JVM's) pay two loads for it. */
+		if (k == K_SEGV && lk_guard_owns(si->si_addr))
+			lk_guard_fault(si->si_addr, uc);
 	}
-	if (si->si_code <= 0 && view_blocked)
-		held = true; /* the program believes it blocked: it comes when it is unblocked */
+	if (si->si_code <= 0 && (view_blocked & 1u << k))
+		held |= 1u << k; /* the program believes it blocked: it comes when it is unblocked */
 	else
-		deliver(sig, si, uc);
+		deliver(k, sig, si, uc);
 	errno = saved;
 }
 
 LK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	sigset_t saved;
+	int k = kept(sig);
 
-	if (sig != FAULT_SIG || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+	if (k < 0)
 		return __sigaction(sig, act, old);
 	lock(&saved);
-	set_prog(act, old);
+	set_prog(k, act, old);
 	unlock(&saved);
 	return 0;
 }
 
-/* signal() and its relatives for FAULT_SIG, as glibc builds them on sigaction. */
-static __sighandler_t set_handler(__sighandler_t h, int flags, bool mask_self)
+/* signal() and its relatives for a kept signal, as glibc builds them on sigaction. */
+static __sighandler_t set_handler(int sig, __sighandler_t h, int flags, bool mask_self)
 {
 	struct sigaction a = { .sa_handler = h, .sa_flags = flags }, old;
 
@@ -202,41 +238,36 @@ static __sighandler_t set_handler(__sighandler_t h, int flags, bool mask_self)
 	}
 	sigemptyset(&a.sa_mask);
 	if (mask_self)
-		sigaddset(&a.sa_mask, FAULT_SIG);
-	sigaction(FAULT_SIG, &a, &old);
+		sigaddset(&a.sa_mask, sig);
+	sigaction(sig, &a, &old);
 	return old.sa_handler;
-}
-
-static bool ours(int sig)
-{
-	return sig == FAULT_SIG && __atomic_load_n(&installed, __ATOMIC_ACQUIRE);
 }
 
 LK_EXPORT __sighandler_t signal(int sig, __sighandler_t h)
 {
-	return ours(sig) ? set_handler(h, SA_RESTART, true) : NEXT(signal)(sig, h);
+	return kept(sig) >= 0 ? set_handler(sig, h, SA_RESTART, true) : NEXT(signal)(sig, h);
 }
 
 LK_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t h)
 {
-	return ours(sig) ? set_handler(h, SA_RESTART, true) : NEXT(bsd_signal)(sig, h);
+	return kept(sig) >= 0 ? set_handler(sig, h, SA_RESTART, true) : NEXT(bsd_signal)(sig, h);
 }
 
 LK_EXPORT __sighandler_t ssignal(int sig, __sighandler_t h)
 {
-	return ours(sig) ? set_handler(h, SA_RESTART, true) : NEXT(ssignal)(sig, h);
+	return kept(sig) >= 0 ? set_handler(sig, h, SA_RESTART, true) : NEXT(ssignal)(sig, h);
 }
 
 LK_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t h)
 {
-	return ours(sig) ? set_handler(h, SA_RESETHAND | SA_NODEFER, false)
-			 : NEXT(sysv_signal)(sig, h);
+	return kept(sig) >= 0 ? set_handler(sig, h, SA_RESETHAND | SA_NODEFER, false)
+			      : NEXT(sysv_signal)(sig, h);
 }
 
 LK_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t h)
 {
-	return ours(sig) ? set_handler(h, SA_RESETHAND | SA_NODEFER, false)
-			 : NEXT(__sysv_signal)(sig, h);
+	return kept(sig) >= 0 ? set_handler(sig, h, SA_RESETHAND | SA_NODEFER, false)
+			      : NEXT(__sysv_signal)(sig, h);
 }
 
 static int mask(sigmask_fn real, int how, const sigset_t *set, sigset_t *old);
@@ -247,7 +278,7 @@ LK_EXPORT __sighandler_t sigset(int sig, __sighandler_t h)
 {
 	sigset_t one, before;
 
-	if (!ours(sig))
+	if (kept(sig) < 0)
 		return NEXT(sigset)(sig, h);
 	sigemptyset(&one);
 	sigaddset(&one, sig);
@@ -257,39 +288,50 @@ LK_EXPORT __sighandler_t sigset(int sig, __sighandler_t h)
 		sigaction(sig, NULL, &cur);
 		return sigismember(&before, sig) ? SIG_HOLD : cur.sa_handler;
 	}
-	__sighandler_t was = set_handler(h, 0, false);
+	__sighandler_t was = set_handler(sig, h, 0, false);
 	if (was == SIG_ERR)
 		return SIG_ERR;
 	mask(NEXT(pthread_sigmask), SIG_UNBLOCK, &one, &before);
 	return sigismember(&before, sig) ? SIG_HOLD : was;
 }
 
-/* A mask change with FAULT_SIG left unblocked in the kernel, and blocked in the thread's view. */
+/* A mask change with the kept signals left unblocked in the kernel, and blocked in the thread's
+ * view. */
 static int mask(sigmask_fn real, int how, const sigset_t *set, sigset_t *old)
 {
 	sigset_t copy;
-	bool was = view_blocked, in = false;
+	uint8_t was = view_blocked, in = 0, touched = 0;
 
-	if (!__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+	if (!__atomic_load_n(&any_installed, __ATOMIC_ACQUIRE))
 		return real(how, set, old);
 	if (set) {
 		copy = *set; /* old may be set itself */
-		in = sigismember(&copy, FAULT_SIG) == 1;
-		sigdelset(&copy, FAULT_SIG);
+		for (int k = 0; k < K_N; k++) {
+			if (!__atomic_load_n(&installed[k], __ATOMIC_ACQUIRE))
+				continue;
+			touched |= 1u << k;
+			if (sigismember(&copy, kept_sig[k]) == 1)
+				in |= 1u << k;
+			sigdelset(&copy, kept_sig[k]);
+		}
 	}
 	int r = real(how, set ? &copy : NULL, old);
 	if (r != 0)
 		return r;
-	if (old && was)
-		sigaddset(old, FAULT_SIG);
+	for (int k = 0; k < K_N; k++)
+		if (old && (was & 1u << k))
+			sigaddset(old, kept_sig[k]);
 	if (set && how == SIG_SETMASK)
-		view_blocked = in;
-	else if (set && in)
-		view_blocked = how == SIG_BLOCK;
-	if (!view_blocked && held) {
-		held = false;
-		raise(FAULT_SIG);
-	}
+		view_blocked = (uint8_t)((view_blocked & ~touched) | in);
+	else if (set && how == SIG_BLOCK)
+		view_blocked |= in;
+	else if (set && how == SIG_UNBLOCK)
+		view_blocked &= (uint8_t)~in;
+	for (int k = 0; k < K_N; k++)
+		if ((held & 1u << k) && !(view_blocked & 1u << k)) {
+			held &= (uint8_t)~(1u << k);
+			raise(kept_sig[k]);
+		}
 	return 0;
 }
 

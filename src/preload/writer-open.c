@@ -347,6 +347,18 @@ bool lk_writer_owned(void)
 	return lk_writer_has_file() && writer.pid == (uint32_t)getpid();
 }
 
+void lk_writer_path(char *buf, size_t size)
+{
+	size_t n = 0;
+
+	if (lk_writer_has_file())
+		while (writer.path[n] && n + 1 < size) {
+			buf[n] = writer.path[n];
+			n++;
+		}
+	buf[n] = 0;
+}
+
 /* The first event of a process (or of a forked child) opens its file; the first after a cut
  * begins it again. One line if it cannot, and the program runs unprofiled from then on. */
 LK_COLD void lk_writer_open_now(void)

@@ -64,6 +64,11 @@ static void double_free(const char *bug, uint64_t size)
 	ASSERT_CONTAINS(r.err, "leek: ERROR: double free of 0x");
 	ASSERT_CONTAINS(r.err, "is the start of a freed block of");
 	ASSERT_CONTAINS(r.err, "aborting");
+	/* The report names the profile that has the record. */
+	char hint[600];
+	snprintf(hint, sizeof(hint), "are in the profile: leek report errors %s\n",
+		 main_profile(&r)->path);
+	ASSERT_CONTAINS(r.err, hint);
 	run_cleanup(&r);
 }
 
@@ -330,6 +335,71 @@ TEST(guard_program_handler)
 	ASSERT_CONTAINS(r.out, "own fault handled");
 	ASSERT_EQ(main_profile(&r)->nerrors, 0);
 	ASSERT_TRUE(!strstr(r.err, "leek:"));
+	run_cleanup(&r);
+}
+
+/* A program's SIGSEGV handler set after leek's, in each of the ways (fx-memerr chain MODE): it
+ * reads back its own action, gets its own three faults untouched and unreported, and then the
+ * guarded overflow too, after leek has written its record and report (record, then chain). */
+static void chain_run(const char *mode, int sig)
+{
+	struct run r;
+	const char *argv[] = { "fx-memerr", "chain", mode, NULL };
+	char ok[32];
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, GUARD }, .exe = FX_MEMERR }, argv);
+	if (sig ? !WIFSIGNALED(r.status) || WTERMSIG(r.status) != sig
+		: !WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0)
+		FAIL("chain %s: status %#x; stdout:\n%s\nstderr:\n%.4000s", mode, r.status, r.out,
+		     r.err);
+	snprintf(ok, sizeof(ok), "chain %s ok\n", mode);
+	ASSERT_CONTAINS(r.out, ok);
+	ASSERT_CONTAINS(r.out, "bug done");
+	const struct error *e = the_error(&r, LK_ERR_OVERFLOW); /* one: the program's are not */
+	ASSERT_EQ(e->block_size, 96);
+	ASSERT_EQ(e->addr, e->block_addr + 96);
+	const char *report = strstr(r.err, "leek: ERROR: heap-buffer-overflow at 0x");
+	const char *handler = strstr(r.err, "program handler: guarded fault");
+	ASSERT_TRUE(report && handler && report < handler);
+	ASSERT_TRUE(!strstr(report + 1, "leek: ERROR"));
+	/* The report names the profile it wrote. */
+	char hint[600];
+	snprintf(hint, sizeof(hint), "leek report errors %s\n", main_profile(&r)->path);
+	ASSERT_CONTAINS(r.err, hint);
+	run_cleanup(&r);
+}
+
+TEST(guard_chain_siginfo_mprotect)
+{
+	chain_run("info", 0);
+}
+
+TEST(guard_chain_plain_handler)
+{
+	chain_run("plain", 0);
+}
+
+/* SA_RESETHAND: the default action after each fault, as sigaction reads back; the last fault,
+ * with the default action in place, kills the program, and leek reports none of its own. */
+TEST(guard_chain_resethand)
+{
+	chain_run("reset", SIGSEGV);
+}
+
+/* SIGSEGV's action in the kernel, which the program cannot see through sigaction: with guard mode
+ * off, the program's own (leek touches nothing); on, leek's handler, in front of the program's. */
+TEST(guard_segv_kernel_action)
+{
+	struct run r;
+	const char *argv[] = { "fx-memerr", "raw-segv", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT }, .exe = FX_MEMERR }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_CONTAINS(r.out, "raw before: default\nraw after: the program's\n");
+	run_cleanup(&r);
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, GUARD }, .exe = FX_MEMERR }, argv);
+	expect_clean(&r, 1, 0);
+	ASSERT_CONTAINS(r.out, "raw before: another\nraw after: another\n");
 	run_cleanup(&r);
 }
 

@@ -75,6 +75,7 @@ else
 fi
 
 lk_need_build
+lk_guard_too
 [[ -x $PY ]] || lk_apt python3.11 || { echo "cpython: cannot install python3.11" >&2; exit 1; }
 lk_apt libpython3.11-testsuite || { echo "cpython: cannot install libpython3.11-testsuite" >&2; exit 1; }
 

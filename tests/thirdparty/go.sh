@@ -7,7 +7,9 @@
 # code. src/cgo/main.go does that from 8 goroutines, with pure-Go work in between, and prints a
 # deterministic checksum. It passes in a mode when stdout, stderr and the exit status equal the
 # plain run's, nothing hangs, the allocations of its probe_malloc are all in the profile (exact
-# mode) or estimated within 4 sigma (default period), and every profile reads. The build is
+# mode) or estimated within 4 sigma (default period, and guard mode's 16K: lib.sh), and every
+# profile reads, without an ERROR record in guard mode (docs/design.md, "Guard mode": Go sets its
+# SIGSEGV handler with raw system calls and forwards C code's faults to leek's). The build is
 # offline (GOPROXY=off, no modules, only the standard library), with its caches in the scratch
 # directory. It must never leave a process running or write outside its scratch directory.
 #
@@ -21,6 +23,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/thirdparty/src/same.sh
 source "$(dirname "$0")/src/same.sh"
 lk_need_build
+lk_guard_too
 lk_apt golang-go gcc libc6-dev python3 || { echo "go: cannot install golang-go" >&2; exit 1; }
 
 go=$(dpkg -L golang-go | grep -m1 '/bin/go$')

@@ -8,8 +8,9 @@
 # caught StackOverflowError, System.gc()) and prints a deterministic checksum. It passes in a mode
 # when stdout, stderr and the exit status equal the plain run's, nothing hangs, the direct buffers'
 # mallocs (through Unsafe_AllocateMemory0) are all in the profile (exact mode) or estimated within
-# 4 sigma (default period), and every profile reads. It must never leave a JVM running or write
-# outside its scratch directory.
+# 4 sigma (default period, and guard mode's 16K: lib.sh), and every profile reads, without an
+# ERROR record in guard mode, where the JVM's own SIGSEGVs pass through leek's handler to its own.
+# It must never leave a JVM running or write outside its scratch directory.
 #
 # LK_QUICK=1 runs 40 rounds per thread instead of 200.
 
@@ -18,6 +19,7 @@ source "$(dirname "$0")/lib.sh"
 # shellcheck source=tests/thirdparty/src/same.sh
 source "$(dirname "$0")/src/same.sh"
 lk_need_build
+lk_guard_too
 lk_apt openjdk-17-jdk-headless python3 || { echo "jvm: cannot install openjdk-17-jdk-headless" >&2; exit 1; }
 
 # Debian's JDK by its package, whatever else is on the PATH.

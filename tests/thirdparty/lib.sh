@@ -2,22 +2,28 @@
 #
 # Each runner in this folder puts a program or a suite that nobody here wrote in front of
 # libleek, in three modes: plain (no leek), default (the default period) and exact (every
-# allocation, LEEK_PERIOD=1). A check passes when the result equals the plain run's, nothing hangs
-# and every profile written reads with `leek dump`. A runner ends with the harness's line
-# "N passed, N failed, N skipped" and exits non-zero if anything failed. It must never leave a server running
-# or touch anything outside its scratch directory and the Debian packages it installs.
+# allocation, LEEK_PERIOD=1); the runners that call lk_guard_too (cpython, redis, jvm, go) also in
+# guard mode (LEEK_GUARD=64 at LEEK_PERIOD=16384: see lk_env). A check passes when the result
+# equals the plain run's, nothing hangs and every profile written reads with `leek dump`, and in
+# guard mode has no ERROR record (`leek report errors` says "no errors caught": none is real).
+# A runner ends with the harness's line "N passed, N failed, N skipped" and exits non-zero if
+# anything failed. It must never leave a server running or touch anything outside its scratch
+# directory and the Debian packages it installs.
 #
 # Environment:
 #   LK_BUILD    build directory holding leek and libleek.so (default: build/, built if missing)
 #   LK_QUICK=1  the subset CI runs (each runner says what it drops)
 #   LK_KEEP=1   keep the scratch directory
+#   LK_MODES    the leek modes to run, as words (default: "default exact", and guard where the
+#               runner calls lk_guard_too): LK_MODES=guard runs guard mode alone
 
 LK_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 LK_BUILD=${LK_BUILD:-$LK_ROOT/build}
 LEEK=$LK_BUILD/src/cli/leek
 LIBLEEK=$LK_BUILD/src/preload/libleek.so
 LK_QUICK=${LK_QUICK:-0}
-LK_MODES=(default exact)
+lk_modes_given=${LK_MODES:+1}
+read -ra LK_MODES <<<"${LK_MODES:-default exact}"
 
 lk_passed=0
 lk_failed=0
@@ -55,6 +61,9 @@ lk_pass() { lk_passed=$((lk_passed + 1)); echo "ok   $1"; }
 lk_skip() { lk_skipped=$((lk_skipped + 1)); echo "skip $1${2:+: $2}"; }
 lk_fail() { lk_failed=$((lk_failed + 1)); echo "FAIL $1${2:+: $2}"; }
 
+# lk_guard_too: this runner runs guard mode after the others (unless LK_MODES chose the modes).
+lk_guard_too() { [[ -n $lk_modes_given ]] || LK_MODES+=(guard); }
+
 # lk_env MODE: the environment words that put leek in front of a command in MODE ("plain" gives
 # none). Profiles go to $lk_scratch/prof-MODE/, one directory per mode.
 lk_env() {
@@ -63,6 +72,12 @@ lk_env() {
 	plain) return 0 ;;
 	default) ;;
 	exact) echo "LEEK_PERIOD=1" ;;
+	# 64 slots, the default of --guard; a period of 16 KiB, 32 times the default's rate, samples
+	# a 100-byte block with chance 0.6% and a 4000-byte one with 22% (1 - exp(-s/T)), so that the
+	# slots and their quarantine turn over many times in a short run. Each guarded sample costs
+	# two mprotect calls under leek's lock (docs/performance.md, "Guard mode"): at 4 KiB the cgo
+	# program took 38 s instead of 3.
+	guard) echo "LEEK_GUARD=64 LEEK_PERIOD=16384" ;;
 	*) echo "lk_env: unknown mode $mode" >&2; return 1 ;;
 	esac
 	mkdir -p "$dir"
@@ -90,13 +105,26 @@ lk_profiles_read() {
 		bad+=" $(basename "$f")"
 		[[ -s $lk_scratch/dump.err ]] || cp "$lk_scratch/dump.1" "$lk_scratch/dump.err" # the first error
 	done
+	local errs=0 out extra=
+	if [[ $mode == guard ]]; then # no error that guard mode or the frees found: none is real
+		extra=", no ERROR records"
+		for f in "$dir"/*.lk "$dir"/*.lk.zst; do
+			[[ -e $f ]] || continue
+			out=$("$LEEK" report errors "$f" 2>&1)
+			grep -qx "no errors caught" <<<"$out" && continue
+			errs=$((errs + 1))
+			((errs == 1)) && head -n 20 <<<"$out" | sed 's/^/     | /'
+		done
+	fi
 	rm -rf "$dir"
 	if ((n == 0)); then
 		lk_fail "$name [$mode] profile" "no profile written"
 	elif [[ -n $bad ]]; then
 		lk_fail "$name [$mode] profile" "unreadable:$bad ($(head -c 300 "$lk_scratch/dump.err"))"
+	elif ((errs)); then
+		lk_fail "$name [$mode] profile" "$errs of $n profiles with ERROR records (none is real)"
 	else
-		lk_pass "$name [$mode] profile ($n read)"
+		lk_pass "$name [$mode] profile ($n read$extra)"
 	fi
 }
 

@@ -3,7 +3,7 @@
 # jemalloc, counts its memory with malloc_usable_size, and forks for BGSAVE and BGREWRITEAOF,
 # whose children write profiles of their own.
 #
-# In each mode (plain, default, exact) a server on 127.0.0.1, with its own directory in scratch and
+# In each mode (plain, default, exact, guard: lib.sh) a server on 127.0.0.1, with its own directory in scratch and
 # no save points, is driven by pipelined redis-benchmark, must count exactly (INCR and LPUSH on one
 # key, N times), then holds a known dataset (DEBUG POPULATE and keys of every type with known
 # values). That dataset's DBSIZE and DEBUG DIGEST must equal the plain server's, and stay the
@@ -26,6 +26,7 @@ else
 fi
 
 lk_need_build
+lk_guard_too
 lk_apt redis-server redis-tools || { echo "redis: cannot install redis-server" >&2; exit 1; }
 
 server_pid=
