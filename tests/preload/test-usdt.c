@@ -196,6 +196,18 @@ static void need_uprobes(void)
 	free(status);
 	if (!admin)
 		SKIP("no CAP_SYS_ADMIN: bpftrace cannot attach uprobes");
+	/* A plain uprobe (on libleek's malloc, no USDT in it) for a moment: what a container's
+	 * seccomp, a lockdown or missing BPF support forbids shows here, and is no fault of the
+	 * probes. */
+	char dir[256], script[600];
+	struct proc p = { 0 };
+	snprintf(script, sizeof(script), "uprobe:%s:malloc { } BEGIN { exit(); }", LIBLEEK_PATH);
+	tmp_dir(dir);
+	proc_run(&p, dir, (const char *const[]){ BPFTRACE, "-e", script, NULL }, NULL, 60);
+	if (p.status != 0)
+		SKIP("bpftrace cannot attach a uprobe here (exit %d): %.300s", p.status, p.err);
+	proc_free(&p);
+	tmp_dir_remove(dir);
 }
 
 struct event {
