@@ -28,100 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "profile.h"
-#include "rng.h"
+#include "growth-sim.h" /* tests/lib: the simulator test-growth-alarms.c uses too */
 
-#define PERIOD 524288.0 /* libleek's default period, LEEK_PERIOD */
 #define POOL_BLOCK 4096.0
 #define LEAK_BLOCK 1024.0
-#define DAY 86400.0
 #define EARLY 12 /* evaluations shown one by one */
-
-static double pool_blocks = 4096, turnover = 64; /* pool blocks, and those replaced a second */
-
-static double expo(struct lk_rng *r, double mean)
-{
-	return -mean * log(lk_rng_unit(r));
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* How many of v[0..n) (sorted) are <= t. */
-static size_t upto(const double *v, size_t n, double t)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-struct site {
-	double *born, *died; /* sorted; died may be shorter (never dies: left out) */
-	size_t nborn, ndied;
-	double weight;
-};
-
-static enum lk_trend classify(const struct site *s, double t)
-{
-	double series[LK_TIMELINE_BUCKETS];
-	struct lk_growth g;
-
-	for (unsigned i = 0; i < LK_TIMELINE_BUCKETS; i++) {
-		double u = t * (i + 1) / LK_TIMELINE_BUCKETS;
-		series[i] = s->weight * (double)(upto(s->born, s->nborn, u) -
-						 upto(s->died, s->ndied, u));
-	}
-	lk_growth_classify(series, LK_TIMELINE_BUCKETS, t / LK_TIMELINE_BUCKETS,
-			   upto(s->born, s->nborn, t), &g);
-	return g.trend;
-}
-
-static void pool_day(struct lk_rng *r, struct site *s)
-{
-	double p = -expm1(-POOL_BLOCK / PERIOD), tau = pool_blocks / turnover;
-	size_t cap = (size_t)(DAY * turnover * p * 2 + pool_blocks * p * 2) + 64, n = 0;
-
-	s->born = malloc(cap * sizeof(double));
-	s->died = malloc(cap * sizeof(double));
-	for (unsigned i = 0; i < (unsigned)pool_blocks && n < cap; i++)
-		if (lk_rng_unit(r) < p) {
-			s->born[n] = 0;
-			s->died[n++] = expo(r, tau);
-		}
-	for (double t = expo(r, 1 / (turnover * p)); t < DAY && n < cap;
-	     t += expo(r, 1 / (turnover * p))) {
-		s->born[n] = t;
-		s->died[n++] = t + expo(r, tau);
-	}
-	s->nborn = s->ndied = n;
-	qsort(s->died, n, sizeof(double), cmp_double);
-	s->weight = POOL_BLOCK / p;
-}
-
-static void leak_day(struct lk_rng *r, double rate, struct site *s)
-{
-	double p = -expm1(-LEAK_BLOCK / PERIOD), lambda = rate / LEAK_BLOCK * p;
-	size_t cap = (size_t)(DAY * lambda * 2) + 64, n = 0;
-
-	s->born = malloc(cap * sizeof(double));
-	s->died = NULL;
-	for (double t = expo(r, 1 / lambda); t < DAY && n < cap; t += expo(r, 1 / lambda))
-		s->born[n++] = t;
-	s->nborn = n;
-	s->ndied = 0;
-	s->weight = LEAK_BLOCK / p;
-}
 
 int main(int argc, char *argv[])
 {
@@ -130,6 +41,7 @@ int main(int argc, char *argv[])
 			"TURNOVER_B_S]]]\n");
 		return 1;
 	}
+	double pool_blocks = 4096, turnover = 64; /* pool blocks, and those replaced a second */
 	unsigned days = (unsigned)atoi(argv[1]);
 	double every = atof(argv[2]), leak = argc > 3 ? atof(argv[3]) : 17476;
 	uint64_t seed = argc > 4 ? strtoull(argv[4], NULL, 10) : 1;
@@ -146,15 +58,17 @@ int main(int argc, char *argv[])
 	double *delay = malloc(days * sizeof(double));
 	struct lk_rng r;
 
-	evals = (unsigned)(DAY / every);
+	evals = (unsigned)(GSIM_DAY / every);
 	lk_rng_seed(&r, seed, 31);
 	for (unsigned d = 0; d < days; d++) {
-		struct site pool, lk;
+		struct gsim_site pool, lk;
 		unsigned any = 0;
-		pool_day(&r, &pool);
-		leak_day(&r, leak, &lk);
+		double p = -expm1(-LEAK_BLOCK / GSIM_PERIOD), lambda = leak / LEAK_BLOCK * p;
+		gsim_cache_day(&r, pool_blocks, POOL_BLOCK, pool_blocks / turnover, turnover, &pool);
+		gsim_leak(&r, lambda, GSIM_DAY, (size_t)(GSIM_DAY * lambda * 2) + 64, LEAK_BLOCK / p,
+			  &lk);
 		for (unsigned k = 1; k <= evals; k++)
-			if (classify(&pool, k * every) == LK_TREND_GROWING) {
+			if (gsim_verdict(&pool, k * every) == LK_TREND_GROWING) {
 				any = 1;
 				alarms++;
 				if (k <= EARLY)
@@ -164,13 +78,14 @@ int main(int argc, char *argv[])
 		alarmed += any;
 		delay[d] = INFINITY;
 		for (unsigned k = 1; k <= evals; k++)
-			if (classify(&lk, k * every) == LK_TREND_GROWING) {
+			if (gsim_verdict(&lk, k * every) == LK_TREND_GROWING) {
 				delay[d] = k * every;
 				break;
 			}
-		free(pool.born), free(pool.died), free(lk.born);
+		gsim_site_free(&pool);
+		gsim_site_free(&lk);
 	}
-	qsort(delay, days, sizeof(double), cmp_double);
+	qsort(delay, days, sizeof(double), gsim_cmp_double);
 	printf("%u days, a verdict every %.0f s (%u a day), leak %.0f B/s, seed %llu, pool %.0f "
 	       "blocks of 4 KiB, %.1f replaced a second\n", days, every, evals, leak,
 	       (unsigned long long)seed, pool_blocks, turnover);

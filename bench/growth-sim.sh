@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # growth-sim.sh: builds bench/growth-sim.c against the growth verdict of this tree
-# (src/cli/profile/profile-growth.c) and runs it: simulated days of bench/leak-latency.sh's
+# (src/cli/profile/profile-growth.c), with the simulator it shares with test-growth-alarms
+# (tests/lib/growth-sim.c), and runs it: simulated days of bench/leak-latency.sh's
 # service, their false "growing" verdicts and the delay to see the leak (docs/sampling.md
 # section 11). No clock and no process: the numbers depend on the arguments alone.
 #
@@ -12,5 +13,6 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cc -O2 -D_GNU_SOURCE -I src/cli/profile -I src/cli/read -I src/cli -I src/common -I include \
-	-o "$tmp/growth-sim" bench/growth-sim.c src/cli/profile/profile-growth.c -lm
+	-I tests/lib -o "$tmp/growth-sim" bench/growth-sim.c tests/lib/growth-sim.c \
+	src/cli/profile/profile-growth.c -lm
 "$tmp/growth-sim" "$@"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "probes.h"
 #include "record.h"
 #include "rng.h"
 
@@ -105,6 +106,7 @@ static void drain_deferred(struct lk_trec *r, uint32_t tid, uint64_t now)
 static LK_INLINE void end_sample(struct lk_block *b, struct lk_trec *r, uint32_t tid, uint64_t now)
 {
 	if (b->magic == LK_BLOCK_LIVE && b->id) {
+		lk_probe_free(b);
 		lk_writer_free(r, tid, now, b);
 		if (r)
 			r->frees++;
@@ -119,6 +121,7 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 				  uint32_t stack)
 {
 	if (lk_cfg.free_stacks && b->magic == LK_BLOCK_LIVE && b->id) {
+		lk_probe_free(b);
 		lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
 		lk_counters[LK_CNT_FREES]++;
 	}
@@ -146,7 +149,7 @@ static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *u
 }
 
 /* The sample in block b (caller holds lk_lock): its header and its ALLOC record, with its stack's
- * STACK record first if this file lacks it. */
+ * STACK record first if this file lacks it; leek:sample if the profile has it (b->id). */
 static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usable, uint32_t stack,
 				    struct lk_trec *r, uint32_t tid, uint64_t now)
 {
@@ -155,7 +158,9 @@ static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usab
 	 * header the cache does not hold yet. */
 	*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack, .usable = usable,
 				.magic = LK_BLOCK_LIVE };
-	lk_writer_alloc(r, tid, now, b, size, lk_stack_file_id(stack));
+	uint32_t fid = lk_stack_file_id(stack);
+	lk_writer_alloc(r, tid, now, b, size, fid);
+	lk_probe_sample(b, fid);
 	if (r)
 		r->samples++;
 	else
@@ -309,6 +314,7 @@ static LK_HOT LK_NOINLINE void *exact_own(struct lk_thread *t, struct lk_trec *r
 			*b = (struct lk_block){ .time_ns = now, .size = size, .stack = stack,
 						.usable = usable, .magic = LK_BLOCK_LIVE };
 			if (lk_likely(lk_seg_alloc(r, now, b, size, fid))) {
+				lk_probe_sample(b, fid);
 				r->samples++;
 				if (lk_unlikely(lk_writer_rss_due(now)))
 					lk_writer_rss_unlocked(now);
@@ -423,6 +429,8 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 	t->in_slow = 1;
 	done = lk_seg_free(r, lk_now_ns(), b);
 	if (done) {
+		if (sampled) /* before the slot is given back: b is still its header */
+			lk_probe_free(b);
 		r->frees += sampled;
 		if (!lk_arena_free_own(r, b)) {
 			lk_lock();
@@ -489,6 +497,7 @@ static LK_COLD LK_NOINLINE bool free_with_stack(struct lk_thread *t, struct lk_b
 	if (lk_arena_block(p) == b) {
 		if (b->magic == LK_BLOCK_LIVE && b->id && lk_writer_ready()) {
 			stack = known ? known : lk_stack_intern(frames, n, hash);
+			lk_probe_free(b);
 			lk_writer_free_stack(tid, now, b, lk_stack_file_id(stack));
 			lk_counters[LK_CNT_FREES]++;
 		}

@@ -1,10 +1,9 @@
 /* test-growth-alarms.c: the growth verdict's false alarms and its delay to see a leak
  * (src/cli/profile/profile-growth.c), against the bounds of docs/sampling.md section 11.
  *
- * No profile and no clock: each site's series is made as profile.c makes it (its live sampled
- * blocks, weighted, at the end of each of 64 equal buckets of the run so far) from sampled blocks
- * drawn with fixed seeds, as libleek samples (each block on its own, p(s) = 1 - exp(-s/T)), and
- * classified at the moments `leek watch` would. The seeds were never chosen to pass.
+ * No profile and no clock: each site's sampled blocks are simulated (tests/lib/growth-sim.h, as
+ * bench/growth-sim.c's are) with fixed seeds, and classified at the moments `leek watch` would.
+ * The seeds were never chosen to pass.
  *
  * - A random walk with Gaussian steps is the drift test's exact null: each of the two ways to
  *   "growing" passes it with probability ALPHA at most, so a verdict is growing with probability
@@ -17,106 +16,15 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "growth-sim.h"
 #include "harness.h"
-#include "profile.h"
-#include "rng.h"
 
-#define PERIOD 524288.0
-#define DAY 86400.0
 #define ALPHA 3e-5 /* profile-growth.c's ALPHA_GROWING */
-
-static double expo(struct lk_rng *r, double mean)
-{
-	return -mean * log(lk_rng_unit(r));
-}
 
 /* A standard normal (Box-Muller). */
 static double normal(struct lk_rng *r)
 {
 	return sqrt(-2 * log(lk_rng_unit(r))) * cos(2 * M_PI * lk_rng_unit(r));
-}
-
-static int cmp_double(const void *x, const void *y)
-{
-	double a = *(const double *)x, b = *(const double *)y;
-
-	return a < b ? -1 : a > b;
-}
-
-/* How many of v[0..n) (sorted) are <= t. */
-static size_t upto(const double *v, size_t n, double t)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v[mid] <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-/* One site's sampled blocks: when each was allocated, and when the freed ones were freed (both
- * sorted). */
-struct site {
-	double *born, *died;
-	size_t nborn, ndied;
-	double weight;
-};
-
-static enum lk_trend verdict(const struct site *s, double t)
-{
-	double series[LK_TIMELINE_BUCKETS];
-	struct lk_growth g;
-
-	for (unsigned i = 0; i < LK_TIMELINE_BUCKETS; i++) {
-		double u = t * (i + 1) / LK_TIMELINE_BUCKETS;
-		series[i] = s->weight *
-			    (double)(upto(s->born, s->nborn, u) - upto(s->died, s->ndied, u));
-	}
-	lk_growth_classify(series, LK_TIMELINE_BUCKETS, t / LK_TIMELINE_BUCKETS,
-			   upto(s->born, s->nborn, t), &g);
-	return g.trend;
-}
-
-static double *doubles(size_t n)
-{
-	double *v = malloc((n ? n : 1) * sizeof(double));
-
-	if (!v)
-		abort();
-	return v;
-}
-
-/* A day of a cache of `blocks` blocks of `size` bytes, each replaced at random after Exp(life)
- * seconds: its sampled blocks are an M/M/infinity queue started at its stationary law. */
-static void cache_day(struct lk_rng *r, double blocks, double size, double life, struct site *s)
-{
-	double p = -expm1(-size / PERIOD), rate = blocks / life * p;
-	size_t cap = (size_t)(blocks * p * 2 + DAY * rate * 2) + 64, n = 0;
-
-	s->born = doubles(cap);
-	s->died = doubles(cap);
-	for (double i = 0; i < blocks && n < cap; i++)
-		if (lk_rng_unit(r) < p) {
-			s->born[n] = 0;
-			s->died[n++] = expo(r, life);
-		}
-	for (double t = expo(r, 1 / rate); t < DAY && n < cap; t += expo(r, 1 / rate)) {
-		s->born[n] = t;
-		s->died[n++] = t + expo(r, life);
-	}
-	s->nborn = s->ndied = n;
-	qsort(s->died, n, sizeof(double), cmp_double);
-	s->weight = size / p;
-}
-
-static void site_free(struct site *s)
-{
-	free(s->born);
-	free(s->died);
 }
 
 /* The exact null of the drift test: a random walk with Gaussian steps (the staircase of many
@@ -155,13 +63,13 @@ TEST(cache_days)
 
 	lk_rng_seed(&r, 31, 2);
 	for (unsigned d = 0; d < days; d++) {
-		struct site s;
+		struct gsim_site s;
 		bool any = false;
-		cache_day(&r, 65536, 4096, 3600, &s);
-		for (double t = 600; t <= DAY && !any; t += 600)
-			any = verdict(&s, t) == LK_TREND_GROWING;
+		gsim_cache_day(&r, 65536, 4096, 3600, 65536 / 3600.0, &s);
+		for (double t = 600; t <= GSIM_DAY && !any; t += 600)
+			any = gsim_verdict(&s, t) == LK_TREND_GROWING;
 		alarmed += any;
-		site_free(&s);
+		gsim_site_free(&s);
 	}
 	if (alarmed >= 4)
 		FAIL("%u of %u days with a false growing", alarmed, days);
@@ -177,25 +85,23 @@ TEST(cache_days)
 TEST(leak_delay)
 {
 	struct lk_rng r;
-	double p = -expm1(-1024.0 / PERIOD), lambda = 17476.0 / 1024 * p, delay[200];
+	double p = -expm1(-1024.0 / GSIM_PERIOD), lambda = 17476.0 / 1024 * p, delay[200];
 	unsigned runs = 200, early = 0;
 
 	lk_rng_seed(&r, 31, 3);
 	for (unsigned k = 0; k < runs; k++) {
-		struct site s = { .born = doubles(4096), .weight = 1024 / p };
-		for (double t = expo(&r, 1 / lambda); t < 3600 && s.nborn < 4096;
-		     t += expo(&r, 1 / lambda))
-			s.born[s.nborn++] = t;
+		struct gsim_site s;
+		gsim_leak(&r, lambda, 3600, 4096, 1024 / p, &s);
 		delay[k] = INFINITY;
 		for (double t = 30; t <= 3600; t += 30)
-			if (verdict(&s, t) == LK_TREND_GROWING) {
+			if (gsim_verdict(&s, t) == LK_TREND_GROWING) {
 				delay[k] = t;
 				break;
 			}
-		early += upto(s.born, s.nborn, delay[k]) < 12;
-		site_free(&s);
+		early += gsim_upto(s.born, s.nborn, delay[k]) < 12;
+		gsim_site_free(&s);
 	}
-	qsort(delay, runs, sizeof(double), cmp_double);
+	qsort(delay, runs, sizeof(double), gsim_cmp_double);
 	ASSERT_EQ(early, 0);
 	ASSERT_TRUE(delay[runs - 1] <= 3600);
 	double median = (delay[runs / 2 - 1] + delay[runs / 2]) / 2;

@@ -4,10 +4,9 @@
  *
  * Each error names up to three stacks: the one that allocated the block, the one that freed it
  * (a double free under LEEK_FREE_STACKS, a use-after-free of a guarded block) and the one of the
- * bad free or faulting access. Each stack is symbolized once, its site picked as the report picks
- * an allocation's (site.h). The profile can be freed once the section is made; the symbolizer
- * must outlive it. Memory, from the budget (budget.h): the errors kept (profile.h,
- * LK_PROFILE_MAX_ERRORS) and one symbolized copy of each stack they name.
+ * bad free or faulting access, each symbolized once (section.h). The profile can be freed once the
+ * section is made; the symbolizer must outlive it. Memory, from the budget (budget.h): the errors
+ * kept (profile.h, LK_PROFILE_MAX_ERRORS) and one symbolized copy of each stack they name.
  */
 #ifndef LEEK_ERRORS_H
 #define LEEK_ERRORS_H
@@ -17,28 +16,23 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "frees.h" /* struct lk_frees_stack: a stack symbolized, with its site */
 #include "json-write.h"
 #include "profile.h"
+#include "section.h"
 #include "symbolize.h"
 
 struct lk_errors_event {
 	struct lk_error_event e;
-	const struct lk_frees_stack *alloc, *free, *at; /* NULL: no such stack recorded */
+	const struct lk_section_stack *alloc, *free, *at; /* NULL: no such stack recorded */
 };
 
 struct lk_errors_section {
-	char *path, *exe;
-	uint32_t pid;
-	uint64_t period;       /* 1: exact */
+	struct lk_section_head head;
 	uint64_t errors;       /* ERROR records of the profile; the first nerrors are in events */
-	bool trailer;
 	struct lk_errors_event *events; /* in file order */
 	size_t nerrors;
-	struct lk_frees_stack *stacks;
-	size_t nstacks;
-	struct lk_site_stack st; /* the synthetic frames the stacks point to */
-	size_t stacks_cap, events_cap; /* for lk_budget_free */
+	struct lk_section_stacks stacks;
+	size_t events_cap; /* for lk_budget_free */
 };
 
 /* The section of profile p, its stacks symbolized in sym as profile `index` (its modules added

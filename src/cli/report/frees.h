@@ -2,10 +2,9 @@
  * and their text and JSON (out-frees.c; docs/json.md, "leek-frees").
  *
  * A section holds the last frees (profile.h's lk_free_event) and every (allocation stack, free
- * stack) pair (lk_free_pair), each stack symbolized once, its site picked as the report picks an
- * allocation's (site.h: the first frame outside the allocator, so free and operator delete are
- * skipped too). The profile can be freed once the section is made; the symbolizer must outlive
- * it. Memory, from the budget (budget.h): a copy of the profile's recent frees and of the pairs
+ * stack) pair (lk_free_pair), each stack symbolized once (section.h; its site is the first frame
+ * outside the allocator, so free and operator delete are skipped too). The profile can be freed
+ * once the section is made; the symbolizer must outlive it. Memory, from the budget (budget.h): a copy of the profile's recent frees and of the pairs
  * shown, and one symbolized copy of each stack they name.
  */
 #ifndef LEEK_FREES_H
@@ -18,43 +17,32 @@
 
 #include "json-write.h"
 #include "profile.h"
-#include "site.h"
+#include "section.h"
 #include "symbolize.h"
 
 #define LK_FREES_LAST_DEFAULT 20 /* recent frees shown: a screen, what a use-after-free hunt reads
 				  * first (the newest frees of the block's site) */
 
-struct lk_frees_stack {
-	uint64_t id;                       /* in its profile; 0: none */
-	const struct lk_sym_frame **frames; /* innermost first; NULL for id 0 */
-	size_t n, site;                    /* frames[site] is the site */
-};
-
 struct lk_frees_event {
 	struct lk_free_event e;
-	const struct lk_frees_stack *alloc, *free; /* free: NULL without a free stack */
+	const struct lk_section_stack *alloc, *free; /* free: NULL without a free stack */
 };
 
 struct lk_frees_pair {
 	struct lk_free_pair p;
-	const struct lk_frees_stack *alloc, *free;
+	const struct lk_section_stack *alloc, *free;
 };
 
 struct lk_frees_section {
-	char *path, *exe;
-	uint32_t pid;
-	uint64_t period;          /* 1: exact */
+	struct lk_section_head head;
 	uint64_t frees;           /* FREE records of the profile */
 	uint64_t with_stack;      /* of the sampled frees kept, those with a free stack */
-	bool trailer;
 	struct lk_frees_event *recent; /* oldest first */
 	size_t nrecent;
 	struct lk_frees_pair *pairs;   /* by bytes freed, largest first */
 	size_t npairs, npairs_total;   /* shown (--top), and in all */
-	struct lk_frees_stack *stacks;
-	size_t nstacks;
-	struct lk_site_stack st;  /* the synthetic frames the stacks point to */
-	size_t stacks_cap, recent_cap, pairs_cap; /* for lk_budget_free */
+	struct lk_section_stacks stacks;
+	size_t recent_cap, pairs_cap; /* for lk_budget_free */
 };
 
 /* The section of profile p (loaded with opts.frees), its stacks symbolized in sym as profile

@@ -33,7 +33,8 @@ static const char *verb(uint64_t kind)
 	}
 }
 
-static void stack_text(FILE *f, const char *what, const struct lk_frees_stack *s, const char *none)
+static void stack_text(FILE *f, const char *what, const struct lk_section_stack *s,
+		       const char *none)
 {
 	fprintf(f, "  %s:\n", what);
 	if (s && s->n)
@@ -72,12 +73,7 @@ void lk_errors_text(FILE *f, const struct lk_errors_section *s, bool stacks)
 	char a[48];
 
 	(void)stacks; /* an error's stacks are always whole */
-	fprintf(f, "memory errors: %s (pid %" PRIu32 ", ", s->path, s->pid);
-	lk_text_escaped(f, s->exe);
-	if (s->period <= 1)
-		fputs(", exact)\n", f);
-	else
-		fprintf(f, ", period %s)\n", lk_fmt_bytes(a, sizeof(a), (double)s->period));
+	lk_section_text_head(f, "memory errors", &s->head);
 	if (!s->errors) {
 		fputs("no errors caught\n", f);
 		return;
@@ -85,7 +81,7 @@ void lk_errors_text(FILE *f, const struct lk_errors_section *s, bool stacks)
 	fprintf(f, "%" PRIu64 " error%s caught", s->errors, s->errors == 1 ? "" : "s");
 	if (s->nerrors < s->errors)
 		fprintf(f, ", the first %zu shown", s->nerrors);
-	fputs(s->trailer ? "\n" : "; the process did not exit normally (no trailer)\n", f);
+	fputs(s->head.trailer ? "\n" : "; the process did not exit normally (no trailer)\n", f);
 	for (size_t i = 0; i < s->nerrors; i++) {
 		const struct lk_errors_event *x = &s->events[i];
 		fprintf(f, "\nerror %zu: %s of 0x%" PRIx64 " at %s, thread %" PRIu64 "\n", i + 1,
@@ -105,41 +101,6 @@ void lk_errors_text(FILE *f, const struct lk_errors_section *s, bool stacks)
 	}
 }
 
-static void stack_json(struct lk_json *j, const char *id_key, const char *key,
-		       const struct lk_frees_stack *s)
-{
-	lk_json_u64(j, id_key, s ? s->id : 0);
-	if (!s || !s->n) {
-		lk_json_value(j, key);
-		fputs("null", j->f);
-		return;
-	}
-	lk_json_key(j, key);
-	lk_json_open(j, '[', false);
-	for (size_t i = 0; i < s->n; i++) {
-		lk_json_open(j, '{', true);
-		lk_json_frame_key(j, s->frames[i]);
-		lk_json_bool(j, "inlined", s->frames[i]->inlined);
-		if (i == s->site)
-			lk_json_bool(j, "site", true);
-		lk_json_close(j, '}');
-	}
-	lk_json_close(j, ']');
-}
-
-static void site_json(struct lk_json *j, const char *k, const struct lk_frees_stack *s)
-{
-	if (!s || !s->n) {
-		lk_json_value(j, k);
-		fputs("null", j->f);
-		return;
-	}
-	lk_json_key(j, k);
-	lk_json_open(j, '{', true);
-	lk_json_frame_key(j, s->frames[s->site]);
-	lk_json_close(j, '}');
-}
-
 static void addr_json(struct lk_json *j, const char *k, uint64_t v)
 {
 	char buf[24];
@@ -150,22 +111,13 @@ static void addr_json(struct lk_json *j, const char *k, uint64_t v)
 
 void lk_errors_json_begin(struct lk_json *j, FILE *f)
 {
-	lk_json_init(j, f);
-	lk_json_open(j, '{', false);
-	lk_json_str(j, "format", "leek-errors");
-	lk_json_u64(j, "version", 1);
-	lk_json_key(j, "processes");
-	lk_json_open(j, '[', false);
+	lk_section_json_begin(j, f, "leek-errors");
+	lk_section_json_processes(j);
 }
 
 void lk_errors_json(struct lk_json *j, const struct lk_errors_section *s)
 {
-	lk_json_open(j, '{', false);
-	lk_json_str(j, "path", s->path);
-	lk_json_u64(j, "pid", s->pid);
-	lk_json_str(j, "exe", s->exe);
-	lk_json_u64(j, "period", s->period);
-	lk_json_bool(j, "complete", s->trailer);
+	lk_section_json_head(j, &s->head);
 	lk_json_u64(j, "errors_total", s->errors);
 	lk_json_key(j, "errors");
 	lk_json_open(j, '[', false);
@@ -185,12 +137,12 @@ void lk_errors_json(struct lk_json *j, const struct lk_errors_section *s)
 			lk_json_value(j, "offset");
 			fputs("null", j->f);
 		}
-		site_json(j, "site", x->at);
-		site_json(j, "alloc_site", x->alloc);
-		site_json(j, "free_site", x->free);
-		stack_json(j, "stack_id", "stack", x->at);
-		stack_json(j, "alloc_stack_id", "alloc_stack", x->alloc);
-		stack_json(j, "free_stack_id", "free_stack", x->free);
+		lk_section_json_site(j, "site", x->at);
+		lk_section_json_site(j, "alloc_site", x->alloc);
+		lk_section_json_site(j, "free_site", x->free);
+		lk_section_json_stack(j, "stack_id", "stack", x->at);
+		lk_section_json_stack(j, "alloc_stack_id", "alloc_stack", x->alloc);
+		lk_section_json_stack(j, "free_stack_id", "free_stack", x->free);
 		lk_json_close(j, '}');
 	}
 	lk_json_close(j, ']');
@@ -199,7 +151,5 @@ void lk_errors_json(struct lk_json *j, const struct lk_errors_section *s)
 
 void lk_errors_json_end(struct lk_json *j)
 {
-	lk_json_close(j, ']');
-	lk_json_close(j, '}');
-	fputc('\n', j->f);
+	lk_section_json_end(j);
 }

@@ -13,7 +13,7 @@
 #include "out-format.h"
 #include "report.h"
 
-static void site_text(FILE *f, const struct lk_frees_stack *s)
+static void site_text(FILE *f, const struct lk_section_stack *s)
 {
 	if (!s)
 		fputs("-", f);
@@ -23,7 +23,7 @@ static void site_text(FILE *f, const struct lk_frees_stack *s)
 		lk_text_frame(f, s->frames[s->site], false);
 }
 
-static void stack_text(FILE *f, const char *what, const struct lk_frees_stack *s)
+static void stack_text(FILE *f, const char *what, const struct lk_section_stack *s)
 {
 	fprintf(f, "    %s:\n", what);
 	if (s && s->n)
@@ -42,12 +42,7 @@ void lk_frees_text(FILE *f, const struct lk_frees_section *s, bool stacks)
 {
 	char a[48], b[48], c[48];
 
-	fprintf(f, "frees of sampled blocks: %s (pid %" PRIu32 ", ", s->path, s->pid);
-	lk_text_escaped(f, s->exe);
-	if (s->period <= 1)
-		fputs(", exact)\n", f);
-	else
-		fprintf(f, ", period %s)\n", lk_fmt_bytes(a, sizeof(a), (double)s->period));
+	lk_section_text_head(f, "frees of sampled blocks", &s->head);
 	fprintf(f, "%" PRIu64 " sampled frees, %" PRIu64 " of them with the stack that freed the "
 		   "block\n", s->frees, s->with_stack);
 	if (!s->with_stack && s->frees)
@@ -97,65 +92,20 @@ void lk_frees_text(FILE *f, const struct lk_frees_section *s, bool stacks)
 	}
 }
 
-static void site_json(struct lk_json *j, const char *k, const struct lk_frees_stack *s)
-{
-	if (!s || !s->n) {
-		lk_json_value(j, k);
-		fputs("null", j->f);
-		return;
-	}
-	lk_json_key(j, k);
-	lk_json_open(j, '{', true);
-	lk_json_frame_key(j, s->frames[s->site]);
-	lk_json_close(j, '}');
-}
-
-/* "KEY_stack_id" and "KEY_stack": the frames, or null without a stack. */
-static void stack_json(struct lk_json *j, const char *id_key, const char *key,
-		       const struct lk_frees_stack *s)
-{
-	lk_json_u64(j, id_key, s ? s->id : 0);
-	if (!s || !s->n) {
-		lk_json_value(j, key);
-		fputs("null", j->f);
-		return;
-	}
-	lk_json_key(j, key);
-	lk_json_open(j, '[', false);
-	for (size_t i = 0; i < s->n; i++) {
-		lk_json_open(j, '{', true);
-		lk_json_frame_key(j, s->frames[i]);
-		lk_json_bool(j, "inlined", s->frames[i]->inlined);
-		if (i == s->site)
-			lk_json_bool(j, "site", true);
-		lk_json_close(j, '}');
-	}
-	lk_json_close(j, ']');
-}
-
 void lk_frees_json_begin(struct lk_json *j, FILE *f, size_t last, size_t top)
 {
-	lk_json_init(j, f);
-	lk_json_open(j, '{', false);
-	lk_json_str(j, "format", "leek-frees");
-	lk_json_u64(j, "version", 1);
+	lk_section_json_begin(j, f, "leek-frees");
 	lk_json_key(j, "options");
 	lk_json_open(j, '{', true);
 	lk_json_u64(j, "last", last);
 	lk_json_u64(j, "top", top);
 	lk_json_close(j, '}');
-	lk_json_key(j, "processes");
-	lk_json_open(j, '[', false);
+	lk_section_json_processes(j);
 }
 
 void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 {
-	lk_json_open(j, '{', false);
-	lk_json_str(j, "path", s->path);
-	lk_json_u64(j, "pid", s->pid);
-	lk_json_str(j, "exe", s->exe);
-	lk_json_u64(j, "period", s->period);
-	lk_json_bool(j, "complete", s->trailer);
+	lk_section_json_head(j, &s->head);
 	lk_json_u64(j, "frees", s->frees);
 	lk_json_u64(j, "frees_with_stack", s->with_stack);
 	lk_json_key(j, "recent");
@@ -170,10 +120,10 @@ void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 		lk_json_num(j, "alloc_s", (double)e->e.alloc_ns / 1e9, 6);
 		lk_json_num(j, "free_s", (double)e->e.free_ns / 1e9, 6);
 		lk_json_num(j, "lifetime_s", lifetime_ns(&e->e) / 1e9, 6);
-		site_json(j, "alloc_site", e->alloc);
-		site_json(j, "free_site", e->free);
-		stack_json(j, "alloc_stack_id", "alloc_stack", e->alloc);
-		stack_json(j, "free_stack_id", "free_stack", e->free);
+		lk_section_json_site(j, "alloc_site", e->alloc);
+		lk_section_json_site(j, "free_site", e->free);
+		lk_section_json_stack(j, "alloc_stack_id", "alloc_stack", e->alloc);
+		lk_section_json_stack(j, "free_stack_id", "free_stack", e->free);
 		lk_json_close(j, '}');
 	}
 	lk_json_close(j, ']');
@@ -189,10 +139,10 @@ void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 		lk_json_num(j, "lifetime_mean_s", q->p.life_mean_ns / 1e9, 6);
 		lk_json_num(j, "lifetime_min_s", (double)q->p.life_min_ns / 1e9, 6);
 		lk_json_num(j, "lifetime_max_s", (double)q->p.life_max_ns / 1e9, 6);
-		site_json(j, "alloc_site", q->alloc);
-		site_json(j, "free_site", q->free);
-		stack_json(j, "alloc_stack_id", "alloc_stack", q->alloc);
-		stack_json(j, "free_stack_id", "free_stack", q->free);
+		lk_section_json_site(j, "alloc_site", q->alloc);
+		lk_section_json_site(j, "free_site", q->free);
+		lk_section_json_stack(j, "alloc_stack_id", "alloc_stack", q->alloc);
+		lk_section_json_stack(j, "free_stack_id", "free_stack", q->free);
 		lk_json_close(j, '}');
 	}
 	lk_json_close(j, ']');
@@ -201,7 +151,5 @@ void lk_frees_json(struct lk_json *j, const struct lk_frees_section *s)
 
 void lk_frees_json_end(struct lk_json *j)
 {
-	lk_json_close(j, ']');
-	lk_json_close(j, '}');
-	fputc('\n', j->f);
+	lk_section_json_end(j);
 }
