@@ -111,6 +111,7 @@ struct lk_reader {
 	bool followed;           /* lk_reader_follow() was called: bodies are read with pread */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 	struct lk_merge merge;   /* read-merge.c */
+	struct lk_chain *chain;  /* read-chain.c: the segments of a rotated profile, or NULL */
 
 	/* What the pointers of the last lk_record point at. */
 	uint64_t frames[LK_MAX_FRAMES];
@@ -264,5 +265,10 @@ static inline void lk_reader_consume(struct lk_reader *r, size_t n)
 	r->p += n;
 	r->offset += n;
 }
+
+/* read-chain.c: what lk_reader_next() and lk_reader_next_many() do for a chain. */
+int lk_chain_next(struct lk_reader *r, struct lk_record *rec);
+int lk_chain_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n);
+void lk_chain_release(struct lk_chain *c);
 
 #endif /* LEEK_READ_INTERNAL_H */
