@@ -64,6 +64,7 @@ struct lk_export_opts {
 	uint64_t at_ns;                      /* LK_EXPORT_AT_TIME */
 	enum lk_export_value value;          /* folded: the one value written */
 	const struct lk_site_filter *filter; /* --focus, --ignore; NULL: every stack */
+	bool segment_only;                   /* a rotated profile's file alone (lk_profile_opts) */
 };
 
 /* One loaded profile, as a writer sees it while its stacks come. */

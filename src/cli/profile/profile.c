@@ -586,6 +586,11 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 	if (!p)
 		return give_error(-ENOMEM, msg, err);
 	r = p->opts.segment_only ? 0 : lk_chain_find(path, &p->chain, &msg);
+	if (r >= 0 && p->opts.limit) /* the limit is the named file's: the chain ends with it */
+		while (p->chain.n > p->chain.named + 1)
+			free(p->chain.paths[--p->chain.n]);
+	if (r >= 0 && p->chain.n == 1 && p->chain.segments[0] == 0)
+		lk_chain_files_done(&p->chain); /* segment 0 alone: a file of its own */
 	if (r >= 0 && !p->chain.n)
 		r = profile_open_input(path, &fd, &msg);
 	if (r >= 0)

@@ -832,6 +832,9 @@ int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err)
 				    "file alone)", f.segments[i - 1] + 1, h.h.pid, f.paths[i - 1],
 				    f.segments[i - 1], f.paths[i], f.segments[i]);
 	}
+	for (size_t i = 0; i < f.n; i++)
+		if (f.segments[i] == h.segment)
+			f.named = i;
 	if (k < 0 || f.n == 0 || (f.n == 1 && f.segments[0] == 0)) {
 		lk_chain_files_done(&f);
 		return k < 0 ? k : 0; /* no chain: the file alone */

@@ -203,6 +203,7 @@ struct lk_chain_files {
 	char **paths;
 	uint32_t *segments; /* of each: consecutive; segments[0] > 0 if older ones were deleted */
 	size_t n;
+	size_t named;       /* the index of path's segment */
 };
 int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err);
 void lk_chain_files_done(struct lk_chain_files *f);
