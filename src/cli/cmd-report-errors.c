@@ -84,7 +84,8 @@ int lk_cmd_report_errors(int argc, char *argv[])
 		_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 		_cleanup_(lk_errors_section_freep) struct lk_errors_section *s = NULL;
 		_cleanup_(freep) char *err = NULL;
-		const struct lk_profile_opts po = { .at_ns = UINT64_MAX, .no_live_list = true };
+		const struct lk_profile_opts po = { .at_ns = UINT64_MAX, .no_live_list = true,
+						    .segment_only = in->segment_only };
 		uint32_t index = (uint32_t)(i - optind);
 
 		k = lk_profile_load(argv[i], &po, &p, &err);

@@ -98,7 +98,8 @@ int lk_cmd_report_frees(int argc, char *argv[])
 		_cleanup_(lk_frees_section_freep) struct lk_frees_section *s = NULL;
 		_cleanup_(freep) char *err = NULL;
 		const struct lk_profile_opts po = { .at_ns = UINT64_MAX, .no_live_list = true,
-						    .frees = true, .frees_last = last };
+						    .frees = true, .frees_last = last,
+						    .segment_only = in->segment_only };
 		uint32_t index = (uint32_t)(i - optind);
 
 		k = lk_profile_load(argv[i], &po, &p, &err);
