@@ -667,26 +667,43 @@ void lk_chain_files_done(struct lk_chain_files *f)
 	*f = (struct lk_chain_files){ 0 };
 }
 
-/* name is base + ".seg" + digits, and optionally "." + digits (a name that was taken). */
-static bool segment_name(const char *name, size_t base_len)
+/* The length of a compressed profile's suffix at the end of name[0..len-1] (`leek run` writes
+ * NAME.zst, NAME.seg1.zst, ...; it wrote .gz before), or 0. */
+static size_t codec_suffix(const char *name, size_t len)
 {
-	const char *p = name + base_len;
+	if (len > 4 && !memcmp(name + len - 4, ".zst", 4))
+		return 4;
+	if (len > 3 && !memcmp(name + len - 3, ".gz", 3))
+		return 3;
+	return 0;
+}
 
-	if (strncmp(p, ".seg", 4))
+/* name[0..len-1] is "", or ".seg" + digits and optionally "." + digits (a name that was taken),
+ * then optionally a compressed profile's suffix; *seg says whether it names a segment. */
+static bool segment_name(const char *name, size_t len, bool *seg)
+{
+	const char *p = name, *end;
+
+	len -= codec_suffix(name, len);
+	end = name + len;
+	*seg = len > 0;
+	if (!len)
+		return true;
+	if (len < 5 || strncmp(p, ".seg", 4))
 		return false;
 	p += 4;
 	if (*p < '0' || *p > '9')
 		return false;
-	while (*p >= '0' && *p <= '9')
+	while (p < end && *p >= '0' && *p <= '9')
 		p++;
-	if (*p == '.') {
+	if (p < end && *p == '.') {
 		p++;
-		if (*p < '0' || *p > '9')
+		if (p == end || *p < '0' || *p > '9')
 			return false;
-		while (*p >= '0' && *p <= '9')
+		while (p < end && *p >= '0' && *p <= '9')
 			p++;
 	}
-	return *p == 0;
+	return p == end;
 }
 
 /* The header of a regular file that is a profile, or < 0. */
@@ -756,11 +773,14 @@ int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err)
 	if (!base)
 		return -ENOMEM;
 	base_len = strlen(base);
+	base_len -= codec_suffix(base, base_len);
+	base[base_len] = 0;
 	if (h.segment) { /* NAME.segN[.M]: NAME */
 		char *seg = NULL;
+		bool is_seg;
 		for (char *p = strstr(base, ".seg"); p; p = strstr(p + 1, ".seg"))
 			seg = p;
-		if (!seg || !segment_name(seg, 0)) { /* renamed: alone */
+		if (!seg || !segment_name(seg, strlen(seg), &is_seg)) { /* renamed: alone */
 			free(base);
 			return 0;
 		}
@@ -783,8 +803,9 @@ int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err)
 	}
 	for (struct dirent *e; k >= 0 && (e = readdir(d));) {
 		char *p;
+		bool is_seg;
 		if (strncmp(e->d_name, leaf, leaf_len) ||
-		    (e->d_name[leaf_len] && !segment_name(e->d_name, leaf_len)))
+		    !segment_name(e->d_name + leaf_len, strlen(e->d_name + leaf_len), &is_seg))
 			continue;
 		if (asprintf(&p, "%.*s%s", (int)(base_len - leaf_len), base, e->d_name) < 0) {
 			k = -ENOMEM;
@@ -792,9 +813,9 @@ int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err)
 		}
 		if (peek(p, &o) >= 0 && o.h.pid == h.h.pid && o.h.session == h.h.session &&
 		    o.origin_ns == h.origin_ns && !!o.segment == !!(o.h.flags & LK_HDR_ROTATED) &&
-		    (e->d_name[leaf_len] != 0) == (o.segment != 0))
+		    is_seg == (o.segment != 0))
 			k = add_file(&f, p, o.segment);
-		else if (!foreign && e->d_name[leaf_len] && peek(p, &o) >= 0 &&
+		else if (!foreign && is_seg && peek(p, &o) >= 0 &&
 			 (o.h.flags & LK_HDR_ROTATED) && o.origin_ns == h.origin_ns)
 			foreign = strdup(p); /* another process's, though of the same origin */
 		free(p);
@@ -821,6 +842,10 @@ int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err)
 			f.paths[j - 1] = tp;
 			f.segments[j - 1] = ts;
 		}
+	if (k >= 0 && f.n && f.segments[f.n - 1] == 0) {
+		lk_chain_files_done(&f);
+		return 0; /* no segment after 0: a profile of its own (a raw one and its .zst, too) */
+	}
 	for (size_t i = 1; i < f.n && k >= 0; i++) {
 		if (f.segments[i] == f.segments[i - 1])
 			k = err_msg(err, -EINVAL, "%s and %s are both segment %u of pid %u's rotated "
