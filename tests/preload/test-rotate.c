@@ -639,6 +639,7 @@ TEST(chain_marks_across_segments)
 		     (unsigned long long)all);
 	uint64_t marks = json_after(p.out, "\"totals\"", "marks_total");
 	ASSERT_EQ(marks, 2);
+	uint64_t frees = json_after(p.out, "\"totals\"", "frees");
 	proc_free(&p);
 	leek(&p, &r, (const char *[]){ "diff", "--from", "first", "--to", "second", "--format",
 				       "json", out, NULL });
@@ -651,10 +652,12 @@ TEST(chain_marks_across_segments)
 	leek(&p, &r, (const char *[]){ "export", "--format", "pprof", "-o", pb, out, NULL });
 	ASSERT_EQ(p.status, 0);
 	proc_free(&p);
-	/* watch started on the finished chain: its one report spans every segment */
+	/* watch started on the finished chain: its one report spans every segment, the frees of
+	 * segments 0 and 1 included */
 	leek(&p, &r, (const char *[]){ "watch", "--format", "json", seg1, NULL });
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "\"reason\": \"exit\"");
+	ASSERT_EQ(json_after(p.out, NULL, "frees_total"), frees);
 	proc_free(&p);
 	proc_free(&svc);
 	char go_bin[300] = "";

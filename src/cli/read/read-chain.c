@@ -74,10 +74,11 @@ struct lk_chain {
 	/* Blocks: the chain's number of a segment's block is base + its number, or the block it
 	 * inherits (inherited: segment number -> chain number). */
 	uint64_t base, top;           /* top: the highest segment number seen in this one */
+	uint64_t inherited_top;       /* the highest segment number an INHERIT matched */
 	struct lk_u64map inherited;
 	struct lk_u64map live_at;     /* chain block -> index in live */
-	struct live *live;
-	size_t nlive, live_cap;
+	struct live *live;            /* block 0: a free entry, its size the next free one + 1 */
+	size_t nlive, live_cap, free_head; /* free_head: the first free entry + 1, or 0 */
 	struct cand *cand;            /* the blocks live at the last boundary, sorted; taken ones */
 	size_t *next_free;            /* point past themselves (a union-find of untaken entries) */
 	size_t ncand;
@@ -154,32 +155,40 @@ static int fail_sub(struct lk_reader *r, int err)
 
 static int live_add(struct lk_chain *c, uint64_t block, uint64_t size, uint64_t stack, uint64_t t)
 {
-	if (c->nlive == c->live_cap) {
-		size_t cap = c->live_cap ? 2 * c->live_cap : 1024;
-		struct live *l = reallocarray(c->live, cap, sizeof(*l));
-		if (!l)
-			return -ENOMEM;
-		c->live = l;
-		c->live_cap = cap;
+	size_t i;
+	int k;
+
+	if (c->free_head) {
+		i = c->free_head - 1;
+		c->free_head = (size_t)c->live[i].size;
+	} else {
+		if (c->nlive == c->live_cap) {
+			size_t cap = c->live_cap ? 2 * c->live_cap : 1024;
+			struct live *l = reallocarray(c->live, cap, sizeof(*l));
+			if (!l)
+				return -ENOMEM;
+			c->live = l;
+			c->live_cap = cap;
+		}
+		i = c->nlive++;
 	}
-	int k = lk_u64map_put(&c->live_at, block, c->nlive);
-	if (k < 0)
-		return k;
-	c->live[c->nlive++] = (struct live){ .size = size, .stack = stack, .t = t, .block = block };
-	return 0;
+	c->live[i] = (struct live){ .size = size, .stack = stack, .t = t, .block = block };
+	if ((k = lk_u64map_put(&c->live_at, block, i)) < 0) {
+		c->live[i] = (struct live){ .size = c->free_head };
+		c->free_head = i + 1;
+	}
+	return k;
 }
 
+/* One lookup a FREE: the entry goes to the free list, where no swap needs a second one. */
 static void live_remove(struct lk_chain *c, uint64_t block)
 {
 	uint64_t i;
 
 	if (!lk_u64map_remove(&c->live_at, block, &i))
 		return;
-	if (i + 1 < c->nlive) {
-		c->live[i] = c->live[c->nlive - 1];
-		*lk_u64map_get(&c->live_at, c->live[i].block) = i;
-	}
-	c->nlive--;
+	c->live[i] = (struct live){ .size = c->free_head };
+	c->free_head = i + 1;
 }
 
 static int cand_cmp(const void *a, const void *b)
@@ -285,19 +294,22 @@ static int next_segment(struct lk_reader *r)
 	c->next_free = malloc((c->nlive + 1) * sizeof(*c->next_free));
 	if (!c->cand || !c->next_free)
 		return fail(r, -ENOMEM, "out of memory");
+	c->ncand = 0;
 	for (size_t i = 0; i < c->nlive; i++) {
-		c->cand[i] = (struct cand){ c->live[i].size, c->live[i].stack, c->live[i].t,
-					    c->live[i].block };
-		c->next_free[i] = i;
+		if (!c->live[i].block)
+			continue; /* free */
+		c->cand[c->ncand] = (struct cand){ c->live[i].size, c->live[i].stack, c->live[i].t,
+						   c->live[i].block };
+		c->next_free[c->ncand] = c->ncand;
+		c->ncand++;
 	}
-	c->ncand = c->nlive;
 	qsort(c->cand, c->ncand, sizeof(*c->cand), cand_cmp);
 	for (size_t i = 0; i < NCOUNTERS; i++) {
 		c->base_counters[i] += c->last_counters[i];
 		c->last_counters[i] = 0;
 	}
 	c->base += c->top;
-	c->top = 0;
+	c->top = c->inherited_top = 0;
 	lk_u64map_done(&c->stack_of);
 	lk_u64map_done(&c->module_of);
 	lk_u64map_done(&c->inherited);
@@ -339,7 +351,7 @@ static int map_stack(struct lk_chain *c, uint64_t local, uint64_t *ret)
 
 static uint64_t map_block(struct lk_chain *c, uint64_t local)
 {
-	uint64_t *g = lk_u64map_get(&c->inherited, local);
+	uint64_t *g = local <= c->inherited_top ? lk_u64map_get(&c->inherited, local) : NULL;
 
 	if (local > c->top)
 		c->top = local;
@@ -473,6 +485,8 @@ static int map_record(struct lk_chain *c, struct lk_record *rec)
 			c->stats.matched++;
 			if (local > c->top)
 				c->top = local;
+			if (local > c->inherited_top)
+				c->inherited_top = local;
 			return lk_u64map_put(&c->inherited, local, g) < 0 ? -ENOMEM : 0;
 		}
 		c->stats.unmatched += c->cur > 0;
@@ -485,7 +499,8 @@ static int map_record(struct lk_chain *c, struct lk_record *rec)
 		if (map_stack(c, rec->free.stack, &stack) < 0)
 			return -EBADMSG;
 		rec->free.stack = stack;
-		if (!lk_u64map_remove(&c->inherited, rec->free.block, &rec->free.block))
+		if (rec->free.block > c->inherited_top ||
+		    !lk_u64map_remove(&c->inherited, rec->free.block, &rec->free.block))
 			rec->free.block = map_block(c, rec->free.block);
 		live_remove(c, rec->free.block);
 		return 1;
@@ -499,10 +514,8 @@ static int map_record(struct lk_chain *c, struct lk_record *rec)
 		    map_stack(c, rec->error.free_stack, &rec->error.free_stack) < 0 ||
 		    map_stack(c, rec->error.stack, &rec->error.stack) < 0)
 			return -EBADMSG;
-		if (rec->error.block) {
-			uint64_t *g = lk_u64map_get(&c->inherited, rec->error.block);
-			rec->error.block = g ? *g : c->base + rec->error.block;
-		}
+		if (rec->error.block)
+			rec->error.block = map_block(c, rec->error.block);
 		return 1;
 	case LK_REC_LOSS:
 	case LK_REC_TRAILER:
