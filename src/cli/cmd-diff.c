@@ -181,6 +181,7 @@ int lk_cmd_diff(int argc, char *argv[])
 	o.min_share = in->min_share;
 	o.stacks = in->stacks;
 	o.no_auto_wrappers = in->no_auto_wrappers;
+	o.segment_only = in->segment_only;
 	o.filter = &in->filter;
 
 	k = lk_input_symbolizer(in, &sym);

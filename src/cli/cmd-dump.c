@@ -283,11 +283,12 @@ static void print_summary(const char *path, const struct lk_profile *p)
 		       " (process crashed, was killed or exec'd)\n", t->end_offset);
 }
 
-/* The summary: the profile as `leek report` reads it, without its list of live blocks. */
+/* The summary: the profile as `leek report` reads it, without its list of live blocks; of this
+ * file alone, as the records dump prints (a rotated profile's chain is report's: read-chain.c). */
 static int summarize_one(const char *path)
 {
 	static const struct lk_profile_opts opts = { .at_ns = UINT64_MAX, .buckets = 1,
-						     .no_live_list = true };
+						     .no_live_list = true, .segment_only = true };
 	_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 	_cleanup_(freep) char *err = NULL;
 	int r = lk_profile_load(path, &opts, &p, &err);

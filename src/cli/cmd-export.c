@@ -279,6 +279,8 @@ int lk_cmd_export(int argc, char *argv[])
 	if (k)
 		return k;
 	nfiles = (size_t)(argc - optind);
+	lk_input_chains(in, argv + optind, &nfiles); /* one rotated profile's segments: once */
+	o.segment_only = in->segment_only;
 	k = check_outputs(nfiles);
 	if (k)
 		return k;

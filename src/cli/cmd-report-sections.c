@@ -107,7 +107,8 @@ int lk_report_sections(int argc, char *argv[], const struct lk_report_kind *kind
 	for (int i = optind; i < argc; i++) {
 		_cleanup_(lk_profile_freep) struct lk_profile *p = NULL;
 		_cleanup_(freep) char *err = NULL;
-		struct lk_profile_opts po = { .at_ns = UINT64_MAX, .no_live_list = true };
+		struct lk_profile_opts po = { .at_ns = UINT64_MAX, .no_live_list = true,
+					      .segment_only = in->segment_only };
 		uint32_t index = (uint32_t)(i - optind);
 		void *s = NULL;
 

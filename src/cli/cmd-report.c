@@ -344,6 +344,8 @@ int lk_cmd_report(int argc, char *argv[])
 	if (lk_cmd_need_operands(argc, "report", "profile"))
 		return LK_EXIT_USAGE;
 	nfiles = (size_t)(argc - optind);
+	lk_input_chains(in, argv + optind, &nfiles); /* one rotated profile's segments: once */
+	po.segment_only = in->segment_only;
 	if (arg_format == LK_FORMAT_HTML && nfiles > 1 && !in->merge) {
 		lk_msg("report: --format html shows one profile, or several with --merge");
 		return LK_EXIT_USAGE;

@@ -226,6 +226,7 @@ int lk_cmd_top(int argc, char *argv[])
 		.all_sites = true, /* sorted by bytes allocated, the churn's sites come first */
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
 		.filter = &in->filter,
+		.segment_only = in->segment_only,
 	};
 	t.st.path = t.src->path;
 	if (arg_max_lag && (k = lk_live_sync(t.src, arg_max_lag, &why)) < 0)

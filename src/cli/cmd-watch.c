@@ -364,6 +364,7 @@ int lk_cmd_watch(int argc, char *argv[])
 		.stacks = in->stacks,
 		.ascii = arg_ascii || strcmp(nl_langinfo(CODESET), "UTF-8") != 0,
 		.filter = &in->filter,
+		.segment_only = in->segment_only,
 	};
 	if (arg_max_lag && (k = lk_live_sync(w.src, arg_max_lag, &why)) < 0)
 		lk_msg("watch: %s: cannot ask its process how far it is written (%s): reports trail "

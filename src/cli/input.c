@@ -9,6 +9,7 @@
 
 #include "commands.h"
 #include "input.h"
+#include "read.h"
 #include "report.h"
 #include "util.h"
 
@@ -101,6 +102,9 @@ int lk_input_option(struct lk_input *in, int c, const char *arg)
 		return 0;
 	case LK_INPUT_MAX_MEMORY:
 		return lk_cmd_max_memory(in->command, arg);
+	case LK_INPUT_SEGMENT_ONLY:
+		in->segment_only = true;
+		return 0;
 	}
 	return lk_cmd_usage(stderr, in->command, LK_EXIT_USAGE);
 }
@@ -192,6 +196,43 @@ int lk_input_loaded(const char *path, int k, const char *err, bool trailer)
 		lk_msg("%s: warning: no trailer: read up to its last complete record (the "
 		       "process crashed, was killed or exec'd)", path);
 	return 0;
+}
+
+/* The first file of path's chain, malloc'ed; NULL if it is in none. */
+static char *chain_head(const char *path)
+{
+	struct lk_chain_files f;
+	char *head = NULL;
+
+	if (lk_chain_find(path, &f, NULL) < 0 || f.n == 0)
+		return NULL; /* an error is said when the file is read */
+	head = strdup(f.paths[0]);
+	lk_chain_files_done(&f);
+	return head;
+}
+
+void lk_input_chains(const struct lk_input *in, char **paths, size_t *n)
+{
+	char **heads;
+	size_t kept = 0;
+
+	if (in->segment_only || *n < 2 || !(heads = calloc(*n, sizeof(*heads))))
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		bool again = false;
+		heads[kept] = chain_head(paths[i]);
+		for (size_t j = 0; j < kept && heads[kept]; j++)
+			again |= heads[j] && !strcmp(heads[j], heads[kept]);
+		if (again) {
+			free(heads[kept]);
+			continue;
+		}
+		paths[kept++] = paths[i];
+	}
+	for (size_t i = 0; i < kept; i++)
+		free(heads[i]);
+	free(heads);
+	*n = kept;
 }
 
 void lk_input_done(struct lk_input *in)

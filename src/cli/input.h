@@ -32,6 +32,7 @@ enum {
 	LK_INPUT_DEBUGINFOD,
 	LK_INPUT_MAX_MEMORY,
 	LK_INPUT_BASE,
+	LK_INPUT_SEGMENT_ONLY,
 };
 
 /* The rows of a getopt_long table for the options every such command takes. */
@@ -40,7 +41,8 @@ enum {
 	{ "ignore", required_argument, NULL, LK_INPUT_IGNORE },                                    \
 	{ "debug-dir", required_argument, NULL, LK_INPUT_DEBUG_DIR },                              \
 	{ "debuginfod", no_argument, NULL, LK_INPUT_DEBUGINFOD },                                  \
-	{ "max-memory", required_argument, NULL, LK_INPUT_MAX_MEMORY }
+	{ "max-memory", required_argument, NULL, LK_INPUT_MAX_MEMORY },                            \
+	{ "segment-only", no_argument, NULL, LK_INPUT_SEGMENT_ONLY }
 /* --merge: one output of all the files (report, export; a diff merges each side anyway). */
 #define LK_INPUT_MERGE_OPTION { "merge", no_argument, NULL, LK_INPUT_MERGE }
 /* --base FILE, repeatable: the files of a diff's base side (export's pprof diff, diff). */
@@ -66,6 +68,8 @@ struct lk_input {
 	const char **bases;           /* --base, in the order given */
 	size_t n_bases;
 	bool merge, debuginfod;
+	bool segment_only;            /* --segment-only: a rotated profile's file alone, not the
+				       * chain of segments found beside it (read.h's lk_chain_find) */
 	/* LK_INPUT_SITE_OPTIONS */
 	size_t top;                   /* --top, if top_set */
 	double min_share;             /* --min-share, a fraction (0 to 1), if min_share_set */
@@ -106,6 +110,10 @@ void lk_input_warnings(const struct lk_symbolizer *sym, size_t *printed);
  * trailer (trailer false) and 0. */
 int lk_input_loaded(const char *path, int k, const char *err, bool trailer);
 
+/* The files of paths[0..*n-1] that name one rotated profile's chain again (another of its
+ * segments, or the same file), dropped after the first, in place, unless --segment-only: each
+ * file is read with its whole chain, so one of them is enough. Files that are no profile stay. */
+void lk_input_chains(const struct lk_input *in, char **paths, size_t *n);
 void lk_input_done(struct lk_input *in); /* frees the filter and the lists of files */
 
 #endif /* LEEK_INPUT_H */

@@ -27,8 +27,11 @@ int lk_run_find_library(char **ret);
 
 /* How the summary after the run reads a profile, whether the follower read it or the summary
  * reads it all: at the end, with no list of the blocks live then (it shows none). */
+/* segment_only: the summary is the newest segment's (it has the whole live view), read while
+ * the other segments are being compressed and renamed; `leek report` reads the chain. */
 static const struct lk_profile_opts lk_run_summary_opts = { .at_ns = UINT64_MAX,
-							      .no_live_list = true };
+							      .no_live_list = true,
+							      .segment_only = true };
 
 /* The follower: a thread that reads the profile of pid while the program runs, and compresses
  * it too if asked (run-follow.c). start: NULL if no thread could be made (the summary then reads

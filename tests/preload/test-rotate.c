@@ -336,10 +336,11 @@ TEST(rotate_knobs_checked)
 	run_cleanup(&r);
 }
 
-/* Two segments of one process are not summed: report --merge, and export, refuse them with both
- * names (each would count the blocks live across the rotation twice); each alone reads, and says
- * which segment it is. */
-TEST(rotate_segments_not_merged)
+/* Read alone (--segment-only), two segments of one process are not summed: report --merge, and
+ * export, refuse them with both names (each would count the blocks live across the rotation
+ * twice); each alone reads, and says which segment it is. Without it, naming both reads the
+ * chain once. */
+TEST(rotate_segments_only_not_merged)
 {
 	struct run r;
 	const char *argv[] = { "rotate", "run", "20000", NULL };
@@ -350,25 +351,334 @@ TEST(rotate_segments_not_merged)
 	const struct profile *seg[4096];
 	ASSERT_TRUE(segments(&r, seg, 4096) >= 1);
 	struct proc p = { 0 };
-	const char *merge[] = { LEEK_BIN, "report", "--merge", seg[0]->path, seg[1]->path, NULL };
+	const char *merge[] = { LEEK_BIN, "report", "--segment-only", "--merge", seg[0]->path,
+				seg[1]->path, NULL };
 	proc_run(&p, r.dir, merge, NULL, 60);
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
 	proc_free(&p);
 	char folded[300];
 	snprintf(folded, sizeof(folded), "%s/merged.folded", r.dir);
-	const char *exp[] = { LEEK_BIN, "export", "--merge", "--format", "folded", "-o", folded,
-			      seg[0]->path, seg[1]->path, NULL };
+	const char *exp[] = { LEEK_BIN, "export", "--segment-only", "--merge", "--format", "folded",
+			      "-o", folded, seg[0]->path, seg[1]->path, NULL };
 	proc_run(&p, r.dir, exp, NULL, 60);
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
 	proc_free(&p);
-	const char *one[] = { LEEK_BIN, "report", seg[1]->path, NULL };
+	const char *one[] = { LEEK_BIN, "report", "--segment-only", seg[1]->path, NULL };
 	proc_run(&p, r.dir, one, NULL, 60);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "segment      1 of a rotated profile");
 	proc_free(&p);
+	/* Joined: both names, one report of the whole chain. */
+	const char *both[] = { LEEK_BIN, "report", seg[0]->path, seg[1]->path, NULL };
+	proc_run(&p, r.dir, both, NULL, 60);
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "of a rotated profile, read as one");
+	if (strstr(strstr(p.out, "==") + 2, "\n=="))
+		FAIL("two reports of one chain:\n%s", p.out);
+	proc_free(&p);
 	run_cleanup(&r);
+}
+
+/* The unsigned integer after the first `"key": ` that follows anchor in a JSON text (anchor NULL:
+ * from the start); fails the test if there is none. */
+static uint64_t json_after(const char *text, const char *anchor, const char *key)
+{
+	char k[128];
+	const char *at = anchor ? strstr(text, anchor) : text;
+	unsigned long long v;
+
+	snprintf(k, sizeof(k), "\"%s\": ", key);
+	if (!at || !(at = strstr(at, k)) || sscanf(at + strlen(k), "%llu", &v) != 1)
+		FAIL("no \"%s\" after %s in:\n%.2000s", key, anchor ? anchor : "the start", text);
+	return v;
+}
+
+/* `leek ARGS...` in r's directory, with its status, output and errors in *p. */
+static void leek(struct proc *p, const struct run *r, const char *const *args)
+{
+	const char *argv[24] = { LEEK_BIN };
+	size_t n = 1;
+
+	for (; args[n - 1] && n < 23; n++)
+		argv[n] = args[n - 1];
+	argv[n] = NULL;
+	*p = (struct proc){ 0 };
+	proc_run(p, r->dir, argv, NULL, 120);
+}
+
+/* Sums over the segments of r (all of them, or the newest's live set alone). */
+static void chain_truth(const struct run *r, uint64_t *allocs, uint64_t *frees, uint64_t *live)
+{
+	const struct profile *seg[4096];
+	uint32_t newest = segments(r, seg, 4096);
+
+	*allocs = *frees = 0;
+	for (size_t i = 0; i < r->nprof; i++) {
+		*allocs += r->prof[i].ntag[LK_REC_ALLOC];
+		*frees += r->prof[i].ntag[LK_REC_FREE];
+	}
+	*live = seg[newest]->ntag[LK_REC_ALLOC] + seg[newest]->ntag[LK_REC_INHERIT] -
+		seg[newest]->ntag[LK_REC_FREE];
+}
+
+/* A chain read as one, from any of its segments: in exact mode every count is the workload's,
+ * summed over the segments (allocations, frees), the live set is the newest segment's, and each
+ * site is one stack with its whole counts (the stacks of the segments are one). */
+TEST(chain_read_joined_equals_workload)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	const struct profile *seg[4096];
+	uint32_t newest = segments(&r, seg, 4096);
+	ASSERT_TRUE(newest >= 9);
+	uint64_t allocs, frees, live;
+	chain_truth(&r, &allocs, &frees, &live);
+	ASSERT_EQ(live, LIVE / 2 + 1); /* and stdio's buffer */
+	const char *names[] = { seg[0]->path, seg[newest / 2]->path, seg[newest]->path };
+	for (size_t i = 0; i < 3; i++) {
+		struct proc p;
+		leek(&p, &r, (const char *[]){ "report", "--format", "json", names[i], NULL });
+		ASSERT_EQ(p.status, 0);
+		ASSERT_EQ(json_after(p.out, NULL, "segments"), newest + 1);
+		ASSERT_EQ(json_after(p.out, NULL, "segments_missing"), 0);
+		ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
+		ASSERT_EQ(json_after(p.out, NULL, "chain_dropped"), 0);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "samples"), allocs);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "frees"), frees);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "alloc_objects"), allocs);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "live_objects_end"), live);
+		ASSERT_EQ(json_after(p.out, "\"function\": \"keep\"", "live_objects"), LIVE / 2);
+		ASSERT_EQ(json_after(p.out, "\"function\": \"keep\"", "alloc_objects"), LIVE);
+		ASSERT_EQ(json_after(p.out, "\"function\": \"keep\"", "stacks"), 1);
+		proc_free(&p);
+	}
+	struct proc p;
+	leek(&p, &r, (const char *[]){ "report", "alloc", "--format", "json", names[1], NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(json_after(p.out, "\"function\": \"pair\"", "alloc_objects"), 200000);
+	ASSERT_EQ(json_after(p.out, "\"function\": \"pair\"", "stacks"), 1);
+	proc_free(&p);
+	/* Text: which segments. */
+	leek(&p, &r, (const char *[]){ "report", names[2], NULL });
+	ASSERT_EQ(p.status, 0);
+	char line[96];
+	snprintf(line, sizeof(line), "segments     0-%u of a rotated profile, read as one", newest);
+	ASSERT_CONTAINS(p.out, line);
+	ASSERT_TRUE(!strstr(p.err, "no trailer"));
+	proc_free(&p);
+	run_cleanup(&r);
+}
+
+/* LEEK_KEEP deleted the oldest: the timeline begins at the oldest kept segment, whose INHERITs are
+ * blocks from before; the report says which segments are missing and that their totals are not
+ * in it. The live set is still whole. */
+TEST(chain_with_deleted_segments_says_so)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "200000", NULL };
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3" } },
+		 argv);
+	expect_exit0(&r);
+	const struct profile *seg[4096];
+	uint32_t newest = segments(&r, seg, 4096);
+	ASSERT_TRUE(newest >= 9);
+	uint64_t allocs, frees, live;
+	chain_truth(&r, &allocs, &frees, &live);
+	struct proc p;
+	leek(&p, &r, (const char *[]){ "report", "--format", "json", seg[newest]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(json_after(p.out, NULL, "segments"), 3);
+	ASSERT_EQ(json_after(p.out, NULL, "segments_missing"), newest - 2);
+	ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
+	ASSERT_EQ(json_after(p.out, "\"totals\"", "samples"), allocs);
+	ASSERT_EQ(json_after(p.out, "\"totals\"", "live_objects_end"), live);
+	proc_free(&p);
+	leek(&p, &r, (const char *[]){ "report", seg[newest - 2]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	char line[160];
+	snprintf(line, sizeof(line), "missing      segments 0-%u (deleted: LEEK_KEEP)", newest - 3);
+	ASSERT_CONTAINS(p.out, line);
+	snprintf(line, sizeof(line), "segment %u is not in the totals", newest - 2);
+	ASSERT_CONTAINS(p.out, line);
+	proc_free(&p);
+	run_cleanup(&r);
+}
+
+/* A segment missing between two kept ones is an error that names it; two files of one segment,
+ * and a file named as a segment that another process wrote, are errors too: exit 2. Each file
+ * still reads alone with --segment-only. */
+TEST(chain_gap_duplicate_foreign_refused)
+{
+	struct run r;
+	const char *argv[] = { "rotate", "run", "100000", NULL };
+	char cmd[1200], copy[320];
+	struct proc p;
+
+	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
+		 argv);
+	expect_exit0(&r);
+	const struct profile *seg[4096];
+	uint32_t newest = segments(&r, seg, 4096);
+	ASSERT_TRUE(newest >= 4);
+	/* Two segment 3s. */
+	snprintf(copy, sizeof(copy), "%s.1", seg[3]->path);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg[3]->path, copy);
+	ASSERT_EQ(system(cmd), 0);
+	leek(&p, &r, (const char *[]){ "report", seg[newest]->path, NULL });
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "are both segment 3 of pid");
+	proc_free(&p);
+	/* A foreign one: the copy's pid changed (bytes 20-23 of the header). */
+	FILE *f = fopen(copy, "r+b");
+	ASSERT_TRUE(f != NULL);
+	uint32_t other = (uint32_t)r.pid + 1;
+	ASSERT_EQ(fseek(f, 20, SEEK_SET), 0);
+	ASSERT_EQ(fwrite(&other, 4, 1, f), 1);
+	ASSERT_EQ(fclose(f), 0);
+	leek(&p, &r, (const char *[]){ "report", seg[0]->path, NULL });
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "but another process wrote it");
+	proc_free(&p);
+	ASSERT_EQ(unlink(copy), 0);
+	/* A gap: segment 2 gone. */
+	ASSERT_EQ(unlink(seg[2]->path), 0);
+	leek(&p, &r, (const char *[]){ "report", seg[newest]->path, NULL });
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "segment 2 of pid");
+	ASSERT_CONTAINS(p.err, "is missing");
+	proc_free(&p);
+	leek(&p, &r, (const char *[]){ "report", "--segment-only", seg[newest]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	run_cleanup(&r);
+}
+
+/* Killed at a random point of its rotations, the chain reads joined: the live set the program
+ * kept, each block counted once (no INHERIT left unmatched, no live block dropped). */
+TEST(chain_killed_reads_joined)
+{
+	for (unsigned seed = 3; seed <= 30; seed += 9) {
+		struct run r;
+		char s[16];
+		snprintf(s, sizeof(s), "%u", seed);
+		const char *argv[] = { "rotate", "kill", s, NULL };
+		run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k",
+							  "LEEK_KEEP=256" } },
+			 argv);
+		ASSERT_TRUE(WIFSIGNALED(r.status));
+		const struct profile *p0 = check_chain(&r, 0, false);
+		uint64_t allocs, frees, live;
+		chain_truth(&r, &allocs, &frees, &live);
+		struct proc p;
+		leek(&p, &r, (const char *[]){ "report", "--format", "json", p0->path, NULL });
+		ASSERT_EQ(p.status, 0);
+		ASSERT_EQ(json_after(p.out, NULL, "segments"), p0->segment + 1);
+		ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
+		ASSERT_EQ(json_after(p.out, NULL, "chain_dropped"), 0);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "samples"), allocs);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "frees"), frees);
+		ASSERT_EQ(json_after(p.out, "\"totals\"", "live_objects_end"), live);
+		ASSERT_EQ(json_after(p.out, "\"function\": \"keep\"", "live_objects"), LIVE);
+		proc_free(&p);
+		run_cleanup(&r);
+	}
+}
+
+/* Marks in different segments: report --from --to and diff of the two marks read across the
+ * rotations; the window's allocations are the pairs between them (some, not all). */
+TEST(chain_marks_across_segments)
+{
+	struct proc svc = { 0 }, p;
+	char dir[] = "/tmp/leek-test-rotate-marks-XXXXXX", out[300], env_out[400], spid[16];
+	struct run r = { 0 };
+
+	ASSERT_TRUE(mkdtemp(dir) != NULL);
+	snprintf(r.dir, sizeof(r.dir), "%s", dir);
+	snprintf(out, sizeof(out), "%s/svc.lk", dir);
+	snprintf(env_out, sizeof(env_out), "LEEK_OUTPUT=%s", out);
+	const char *env[] = { "LD_PRELOAD=" LIBLEEK_PATH, EXACT, "LEEK_MAX_AGE=1s",
+			      "LEEK_KEEP=256", env_out, NULL };
+	const char *svc_argv[] = { PROG_DIR "/rotate", "age", "4", NULL };
+	proc_start(&svc, dir, svc_argv, env, 60);
+	snprintf(spid, sizeof(spid), "%d", (int)svc.pid);
+	struct stat st;
+	for (int i = 0; i < 400 && stat(out, &st) < 0; i++)
+		usleep(10000);
+	usleep(300000);
+	leek(&p, &r, (const char *[]){ "ctl", spid, "mark", "first", NULL });
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	usleep(2200000); /* two rotations or more at 1 s */
+	leek(&p, &r, (const char *[]){ "ctl", spid, "mark", "second", NULL });
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	proc_wait(&svc);
+	ASSERT_EQ(svc.status, 0);
+	char seg1[320];
+	snprintf(seg1, sizeof(seg1), "%s.seg2", out);
+	ASSERT_EQ(stat(seg1, &st), 0);
+	leek(&p, &r, (const char *[]){ "report", "alloc", "--from", "first", "--to", "second",
+				       "--format", "json", seg1, NULL });
+	ASSERT_EQ(p.status, 0);
+	uint64_t pairs = json_after(p.out, "\"function\": \"pair\"", "alloc_objects");
+	proc_free(&p);
+	leek(&p, &r, (const char *[]){ "report", "alloc", "--format", "json", seg1, NULL });
+	ASSERT_EQ(p.status, 0);
+	uint64_t all = json_after(p.out, "\"function\": \"pair\"", "alloc_objects");
+	/* 2.2 s or more at a pair every 20 ms or more (nanosleep sleeps at least that): 5 at the
+	 * least under any load; fewer than all, since pairs came before the first mark. */
+	if (pairs < 5 || pairs >= all)
+		FAIL("%llu pairs between the marks, %llu in all", (unsigned long long)pairs,
+		     (unsigned long long)all);
+	uint64_t marks = json_after(p.out, "\"totals\"", "marks_total");
+	ASSERT_EQ(marks, 2);
+	uint64_t frees = json_after(p.out, "\"totals\"", "frees");
+	proc_free(&p);
+	leek(&p, &r, (const char *[]){ "diff", "--from", "first", "--to", "second", "--format",
+				       "json", out, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "\"function\": \"pair\"");
+	proc_free(&p);
+	/* export of the chain, read by go tool pprof: the pairs of the whole chain */
+	char pb[320];
+	snprintf(pb, sizeof(pb), "%s/chain.pb.gz", dir);
+	leek(&p, &r, (const char *[]){ "export", "--format", "pprof", "-o", pb, out, NULL });
+	ASSERT_EQ(p.status, 0);
+	proc_free(&p);
+	/* watch started on the finished chain: its one report spans every segment, the frees of
+	 * segments 0 and 1 included */
+	leek(&p, &r, (const char *[]){ "watch", "--format", "json", seg1, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_CONTAINS(p.out, "\"reason\": \"exit\"");
+	ASSERT_EQ(json_after(p.out, NULL, "frees_total"), frees);
+	proc_free(&p);
+	proc_free(&svc);
+	char go_bin[300] = "";
+	FILE *which = popen("command -v go", "r");
+	if (which && fgets(go_bin, sizeof(go_bin), which))
+		go_bin[strcspn(go_bin, "\n")] = 0;
+	if (which)
+		pclose(which);
+	if (*go_bin == '/') {
+		const char *go[] = { go_bin, "tool", "pprof", "-raw", pb, NULL };
+		struct proc g = { 0 };
+		proc_run(&g, dir, go, NULL, 120);
+		ASSERT_EQ(g.status, 0);
+		ASSERT_CONTAINS(g.out, "pair");
+		proc_free(&g);
+	}
+	char cmd[400];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ASSERT_EQ(system(cmd), 0);
+	if (*go_bin != '/')
+		SKIP("no go in PATH to read the export with `go tool pprof` (Debian: golang-go)");
 }
 
 /* leek run --max-size --keep: libleek rotates, leek run compresses the segments it kept (and no

@@ -66,6 +66,7 @@ int lk_diff_add_file(struct lk_diff *d, unsigned side, struct lk_symbolizer *sym
 		.at_ns = UINT64_MAX,
 		.buckets = 1,        /* no growth verdicts, no timeline: a cheaper second pass */
 		.no_live_list = true, /* no block is looked at alone */
+		.segment_only = o->segment_only,
 	};
 	struct lk_report *r;
 	int k;

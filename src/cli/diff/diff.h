@@ -55,6 +55,7 @@ struct lk_diff_opts {
 				    * total go */
 	bool stacks;               /* the text shows each site's stack */
 	bool no_auto_wrappers;     /* skip only the listed allocator frames (report.h) */
+	bool segment_only;         /* a rotated profile's file alone (lk_profile_opts) */
 	const struct lk_site_filter *filter;
 };
 

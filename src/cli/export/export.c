@@ -154,6 +154,7 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		.no_live_list = true, /* no format shows a block: the list and its sort spared */
 		.limit = x->opts.limit,
 		.limit_whole = x->opts.limit_whole,
+		.segment_only = x->opts.segment_only,
 	};
 	struct lk_profile *p = NULL;
 	struct lk_export_process proc = { .path = path, .number = number, .sym = x->sym,
@@ -163,16 +164,25 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 	if (r < 0)
 		return r;
 	/* Two segments of one rotated profile on one side: the blocks live across the rotation are
-	 * in both, and the sum would count them twice (report.c refuses the same). */
+	 * in both, and the sum would count them twice (report.c refuses the same). Each was read
+	 * with its whole chain unless --segment-only: then the later one is the same timeline. */
 	const struct lk_profile_header *h = lk_profile_header(p);
+	bool chain = lk_profile_totals(p)->chain.segments;
 	for (size_t i = 0; i < x->nprocs; i++)
 		if (x->seen[i].base == base && x->seen[i].pid == h->h.pid &&
-		    x->seen[i].origin_ns == h->origin_ns && x->seen[i].segment != h->segment) {
+		    x->seen[i].origin_ns == h->origin_ns &&
+		    (x->seen[i].segment != h->segment || chain)) {
+			if (chain) {
+				if (trailer)
+					*trailer = lk_profile_totals(p)->trailer;
+				lk_profile_free(p);
+				return 0; /* the same chain, named twice */
+			}
 			if (err && asprintf(err, "%s and %s are segments %" PRIu32 " and %" PRIu32
-					    " of one rotated profile, which are not merged (the blocks "
-					    "live across a rotation are in both): export the newest "
-					    "alone for the live view", x->seen[i].path, path,
-					    x->seen[i].segment, h->segment) < 0)
+					    " of one rotated profile, which are not merged when read "
+					    "alone (--segment-only; the blocks live across a rotation "
+					    "are in both): export them without it, as one timeline",
+					    x->seen[i].path, path, x->seen[i].segment, h->segment) < 0)
 				*err = NULL;
 			lk_profile_free(p);
 			return -EINVAL;

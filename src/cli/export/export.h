@@ -72,6 +72,7 @@ struct lk_export_opts {
 					      * intervals): modules registered before are kept */
 	void *writer_ctx;                    /* a format's own state, given to its open() (push's
 					      * deltas, src/cli/push/); NULL for the table's */
+	bool segment_only;                   /* a rotated profile's file alone (lk_profile_opts) */
 };
 
 /* One loaded profile, as a writer sees it while its stacks come. */

@@ -96,6 +96,7 @@ struct lk_live_opts {
 				    * sorts by bytes allocated too) */
 	bool stacks, ascii;
 	const struct lk_site_filter *filter;
+	bool segment_only;         /* --segment-only: the followed file alone, not its chain */
 };
 
 /* One free of a sampled block, with its allocation's site and stack symbolized. */

@@ -137,6 +137,7 @@ int lk_live_view_make(struct lk_live_source *s, const struct lk_live_opts *o,
 		.no_live_list = o->kind != LK_LIVE_OLD, /* old: each site's oldest block */
 		.frees = o->kind == LK_LIVE_FREES,
 		.frees_last = o->kind == LK_LIVE_FREES ? o->frees : 0,
+		.segment_only = o->segment_only,
 	};
 	struct lk_report_opts ro = {
 		.view = view_of(o->kind),

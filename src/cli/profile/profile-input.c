@@ -158,3 +158,25 @@ int profile_open_reader(int fd, uint64_t limit, uint64_t whole, struct lk_reader
 	*ret = rd;
 	return 0;
 }
+
+int profile_open_chain(const struct lk_profile *p, struct lk_reader **ret, char **msg)
+{
+	struct lk_reader *rd = lk_reader_new();
+	int r;
+
+	if (!rd)
+		return profile_fail(msg, -ENOMEM, "out of memory");
+	r = p->opts.limit ? lk_reader_follow(rd, p->opts.limit) : 0; /* the newest segment's */
+	if (p->opts.limit)
+		lk_reader_follow_whole(rd, p->opts.limit_whole);
+	if (r >= 0)
+		r = lk_reader_open_chain(rd, (const char *const *)p->chain.paths, p->chain.n,
+					 p->chain.segments[0]);
+	if (r < 0) {
+		profile_fail_reader(msg, rd, r);
+		lk_reader_free(rd);
+		return r;
+	}
+	*ret = rd;
+	return 0;
+}

@@ -281,6 +281,8 @@ struct lk_profile {
 
 	struct lk_error_event *errors;    /* the first LK_PROFILE_MAX_ERRORS ERROR records */
 	size_t nerrors, errors_cap;
+
+	struct lk_chain_files chain;      /* a rotated profile's segments, read as one; or n == 0 */
 };
 
 /* profile-input.c: the input, opened so that it can be read twice, and failure messages. Each
@@ -290,6 +292,8 @@ int profile_open_input(const char *path, int *ret, char **msg);
 /* From the start; below limit only, unless 0 (lk_profile_opts.limit). */
 int profile_open_reader(int fd, uint64_t limit, uint64_t whole, struct lk_reader **ret,
 			char **msg);
+/* The same for p->chain's segments, as one profile (read.h's lk_reader_open_chain). */
+int profile_open_chain(const struct lk_profile *p, struct lk_reader **ret, char **msg);
 int profile_fail(char **msg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int profile_fail_reader(char **msg, const struct lk_reader *rd, int r);
 /* "offset N: what", or strerror(-r) without what. */

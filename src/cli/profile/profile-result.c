@@ -281,6 +281,7 @@ struct lk_profile *lk_profile_free(struct lk_profile *p)
 	lk_budget_free(p->errors, p->errors_cap * sizeof(*p->errors));
 	lk_budget_free(p->live_blocks, p->live_blocks_cap * sizeof(*p->live_blocks));
 	free(p->strings);
+	lk_chain_files_done(&p->chain);
 	free(p);
 	return NULL;
 }

@@ -189,7 +189,8 @@ static int first_pass(struct lk_profile *p, int fd, struct first_pass *a, char *
 	uint64_t t;
 	int r;
 
-	r = profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
+	r = p->chain.n ? profile_open_chain(p, &rd, msg)
+		       : profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
 	if (r < 0)
 		return r;
 	r = copy_header(p, rd);
@@ -514,7 +515,8 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	uint64_t end;
 	int r;
 
-	r = profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
+	r = p->chain.n ? profile_open_chain(p, &rd, msg)
+		       : profile_open_reader(fd, p->opts.limit, p->opts.limit_whole, &rd, msg);
 	if (r < 0)
 		return r;
 	for (unsigned b = 0; b < p->nbuckets; b++)
@@ -522,6 +524,7 @@ static int second_pass(struct lk_profile *p, int fd, const struct first_pass *a,
 	ahead_init(&ah, rd, a->records);
 	r = replay(p, sp, &ah, msg);
 	end = p->totals.end_offset = lk_reader_end_offset(rd);
+	lk_reader_chain_stats(rd, &p->totals.chain);
 	lk_reader_free(rd);
 	if (r < 0)
 		return r;
@@ -582,7 +585,14 @@ int lk_profile_load(const char *path, const struct lk_profile_opts *opts, struct
 	p = profile_new(opts, &msg);
 	if (!p)
 		return give_error(-ENOMEM, msg, err);
-	r = profile_open_input(path, &fd, &msg);
+	r = p->opts.segment_only ? 0 : lk_chain_find(path, &p->chain, &msg);
+	if (r >= 0 && p->opts.limit) /* the limit is the named file's: the chain ends with it */
+		while (p->chain.n > p->chain.named + 1)
+			free(p->chain.paths[--p->chain.n]);
+	if (r >= 0 && p->chain.n == 1 && p->chain.segments[0] == 0)
+		lk_chain_files_done(&p->chain); /* segment 0 alone: a file of its own */
+	if (r >= 0 && !p->chain.n)
+		r = profile_open_input(path, &fd, &msg);
 	if (r >= 0)
 		r = first_pass(p, fd, &a, &msg);
 	if (r >= 0) {

@@ -156,6 +156,8 @@ struct lk_profile_opts {
 	bool frees;          /* keep the frees of sampled blocks: lk_profile_free_pairs(), and the
 			      * last frees_last of them, lk_profile_frees_recent() (profile-frees.c) */
 	size_t frees_last;   /* `leek watch` asks for at most LK_PROFILE_MAX_RECENT_FREES */
+	bool segment_only;   /* a rotated profile's segment alone; else lk_profile_load() reads the
+			      * whole chain found beside it as one (lk_chain_find; `--segment-only`) */
 };
 
 #define LK_PROFILE_MAX_RECENT_FREES 65536 /* 48 bytes each: 3 MiB at most */
@@ -199,6 +201,8 @@ struct lk_profile_totals {
 	uint32_t ncounters;             /* every counter of the last LOSS or TRAILER that named
 					 * it, known to this leek or not, in the order first seen */
 	struct lk_counter_value counters[LK_READ_MAX_COUNTERS];
+	struct lk_chain_stats chain;    /* a rotated profile read as one: chain.segments > 0, and
+					 * chain.first segments before it were deleted (LEEK_KEEP) */
 };
 
 struct lk_module_info_rec {       /* a MODULE record, kept for symbolization */

@@ -152,6 +152,10 @@ int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const 
 {
 	struct lk_export_opts o = { .at = LK_EXPORT_AT_END, .value = LK_EXPORT_INUSE_SPACE,
 				    .limit = limit, .limit_whole = limit_whole, .reread = true,
+				    /* the followed segment alone: a chain's totals fall when its
+				     * oldest segment is deleted (LEEK_KEEP), and a delta would go
+				     * negative (docs/push.md, rotation) */
+				    .segment_only = true,
 				    .span_from_ns = from_s * 1000000000ull,
 				    .span_until_ns = until_s * 1000000000ull, .writer_ctx = d };
 	struct lk_export *x = NULL;

@@ -111,6 +111,7 @@ struct lk_reader {
 	bool followed;           /* lk_reader_follow() was called: bodies are read with pread */
 	struct lk_u64map loaded; /* module id -> 1 while loaded */
 	struct lk_merge merge;   /* read-merge.c */
+	struct lk_chain *chain;  /* read-chain.c: the segments of a rotated profile, or NULL */
 
 	/* What the pointers of the last lk_record point at. */
 	uint64_t frames[LK_MAX_FRAMES];
@@ -293,5 +294,10 @@ lk_read_set_free(struct lk_record *rec, uint64_t offset, uint64_t time_ns, uint6
 	rec->free.block = block;
 	rec->free.stack = 0;
 }
+
+/* read-chain.c: what lk_reader_next() and lk_reader_next_many() do for a chain. */
+int lk_chain_next(struct lk_reader *r, struct lk_record *rec);
+int lk_chain_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n);
+void lk_chain_release(struct lk_chain *c);
 
 #endif /* LEEK_READ_INTERNAL_H */

@@ -826,6 +826,8 @@ static __attribute__((noinline)) int next_record(struct lk_reader *r, struct lk_
 
 int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 {
+	if (r->chain)
+		return lk_chain_next(r, rec);
 	if (r->merge.run) /* most records of a profile of threads (read-merge.c) */
 		return lk_merge_run(r, rec);
 	return next_record(r, rec);
@@ -834,6 +836,9 @@ int lk_reader_next(struct lk_reader *r, struct lk_record *rec)
 int lk_reader_next_many(struct lk_reader *r, struct lk_record *rec, unsigned n)
 {
 	unsigned i = 0;
+
+	if (r->chain)
+		return lk_chain_next_many(r, rec, n);
 
 	while (i < n) {
 		int k;
@@ -872,7 +877,8 @@ int lk_reader_skip(struct lk_reader *r, uint64_t *time_ns)
 	unsigned end[3], n = 0;
 	int k;
 
-	if (r->state == ST_RECORDS && r->thread && lk_reader_avail(r) >= LK_READ_RECORD_MAX &&
+	if (!r->chain && r->state == ST_RECORDS && r->thread &&
+	    lk_reader_avail(r) >= LK_READ_RECORD_MAX &&
 	    lk_merge_idle(&r->merge)) {
 		uint64_t size, stack, dt = 0; /* the fixed records' */
 		if (r->p[0] == LK_REC_ALLOC)

@@ -115,6 +115,7 @@ struct lk_reader *lk_reader_free(struct lk_reader *r)
 	lk_unz_free(r->unz);
 	lk_u64map_done(&r->loaded);
 	lk_merge_done(&r->merge);
+	lk_chain_release(r->chain);
 	free(r->buf);
 	free(r->strings);
 	free(r);

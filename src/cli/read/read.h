@@ -193,6 +193,37 @@ int lk_reader_follow(struct lk_reader *r, uint64_t limit);
  * LK_READ_RECORD_MAX bytes before the limit. Never lowers what an earlier call said. */
 void lk_reader_follow_whole(struct lk_reader *r, uint64_t whole);
 
+/* ---- rotated profiles (read-chain.c; docs/format.md, "Reading a chain") ----
+ *
+ * The files of one rotated profile beside `path`, oldest first: NAME and NAME.segN[.M] that share
+ * its session, pid and origin (segment 0's start). No chain (ret->n == 0, and 0 returned): path
+ * is no profile on disk, or is one alone (segment 0 with no segment after it, or a renamed
+ * segment). -EINVAL with a message in *err: two files are one segment, a segment between two kept
+ * ones is missing, or a file named as a segment of the chain is another process's. */
+struct lk_chain_files {
+	char **paths;
+	uint32_t *segments; /* of each: consecutive; segments[0] > 0 if older ones were deleted */
+	size_t n;
+	size_t named;       /* the index of path's segment */
+};
+int lk_chain_find(const char *path, struct lk_chain_files *ret, char **err);
+void lk_chain_files_done(struct lk_chain_files *f);
+
+/* Opens paths[0..n-1], consecutive segments from segment `first`, as one profile: the first
+ * one's header, times since its start, and one series of stack, module and block numbers (the
+ * header comment of read-chain.c). lk_reader_follow() before it applies to the newest segment.
+ * lk_reader_end_offset() is one in the newest segment once its records are read. */
+int lk_reader_open_chain(struct lk_reader *r, const char *const *paths, size_t n, uint32_t first);
+
+struct lk_chain_stats {
+	uint32_t first, segments; /* the first segment's number; how many were read */
+	uint64_t matched;         /* INHERITs counted once, as the blocks they continue */
+	uint64_t unmatched;       /* INHERITs of a later segment that continue no live block */
+	uint64_t dropped;         /* blocks live at a segment's end that the next did not inherit */
+};
+/* All 0 for a reader of one file. */
+void lk_reader_chain_stats(const struct lk_reader *r, struct lk_chain_stats *ret);
+
 const char *lk_reader_error(const struct lk_reader *r); /* "" if there was none */
 bool lk_reader_has_trailer(const struct lk_reader *r);
 /* After the last complete record of the main stream read (a SEGMENT's: after its body). Every byte

@@ -168,6 +168,12 @@ static void process(struct lk_json *j, const struct lk_report_process *q)
 	lk_json_bool(j, "forked", q->flags & LK_HDR_FORKED);
 	lk_json_bool(j, "continued", q->flags & LK_HDR_CONTINUED);
 	lk_json_u64(j, "segment", q->segment);
+	if (q->totals.chain.segments) { /* a rotated profile read as one (read-chain.c) */
+		lk_json_u64(j, "segments", q->totals.chain.segments);
+		lk_json_u64(j, "segments_missing", q->totals.chain.first);
+		lk_json_u64(j, "chain_unmatched", q->totals.chain.unmatched);
+		lk_json_u64(j, "chain_dropped", q->totals.chain.dropped);
+	}
 	lk_json_bool(j, "exact", q->flags & LK_HDR_EXACT || q->period == 1);
 	lk_json_u64(j, "period", q->period);
 	lk_json_num(j, "start_realtime_s", (double)q->start_realtime_ns / 1e9, 6);

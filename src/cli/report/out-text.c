@@ -24,6 +24,30 @@ static void print_cmdline(FILE *f, const struct lk_report_process *q)
 		fputs(" [cut]", f);
 }
 
+/* A rotated profile read as one timeline (read-chain.c). */
+static void print_chain(FILE *f, const struct lk_chain_stats *c)
+{
+	uint32_t last = c->first + c->segments - 1;
+
+	if (c->segments > 1)
+		fprintf(f, "segments     %" PRIu32 "-%" PRIu32 " of a rotated profile, read as one",
+			c->first, last);
+	else
+		fprintf(f, "segments     %" PRIu32 " of a rotated profile, the newest", c->first);
+	if (c->first == 1)
+		fputs("\nmissing      segment 0 (deleted: LEEK_KEEP): what was allocated and freed "
+		      "before\n             segment 1 is not in the totals; blocks live then are "
+		      "inherited", f);
+	else if (c->first)
+		fprintf(f, "\nmissing      segments 0-%" PRIu32 " (deleted: LEEK_KEEP): what was "
+			"allocated and freed before\n             segment %" PRIu32 " is not in the "
+			"totals; blocks live then are inherited", c->first - 1, c->first);
+	if (c->unmatched || c->dropped)
+		fprintf(f, "\nunjoined     %" PRIu64 " inherited blocks continue none before, %" PRIu64
+			" live blocks were not inherited (a damaged chain)", c->unmatched, c->dropped);
+	fputc('\n', f);
+}
+
 static void print_header(FILE *f, const struct lk_report *r)
 {
 	const struct lk_profile_totals *t = &r->totals;
@@ -41,7 +65,9 @@ static void print_header(FILE *f, const struct lk_report *r)
 			q->flags & LK_HDR_CONTINUED ? ", continued after its file was cut" : "");
 		print_cmdline(f, q);
 		fputc('\n', f);
-		if (q->segment)
+		if (q->totals.chain.segments)
+			print_chain(f, &q->totals.chain);
+		else if (q->segment)
 			fprintf(f, "segment      %" PRIu32 " of a rotated profile: the live view is "
 				"whole (it began with the blocks\n             live then); allocated, "
 				"freed and the timeline are its own, not segments 0-%" PRIu32 "'s\n",

@@ -309,14 +309,19 @@ int lk_report_add(struct lk_report *r, struct lk_symbolizer *sym, uint32_t profi
 	const struct lk_profile_header *h = lk_profile_header(p);
 
 	/* Two segments of one rotated profile: the blocks live across the rotation are in both,
-	 * live at the older one's end and INHERITed by the newer, and a sum would count them twice. */
+	 * live at the older one's end and INHERITed by the newer, and a sum would count them twice.
+	 * Each was read with its whole chain (lk_profile_load), so the later one is the same timeline
+	 * again, and adds nothing; read alone (--segment-only), they are refused. */
 	for (size_t i = 0; i < r->nprocs; i++)
 		if (r->procs[i].pid == h->h.pid && r->procs[i].origin_ns == h->origin_ns &&
-		    r->procs[i].segment != h->segment) {
+		    (r->procs[i].segment != h->segment || r->procs[i].totals.chain.segments)) {
+			if (r->procs[i].totals.chain.segments &&
+			    lk_profile_totals(p)->chain.segments)
+				return 0; /* the same chain, named twice */
 			if (err && asprintf(err, "%s and %s are segments %" PRIu32 " and %" PRIu32
-					    " of one rotated profile, which are not merged (the blocks "
-					    "live across a rotation are in both): report the newest "
-					    "alone for the live view, or each on its own",
+					    " of one rotated profile, which are not merged when read "
+					    "alone (--segment-only; the blocks live across a rotation "
+					    "are in both): read them without it, as one timeline",
 					    r->procs[i].path, path, r->procs[i].segment,
 					    h->segment) < 0)
 				*err = NULL;
