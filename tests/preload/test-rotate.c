@@ -550,6 +550,81 @@ TEST(chain_gap_duplicate_foreign_refused)
 	run_cleanup(&c.r);
 }
 
+/* The lines of text that begin with prefix. */
+static unsigned lines_with(const char *text, const char *prefix)
+{
+	unsigned n = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		n += !strncmp(l, prefix, strlen(prefix));
+	return n;
+}
+
+/* `leek dump --chain` of any segment prints every segment whole, oldest first, each under its
+ * FILE line, with no warning for the older ones' missing trailers (and a chain once, however
+ * many of its segments are named); without it, the named file alone. A gap is an error. */
+TEST(dump_chain_prints_each_segment)
+{
+	struct chain c;
+	struct proc p;
+	char line[400];
+
+	chain_make(&c, "run", "40000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 2);
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[1]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_STREQ(p.err, "");
+	ASSERT_EQ(lines_with(p.out, "FILE "), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "END "), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "END offset="), c.newest + 1);
+	const char *at = p.out;
+	for (uint32_t k = 0; k <= c.newest; k++) {
+		snprintf(line, sizeof(line), "FILE %s\nHEADER ", c.seg[k]->path);
+		if (!(at = strstr(at, line)))
+			FAIL("no FILE line of segment %u (%s) after segment %u's", k, c.seg[k]->path,
+			     k ? k - 1 : 0);
+		const char *end = strstr(at, "\nEND offset=");
+		ASSERT_TRUE(end != NULL);
+		const char *want = k == c.newest ? " trailer=yes\n" : " trailer=no\n";
+		const char *tr = strstr(end, " trailer=");
+		ASSERT_TRUE(tr && !strncmp(tr, want, strlen(want)));
+		at = end;
+	}
+	proc_free(&p);
+	/* Named twice, printed once. */
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[c.newest]->path, c.seg[0]->path,
+					 NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(lines_with(p.out, "FILE "), c.newest + 1);
+	proc_free(&p);
+	/* Summaries: one a segment; the older ones said to be continued, not crashed. */
+	leek(&p, &c.r, (const char *[]){ "dump", "--summary", "--chain", c.seg[0]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_STREQ(p.err, "");
+	ASSERT_EQ(lines_with(p.out, "file:"), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "trailer:     no: an older segment of its chain"), c.newest);
+	ASSERT_EQ(lines_with(p.out, "trailer:     yes"), 1);
+	proc_free(&p);
+	/* Without --chain: the file alone, and its missing trailer said. */
+	leek(&p, &c.r, (const char *[]){ "dump", c.seg[1]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(lines_with(p.out, "FILE "), 1);
+	snprintf(line, sizeof(line), "FILE %s\n", c.seg[1]->path);
+	ASSERT_TRUE(!strncmp(p.out, line, strlen(line)));
+	ASSERT_CONTAINS(p.err, "warning: no trailer");
+	proc_free(&p);
+	/* A gap: segment 1 gone. */
+	ASSERT_EQ(unlink(c.seg[1]->path), 0);
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[0]->path, NULL });
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "segment 1 of pid");
+	ASSERT_CONTAINS(p.err, "is missing");
+	ASSERT_EQ(lines_with(p.out, "FILE "), 0);
+	proc_free(&p);
+	run_cleanup(&c.r);
+}
+
 /* Killed at a random point of its rotations, the chain reads joined: the live set the program
  * kept, each block counted once (no INHERIT left unmatched, no live block dropped). */
 TEST(chain_killed_reads_joined)
