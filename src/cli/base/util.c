@@ -162,7 +162,7 @@ int lk_parse_duration(const char *s, uint64_t *ret)
 	return -EINVAL;
 }
 
-/* min_ns as its largest whole unit: "1s", "1ms", "1ns". */
+/* ns (> 0) in its largest whole unit: "1s", "1500ms", "1ns". */
 static void format_duration(char *buf, size_t size, uint64_t ns)
 {
 	static const struct {
