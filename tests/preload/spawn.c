@@ -1,12 +1,8 @@
 /* spawn.c: vfork+exec and posix_spawn, with and without file actions, while threads allocate.
  *
  * Two threads allocate and free blocks of 16 B to 64 KiB without pause around each spawn (so that
- * the spawning thread's vfork or clone lands while they hold the allocator's locks or leek's):
- * OPS_PER_SPAWN each from the moment the spawn is announced, then they wait for the next one. The
- * work, and an exact-mode profile's size, is so fixed: it does not grow with the wall time that a
- * loaded machine takes to spawn and wait for children (without the bound the main profile grew to
- * 155 MB under a load average of 8 on 2 cores, and reading it took the test past its time). The
- * main thread
+ * the spawning thread's vfork or clone lands while they hold the allocator's locks or leek's), a
+ * fixed work per spawn (children.h). The main thread
  * starts ROUNDS times each of: vfork+execve of this program as a child; posix_spawn of it with no
  * attributes or file actions; posix_spawn of it with file actions (its stdout dup2'ed onto a pipe,
  * both pipe ends, 50 and 51, closed, /dev/null opened on descriptor 5) and attributes (a signal
@@ -22,7 +18,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -39,34 +34,20 @@
 #define NSLOTS 64
 #define CHILD_BLOCKS 10
 #define CHILD_SECONDS 10
-#define OPS_PER_SPAWN 4000 /* a hammer's allocations from a spawn's announcement on: many times
-			    * what a clone or vfork takes, and at most 800 000 in a run of 25
-			    * rounds */
 
 extern char **environ;
 
 static atomic_int stop;
-static atomic_uint spawns;            /* announced so far (announce_spawn) */
-static atomic_uint seen[NTHREADS];    /* the last spawn each hammer has begun to work around */
 
 static void *hammer(void *arg)
 {
-	unsigned self = (unsigned)(uintptr_t)arg - 1, ops = 0, at = 0;
+	unsigned self = (unsigned)(uintptr_t)arg - 1, round = 0, ops = 0;
 	uint64_t rng = (uint64_t)(uintptr_t)arg;
 	void *slot[NSLOTS] = { 0 };
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		unsigned now = atomic_load(&spawns);
-		if (now != at) { /* a spawn comes: a new budget */
-			at = now;
-			ops = 0;
-			atomic_store(&seen[self], now);
-		}
-		if (ops >= OPS_PER_SPAWN) {
-			nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
+		if (!hammer_may(self, &round, &ops))
 			continue;
-		}
-		ops++;
 		unsigned i = (unsigned)(prog_rand(&rng) % NSLOTS);
 		unsigned lg = 4 + (unsigned)(prog_rand(&rng) % 12);
 		size_t size = (((size_t)1 << lg) + prog_rand(&rng) % ((size_t)1 << lg)) & ~(size_t)15;
@@ -78,16 +59,6 @@ static void *hammer(void *arg)
 	for (int i = 0; i < NSLOTS; i++)
 		free(slot[i]);
 	return NULL;
-}
-
-/* Wakes the hammers for the spawn that follows, and returns once each is allocating again. */
-static void announce_spawn(void)
-{
-	unsigned now = atomic_fetch_add(&spawns, 1) + 1;
-
-	for (int i = 0; i < NTHREADS; i++)
-		while (atomic_load(&seen[i]) != now)
-			sched_yield();
 }
 
 static int child_main(bool piped)
@@ -140,7 +111,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < rounds; k++) {
 		fflush(stdout);
 		/* vfork: the child shares our memory until it execs, and calls nothing else. */
-		announce_spawn();
+		hammers_wake(NTHREADS);
 		pid = vfork();
 		if (pid == 0) {
 			execve(self, child_argv, environ);
@@ -149,7 +120,7 @@ int main(int argc, char **argv)
 		CHECK(pid > 0, "vfork: %s", strerror(errno));
 		wait_child(pid, "vfork+execve", k, CHILD_SECONDS);
 
-		announce_spawn();
+		hammers_wake(NTHREADS);
 		r = posix_spawn(&pid, self, NULL, NULL, child_argv, environ);
 		CHECK(r == 0, "posix_spawn: %s", strerror(r));
 		wait_child(pid, "posix_spawn", k, CHILD_SECONDS);
@@ -175,7 +146,7 @@ int main(int argc, char **argv)
 			      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK) == 0 &&
 			      posix_spawnattr_setsigmask(&attr, &mask) == 0,
 		      "posix_spawnattr");
-		announce_spawn();
+		hammers_wake(NTHREADS);
 		r = posix_spawn(&pid, self, &fa, &attr, piped_argv, environ);
 		CHECK(r == 0, "posix_spawn with file actions: %s", strerror(r));
 		posix_spawn_file_actions_destroy(&fa);
@@ -195,7 +166,7 @@ int main(int argc, char **argv)
 		      "the piped child said \"%.200s\"", buf);
 		fputs(buf + 27, stdout); /* its tally lines */
 
-		announce_spawn();
+		hammers_wake(NTHREADS);
 		r = posix_spawnp(&pid, "true", NULL, NULL, true_argv, environ);
 		CHECK(r == 0, "posix_spawnp true: %s", strerror(r));
 		wait_child(pid, "posix_spawnp of true", k, CHILD_SECONDS);
