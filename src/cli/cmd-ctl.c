@@ -106,10 +106,8 @@ int lk_cmd_ctl(int argc, char *argv[])
 		lk_msg("ctl: '%s' is not on, off, mark or sync", what);
 		return LK_EXIT_USAGE;
 	}
-	if (lk_parse_duration(arg_timeout, &timeout_ns) < 0) {
-		lk_msg("ctl: --timeout: '%s' is not a time (e.g. 5s, 500ms)", arg_timeout);
+	if (lk_duration_arg("ctl", "--timeout", arg_timeout, 0, &timeout_ns))
 		return LK_EXIT_USAGE;
-	}
 
 	/* A number is a pid unless a file of that name is there. */
 	errno = 0;

@@ -1,4 +1,4 @@
-/* cmd-dump.c: `leek dump [--summary] FILE...`, the profile as text, one line per record.
+/* cmd-dump.c: `leek dump [--summary] [--chain] FILE...`, the profile as text, one line per record.
  *
  * This is the reader's face: it validates as it prints, so a corrupt file shows every record up
  * to the damage and then one error line naming the offset. Its output is a stable, greppable
@@ -9,6 +9,12 @@
  * --summary prints what the profile's aggregation (profile/profile.h) counts instead, "key: value"
  * lines: the records of each kind, the samples, the blocks live at the end and their estimate,
  * the losses and whether the file has its trailer.
+ *
+ * Each file is its own: a rotated profile's segment prints alone, as written. --chain prints every
+ * segment of FILE's chain (read.h's lk_chain_find: FILE, FILE.seg1, ... of one process) in turn,
+ * oldest kept first, each as a file of its own under its FILE line, and a chain once however many
+ * of its segments are named. dump never joins segments: that is `leek report`'s reading, and its
+ * offsets would be no file's.
  *
  *   FILE <path>
  *   HEADER version=4 pid=.. ppid=.. flags=0x..(names) period=.. seed=.. session=.. clock=monotonic
@@ -28,12 +34,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "commands.h"
 #include "profile.h"
 #include "util.h"
 
-static bool arg_summary;
+static bool arg_summary, arg_chain;
 
 static void print_ns(uint64_t ns)
 {
@@ -232,7 +239,7 @@ static void print_losses(const struct lk_profile_totals *t)
 		fputs("none", stdout);
 }
 
-static void print_summary(const char *path, const struct lk_profile *p)
+static void print_summary(const char *path, const struct lk_profile *p, bool last)
 {
 	const struct lk_profile_header *ph = lk_profile_header(p);
 	const struct lk_profile_totals *t = lk_profile_totals(p);
@@ -278,6 +285,8 @@ static void print_summary(const char *path, const struct lk_profile *p)
 	print_losses(t);
 	if (t->trailer)
 		fputs("\ntrailer:     yes\n", stdout);
+	else if (!last)
+		fputs("\ntrailer:     no: an older segment of its chain, continued by the next\n", stdout);
 	else
 		printf("\ntrailer:     no: profile ends at offset %" PRIu64
 		       " (process crashed, was killed or exec'd)\n", t->end_offset);
@@ -285,7 +294,7 @@ static void print_summary(const char *path, const struct lk_profile *p)
 
 /* The summary: the profile as `leek report` reads it, without its list of live blocks; of this
  * file alone, as the records dump prints (a rotated profile's chain is report's: read-chain.c). */
-static int summarize_one(const char *path)
+static int summarize_one(const char *path, bool last)
 {
 	static const struct lk_profile_opts opts = { .at_ns = UINT64_MAX, .buckets = 1,
 						     .no_live_list = true, .segment_only = true };
@@ -295,15 +304,16 @@ static int summarize_one(const char *path)
 
 	if (r < 0)
 		return lk_error_of(path, r, err);
-	print_summary(path, p);
+	print_summary(path, p, last);
 	fflush(stdout);
-	if (!lk_profile_totals(p)->trailer)
+	if (last && !lk_profile_totals(p)->trailer)
 		warn_no_trailer(path, lk_profile_totals(p)->end_offset);
 	return 0;
 }
 
-/* 0, or a negative errno after printing why. */
-static int dump_one(const char *path)
+/* 0, or a negative errno after printing why. last: warn if the file has no trailer (false for a
+ * chain's older segments, which end without one: docs/format.md, "Reading a chain"). */
+static int dump_one(const char *path, bool last)
 {
 	_cleanup_(lk_reader_freep) struct lk_reader *rd = lk_reader_new();
 	const struct lk_profile_header *h;
@@ -311,7 +321,7 @@ static int dump_one(const char *path)
 	int r;
 
 	if (arg_summary)
-		return summarize_one(path);
+		return summarize_one(path, last);
 	if (!rd)
 		return lk_error(-ENOMEM, "%s", path);
 	r = lk_reader_open(rd, path);
@@ -328,20 +338,84 @@ static int dump_one(const char *path)
 	printf("END offset=%" PRIu64 " trailer=%s\n", lk_reader_end_offset(rd),
 	       lk_reader_has_trailer(rd) ? "yes" : "no");
 	fflush(stdout);
-	if (!lk_reader_has_trailer(rd))
+	if (last && !lk_reader_has_trailer(rd))
 		warn_no_trailer(path, lk_reader_end_offset(rd));
 	return 0;
 }
 
+/* --chain: the files printed so far, by identity, so that a chain prints once. */
+struct printed {
+	struct stat *v;
+	size_t n;
+};
+
+static bool printed_has(const struct printed *pr, const struct stat *st)
+{
+	for (size_t i = 0; i < pr->n; i++)
+		if (pr->v[i].st_dev == st->st_dev && pr->v[i].st_ino == st->st_ino)
+			return true;
+	return false;
+}
+
+static void printed_add(struct printed *pr, const char *path)
+{
+	struct stat st, *v;
+
+	if (stat(path, &st) < 0 || printed_has(pr, &st))
+		return;
+	v = reallocarray(pr->v, pr->n + 1, sizeof(*v));
+	if (!v)
+		return; /* at worst a chain named twice prints twice */
+	pr->v = v;
+	pr->v[pr->n++] = st;
+}
+
+/* The segments of path's chain in turn (path alone if it is none's): 0, or a negative errno
+ * after printing why; a damaged segment does not stop the ones after it. *sep: a blank line
+ * goes before every summary but the first. */
+static int dump_chain(const char *path, struct printed *pr, bool *sep)
+{
+	_cleanup_(freep) char *err = NULL;
+	struct lk_chain_files f;
+	struct stat st;
+	int r, k = 0;
+
+	if (stat(path, &st) == 0 && printed_has(pr, &st))
+		return 0;
+	r = lk_chain_find(path, &f, &err);
+	if (r < 0)
+		return lk_error_of(path, r, err);
+	if (f.n == 0) {
+		if (*sep)
+			putchar('\n');
+		*sep = arg_summary;
+		printed_add(pr, path);
+		return dump_one(path, true);
+	}
+	for (size_t i = 0; i < f.n; i++) {
+		if (*sep)
+			putchar('\n');
+		*sep = arg_summary;
+		printed_add(pr, f.paths[i]);
+		if ((r = dump_one(f.paths[i], i + 1 == f.n)) < 0)
+			k = r;
+	}
+	lk_chain_files_done(&f);
+	return k;
+}
+
 int lk_cmd_dump(int argc, char *argv[])
 {
-	enum { ARG_MAX_MEMORY = 0x100 };
+	enum { ARG_MAX_MEMORY = 0x100, ARG_CHAIN };
 	static const struct option options[] = {
 		{ "summary", no_argument, NULL, 's' },
+		{ "chain", no_argument, NULL, ARG_CHAIN },
 		{ "max-memory", required_argument, NULL, ARG_MAX_MEMORY },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
+	struct printed pr = { 0 };
+	bool sep = false;
 	int c, status = LK_EXIT_OK;
 
 	optind = 0;
@@ -349,6 +423,9 @@ int lk_cmd_dump(int argc, char *argv[])
 		switch (c) {
 		case 's':
 			arg_summary = true;
+			break;
+		case ARG_CHAIN:
+			arg_chain = true;
 			break;
 		case ARG_MAX_MEMORY:
 			if (lk_cmd_max_memory("dump", optarg))
@@ -364,10 +441,16 @@ int lk_cmd_dump(int argc, char *argv[])
 		return LK_EXIT_USAGE;
 
 	for (int i = optind; i < argc; i++) {
+		if (arg_chain) {
+			if (dump_chain(argv[i], &pr, &sep) < 0)
+				status = LK_EXIT_FILE;
+			continue;
+		}
 		if (i > optind && arg_summary)
 			putchar('\n');
-		if (dump_one(argv[i]) < 0)
+		if (dump_one(argv[i], true) < 0)
 			status = LK_EXIT_FILE;
 	}
+	free(pr.v);
 	return lk_cmd_end_output("dump", "output", status);
 }

@@ -42,6 +42,8 @@
 
 #define DEFAULT_EVERY_NS (15 * 1000000000ull) /* Pyroscope's clients' upload rate (15 s) */
 #define MIN_EVERY_NS 1000000000ull /* from and until are whole seconds: 1 s at least */
+#define MIN_WAIT_NS 1000000ull /* --timeout, --backoff: curl counts milliseconds (and takes 0 as
+				* no timeout), and a backoff of 0 would retry at once */
 #define DEFAULT_TIMEOUT_NS (10 * 1000000000ull) /* one request, whole: well under --every, so a
 						 * backend that hangs costs less than an interval */
 #define DEFAULT_CONNECT_NS (3 * 1000000000ull) /* a connect: a LAN's or a region's backend
@@ -69,16 +71,6 @@ static uint64_t arg_queue = DEFAULT_QUEUE, arg_flush = DEFAULT_FLUSH_NS, arg_ses
 static bool arg_quiet;
 
 #define HELP_SHOWN (-1)
-
-static int duration_arg(const char *opt, const char *arg, uint64_t min, uint64_t *ret)
-{
-	if (lk_parse_duration(arg, ret) < 0 || *ret < min) {
-		lk_msg("push: %s '%s': not a duration of %s or more (e.g. 15s, 500ms, 1m)", opt, arg,
-		       min >= 1000000000ull ? "1s" : min ? "1ms" : "0");
-		return LK_EXIT_USAGE;
-	}
-	return 0;
-}
 
 /* A label's key as Pyroscope takes it (a Prometheus label name), and a value with none of the
  * characters that delimit the name's {k=v,...}. */
@@ -156,7 +148,7 @@ static int parse_args(int argc, char *argv[])
 			break;
 		}
 		case ARG_EVERY:
-			if ((k = duration_arg("--every", optarg, MIN_EVERY_NS, &arg_every)))
+			if ((k = lk_duration_arg("push", "--every", optarg, MIN_EVERY_NS, &arg_every)))
 				return k;
 			break;
 		case ARG_TENANT:
@@ -176,19 +168,20 @@ static int parse_args(int argc, char *argv[])
 			arg_cacert = optarg;
 			break;
 		case ARG_TIMEOUT:
-			if ((k = duration_arg("--timeout", optarg, 1000000, &arg_timeout)))
+			if ((k = lk_duration_arg("push", "--timeout", optarg, MIN_WAIT_NS, &arg_timeout)))
 				return k;
 			break;
 		case ARG_BACKOFF:
-			if ((k = duration_arg("--backoff", optarg, 1000000, &arg_backoff)))
+			if ((k = lk_duration_arg("push", "--backoff", optarg, MIN_WAIT_NS, &arg_backoff)))
 				return k;
 			break;
 		case ARG_BACKOFF_MAX:
-			if ((k = duration_arg("--backoff-max", optarg, 1000000, &arg_backoff_max)))
+			if ((k = lk_duration_arg("push", "--backoff-max", optarg, MIN_WAIT_NS,
+						 &arg_backoff_max)))
 				return k;
 			break;
 		case ARG_FLUSH:
-			if ((k = duration_arg("--flush-timeout", optarg, 0, &arg_flush)))
+			if ((k = lk_duration_arg("push", "--flush-timeout", optarg, 0, &arg_flush)))
 				return k;
 			break;
 		case ARG_QUEUE:

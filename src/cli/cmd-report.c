@@ -245,10 +245,12 @@ static int check_times(uint64_t *at_ns, const char **at_mark, uint64_t *age_ns)
 		       "2m), or --at MARK, a mark's name (`leek ctl PID mark NAME`)");
 		return LK_EXIT_USAGE;
 	}
-	if (arg_view == LK_VIEW_OLD && (!arg_age || lk_parse_duration(arg_age, age_ns) < 0)) {
+	if (arg_view == LK_VIEW_OLD && !arg_age) {
 		lk_msg("report: old needs --age DURATION (e.g. 30s, 500ms, 5m)");
 		return LK_EXIT_USAGE;
 	}
+	if (arg_view == LK_VIEW_OLD && lk_duration_arg("report", "--age", arg_age, 0, age_ns))
+		return LK_EXIT_USAGE;
 	return 0;
 }
 

@@ -56,22 +56,22 @@ static int parse_args(int argc, char *argv[])
 		LK_INPUT_OPTIONS,
 		{},
 	};
-	uint64_t *d;
 	int c, k;
 
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_INTERVAL:
+			if ((k = lk_duration_arg("top", "--interval", optarg, 1, &arg_interval)))
+				return k;
+			break;
 		case ARG_WAIT:
+			if ((k = lk_duration_arg("top", "--wait", optarg, 0, &arg_wait)))
+				return k;
+			break;
 		case ARG_MAX_LAG:
-			d = c == ARG_INTERVAL ? &arg_interval : c == ARG_WAIT ? &arg_wait : &arg_max_lag;
-			if (lk_parse_duration(optarg, d) < 0 || (c == ARG_INTERVAL && *d == 0)) {
-				lk_msg("top: --%s '%s': not a duration%s (e.g. 2s, 500ms)",
-				       c == ARG_INTERVAL ? "interval" : c == ARG_WAIT ? "wait" : "max-lag",
-				       optarg, c == ARG_INTERVAL ? " above 0" : "");
-				return LK_EXIT_USAGE;
-			}
+			if ((k = lk_duration_arg("top", "--max-lag", optarg, 0, &arg_max_lag)))
+				return k;
 			break;
 		case ARG_ASCII:
 			arg_ascii = true;

@@ -66,16 +66,6 @@ static void input_donep(struct lk_input **in)
 	lk_input_done(*in);
 }
 
-static int duration_arg(const char *opt, const char *arg, bool zero_ok, uint64_t *ret)
-{
-	if (lk_parse_duration(arg, ret) < 0 || (!zero_ok && *ret == 0)) {
-		lk_msg("watch: %s '%s': not a duration%s (e.g. 30s, 500ms, 10m)", opt, arg,
-		       zero_ok ? "" : " above 0");
-		return LK_EXIT_USAGE;
-	}
-	return 0;
-}
-
 static int parse_args(int argc, char *argv[])
 {
 	enum { ARG_EVERY = 0x100, ARG_AGE, ARG_HIGH_WATER, ARG_FREES, ARG_POLL, ARG_WAIT, ARG_ASCII,
@@ -102,23 +92,23 @@ static int parse_args(int argc, char *argv[])
 	while ((c = getopt_long(argc, argv, LK_INPUT_SITE_SHORT "f:h", options, NULL)) >= 0) {
 		switch (c) {
 		case ARG_EVERY:
-			if ((k = duration_arg("--every", optarg, false, &arg_every)))
+			if ((k = lk_duration_arg("watch", "--every", optarg, 1, &arg_every)))
 				return k;
 			break;
 		case ARG_AGE:
-			if ((k = duration_arg("--age", optarg, true, &arg_age)))
+			if ((k = lk_duration_arg("watch", "--age", optarg, 0, &arg_age)))
 				return k;
 			break;
 		case ARG_POLL:
-			if ((k = duration_arg("--poll", optarg, false, &arg_poll)))
+			if ((k = lk_duration_arg("watch", "--poll", optarg, 1, &arg_poll)))
 				return k;
 			break;
 		case ARG_WAIT:
-			if ((k = duration_arg("--wait", optarg, true, &arg_wait)))
+			if ((k = lk_duration_arg("watch", "--wait", optarg, 0, &arg_wait)))
 				return k;
 			break;
 		case ARG_MAX_LAG:
-			if ((k = duration_arg("--max-lag", optarg, true, &arg_max_lag)))
+			if ((k = lk_duration_arg("watch", "--max-lag", optarg, 0, &arg_max_lag)))
 				return k;
 			break;
 		case ARG_FROM:

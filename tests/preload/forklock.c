@@ -3,8 +3,8 @@
  * Three threads allocate, reallocate and free without pause, blocks of 16 B to 64 KiB (at a period
  * of 4 KiB most of their calls take leek's sample path: the unwinder, the stack table, the arena,
  * the writer), so that fork lands while one of them holds glibc's arena lock, leek's lock, or is
- * half-way through the unwinder. Meanwhile the main thread forks FORKS times, at a jittered
- * pace. Each child must allocate and free (blocks of 4099 bytes in the forking thread, of 6007 in
+ * half-way through the unwinder: a fixed work per fork (children.h). Meanwhile the main thread
+ * forks FORKS times, at a jittered pace. Each child must allocate and free (blocks of 4099 bytes in the forking thread, of 6007 in
  * a thread of its own), and exit 0 through exit(), so that its profile ends with a trailer, within
  * 10 seconds: a child that takes longer is killed, and the program fails naming the fork, because
  * that is a deadlock. Prints "forks N" and the children's tally lines (tally.h).
@@ -41,10 +41,13 @@ static size_t draw_size(uint64_t *rng)
 
 static void *hammer(void *arg)
 {
+	unsigned self = (unsigned)(uintptr_t)arg - 1, round = 0, ops = 0;
 	uint64_t rng = (uint64_t)(uintptr_t)arg;
 	void *slot[NSLOTS] = { 0 };
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (!hammer_may(self, &round, &ops))
+			continue;
 		unsigned i = (unsigned)(prog_rand(&rng) % NSLOTS);
 		size_t size = draw_size(&rng);
 		switch (prog_rand(&rng) % 4) {
@@ -117,6 +120,7 @@ int main(int argc, char **argv)
 		      "pthread_create");
 	for (int k = 0; k < forks; k++) {
 		/* Let the threads run for a while (0 to 500 us), so that fork lands anywhere. */
+		hammers_wake(NTHREADS);
 		struct timespec nap = { 0, (long)(prog_rand(&rng) % 500) * 1000 };
 		nanosleep(&nap, NULL);
 		fflush(stdout);

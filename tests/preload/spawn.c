@@ -1,7 +1,8 @@
 /* spawn.c: vfork+exec and posix_spawn, with and without file actions, while threads allocate.
  *
- * Two threads allocate and free blocks of 16 B to 64 KiB without pause (so that the spawning
- * thread's vfork or clone lands while they hold the allocator's locks or leek's). The main thread
+ * Two threads allocate and free blocks of 16 B to 64 KiB without pause around each spawn (so that
+ * the spawning thread's vfork or clone lands while they hold the allocator's locks or leek's), a
+ * fixed work per spawn (children.h). The main thread
  * starts ROUNDS times each of: vfork+execve of this program as a child; posix_spawn of it with no
  * attributes or file actions; posix_spawn of it with file actions (its stdout dup2'ed onto a pipe,
  * both pipe ends, 50 and 51, closed, /dev/null opened on descriptor 5) and attributes (a signal
@@ -40,10 +41,13 @@ static atomic_int stop;
 
 static void *hammer(void *arg)
 {
+	unsigned self = (unsigned)(uintptr_t)arg - 1, round = 0, ops = 0;
 	uint64_t rng = (uint64_t)(uintptr_t)arg;
 	void *slot[NSLOTS] = { 0 };
 
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (!hammer_may(self, &round, &ops))
+			continue;
 		unsigned i = (unsigned)(prog_rand(&rng) % NSLOTS);
 		unsigned lg = 4 + (unsigned)(prog_rand(&rng) % 12);
 		size_t size = (((size_t)1 << lg) + prog_rand(&rng) % ((size_t)1 << lg)) & ~(size_t)15;
@@ -107,6 +111,7 @@ int main(int argc, char **argv)
 	for (int k = 0; k < rounds; k++) {
 		fflush(stdout);
 		/* vfork: the child shares our memory until it execs, and calls nothing else. */
+		hammers_wake(NTHREADS);
 		pid = vfork();
 		if (pid == 0) {
 			execve(self, child_argv, environ);
@@ -115,6 +120,7 @@ int main(int argc, char **argv)
 		CHECK(pid > 0, "vfork: %s", strerror(errno));
 		wait_child(pid, "vfork+execve", k, CHILD_SECONDS);
 
+		hammers_wake(NTHREADS);
 		r = posix_spawn(&pid, self, NULL, NULL, child_argv, environ);
 		CHECK(r == 0, "posix_spawn: %s", strerror(r));
 		wait_child(pid, "posix_spawn", k, CHILD_SECONDS);
@@ -140,6 +146,7 @@ int main(int argc, char **argv)
 			      posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK) == 0 &&
 			      posix_spawnattr_setsigmask(&attr, &mask) == 0,
 		      "posix_spawnattr");
+		hammers_wake(NTHREADS);
 		r = posix_spawn(&pid, self, &fa, &attr, piped_argv, environ);
 		CHECK(r == 0, "posix_spawn with file actions: %s", strerror(r));
 		posix_spawn_file_actions_destroy(&fa);
@@ -159,6 +166,7 @@ int main(int argc, char **argv)
 		      "the piped child said \"%.200s\"", buf);
 		fputs(buf + 27, stdout); /* its tally lines */
 
+		hammers_wake(NTHREADS);
 		r = posix_spawnp(&pid, "true", NULL, NULL, true_argv, environ);
 		CHECK(r == 0, "posix_spawnp true: %s", strerror(r));
 		wait_child(pid, "posix_spawnp of true", k, CHILD_SECONDS);

@@ -46,40 +46,61 @@ static uint64_t inherits_of(const struct profile *p, uint64_t size)
 	return i;
 }
 
-/* The segments of the run's process, by number (seg[k], NULL where missing); the newest's
- * number. */
-static uint32_t segments(const struct run *r, const struct profile **seg, size_t max)
-{
-	uint32_t newest = 0;
+#define MAX_SEGMENTS 4096
 
-	memset(seg, 0, max * sizeof(*seg));
-	for (size_t i = 0; i < r->nprof; i++) {
-		const struct profile *p = &r->prof[i];
-		ASSERT_EQ(p->h.pid, r->pid);
-		ASSERT_TRUE(p->segment < max);
-		if (seg[p->segment])
+/* A rotated run of the rotate workload (tests/preload/rotate.c): its directory and profiles (r),
+ * and its segments by number (seg[k], NULL where there is none: deleted, or not reached), the
+ * newest's number in newest. */
+struct chain {
+	struct run r;
+	const struct profile *seg[MAX_SEGMENTS];
+	uint32_t newest;
+};
+
+/* Files c->seg from c->r: every profile is of the run's process, one per segment, flagged as
+ * rotated unless it is the first. */
+static void chain_index(struct chain *c)
+{
+	c->newest = 0;
+	memset(c->seg, 0, sizeof(c->seg));
+	for (size_t i = 0; i < c->r.nprof; i++) {
+		const struct profile *p = &c->r.prof[i];
+		ASSERT_EQ(p->h.pid, c->r.pid);
+		ASSERT_TRUE(p->segment < MAX_SEGMENTS);
+		if (c->seg[p->segment])
 			FAIL("two profiles of segment %u: %s and %s", p->segment,
-			     seg[p->segment]->path, p->path);
-		seg[p->segment] = p;
+			     c->seg[p->segment]->path, p->path);
+		c->seg[p->segment] = p;
 		ASSERT_EQ(!!(p->h.flags & LK_HDR_ROTATED), p->segment > 0);
-		if (p->segment > newest)
-			newest = p->segment;
+		if (p->segment > c->newest)
+			c->newest = p->segment;
 	}
-	return newest;
+}
+
+/* The fixture of every test here: `rotate MODE ARG` in exact mode with libleek's rotation set by
+ * rotation (LEEK_MAX_SIZE=... or LEEK_MAX_AGE=...) and keep (LEEK_KEEP=..., or NULL for its
+ * default), run to its end and indexed into c. Its exit status is the test's to check
+ * (expect_exit0, or the kill's signal); run_cleanup(&c->r) removes it. */
+static void chain_make(struct chain *c, const char *mode, const char *arg, const char *rotation,
+		       const char *keep)
+{
+	const char *argv[] = { "rotate", mode, arg, NULL };
+
+	run_prog(&c->r, &(struct run_opts){ .env = { EXACT, rotation, keep } }, argv);
+	chain_index(c);
 }
 
 /* The checks every rotated run passes (the header comment), for the segments from first on;
  * the newest segment. */
-static const struct profile *check_chain(const struct run *r, uint32_t first, bool clean)
+static const struct profile *check_chain(const struct chain *c, uint32_t first, bool clean)
 {
-	const struct profile *seg[4096];
-	uint32_t newest = segments(r, seg, 4096);
+	const struct profile *const *seg = c->seg;
 
-	for (uint32_t k = first; k <= newest; k++) {
+	for (uint32_t k = first; k <= c->newest; k++) {
 		if (!seg[k])
-			FAIL("segment %u of %u missing in %s", k, newest, r->dir);
+			FAIL("segment %u of %u missing in %s", k, c->newest, c->r.dir);
 		ASSERT_EQ(seg[k]->origin_ns, seg[first]->origin_ns);
-		ASSERT_EQ(seg[k]->trailer, clean && k == newest);
+		ASSERT_EQ(seg[k]->trailer, clean && k == c->newest);
 		if (k > first)
 			for (uint64_t size = KEPT; size <= CHURN; size += CHURN - KEPT)
 				if (inherits_of(seg[k], size) != live_of(seg[k - 1], size))
@@ -92,7 +113,7 @@ static const struct profile *check_chain(const struct run *r, uint32_t first, bo
 	for (uint32_t k = 0; k < first; k++)
 		if (seg[k])
 			FAIL("segment %u should have been deleted (%s)", k, seg[k]->path);
-	return seg[newest];
+	return seg[c->newest];
 }
 
 /* The bytes of every file in dir. */
@@ -121,72 +142,64 @@ static void totals(const struct run *r, uint64_t size, uint64_t *allocs, uint64_
 
 TEST(rotate_by_size_joined_totals)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "200000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
-	if (r.nprof < 10)
+	chain_make(&c, "run", "200000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	if (c.r.nprof < 10)
 		FAIL("%zu segments; 200 000 pairs of exact mode fill more than 10 of 64 KiB",
-		     r.nprof);
-	const struct profile *p = check_chain(&r, 0, true);
+		     c.r.nprof);
+	const struct profile *p = check_chain(&c, 0, true);
 	/* The newest alone: the live set the program kept. */
 	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
 	ASSERT_EQ(live_of(p, CHURN), 0);
 	/* Together: every allocation and free once. */
 	uint64_t a, f;
-	totals(&r, CHURN, &a, &f);
+	totals(&c.r, CHURN, &a, &f);
 	ASSERT_EQ(a, 200000);
 	ASSERT_EQ(f, 200000);
-	totals(&r, KEPT, &a, &f);
+	totals(&c.r, KEPT, &a, &f);
 	ASSERT_EQ(a, LIVE);
 	ASSERT_EQ(f, LIVE / 2);
-	for (size_t i = 0; i < r.nprof; i++)
-		check_counters(&r, &r.prof[i], 0);
-	run_cleanup(&r);
+	for (size_t i = 0; i < c.r.nprof; i++)
+		check_counters(&c.r, &c.r.prof[i], 0);
+	run_cleanup(&c.r);
 }
 
 TEST(rotate_keep_deletes_oldest_disk_bound)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "200000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3" } },
-		 argv);
-	expect_exit0(&r);
-	ASSERT_EQ(r.nprof, 3);
-	const struct profile *seg[4096];
-	uint32_t newest = segments(&r, seg, 4096);
-	ASSERT_TRUE(newest >= 9);
-	const struct profile *p = check_chain(&r, newest - 2, true);
+	chain_make(&c, "run", "200000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3");
+	expect_exit0(&c.r);
+	ASSERT_EQ(c.r.nprof, 3);
+	ASSERT_TRUE(c.newest >= 9);
+	const struct profile *p = check_chain(&c, c.newest - 2, true);
 	ASSERT_EQ(live_of(p, KEPT), LIVE / 2);
 	/* Within docs/design.md's bound, "Bounded files", KEEP x (MAX_SIZE + C + 1 MiB) + C, even
 	 * without its checkpoints C (1 500 live blocks: about 20 KB each). */
-	uint64_t use = disk_use(&r);
+	uint64_t use = disk_use(&c.r);
 	if (use > 3 * ((64u << 10) + MIB))
 		FAIL("%llu bytes on disk, above 3 x (64 KiB + 1 MiB)", (unsigned long long)use);
-	run_cleanup(&r);
+	run_cleanup(&c.r);
 }
 
 TEST(rotate_by_age)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "age", "4", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=1s", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
+	chain_make(&c, "age", "4", "LEEK_MAX_AGE=1s", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
 	/* 4 s at a rotation a second: 4 or 5 segments (the last second's may begin at the end). */
-	if (r.nprof < 3 || r.nprof > 6)
-		FAIL("%zu segments in 4 s with LEEK_MAX_AGE=1s", r.nprof);
-	const struct profile *p = check_chain(&r, 0, true);
+	if (c.r.nprof < 3 || c.r.nprof > 6)
+		FAIL("%zu segments in 4 s with LEEK_MAX_AGE=1s", c.r.nprof);
+	const struct profile *p = check_chain(&c, 0, true);
 	ASSERT_EQ(live_of(p, KEPT), LIVE);
-	for (size_t i = 0; i + 1 < r.nprof; i++) {
-		const struct profile *q = &r.prof[i];
+	for (size_t i = 0; i + 1 < c.r.nprof; i++) {
+		const struct profile *q = &c.r.prof[i];
 		ASSERT_TRUE(q->h.flags & LK_HDR_ROTATED || q->segment == 0);
 	}
-	run_cleanup(&r);
+	run_cleanup(&c.r);
 }
 
 /* SIGKILL at a random moment while the file rotates every few milliseconds (64 KiB of exact
@@ -195,17 +208,14 @@ TEST(rotate_by_age)
 TEST(rotate_killed_anywhere)
 {
 	for (unsigned seed = 1; seed <= 30; seed++) {
-		struct run r;
+		struct chain c;
 		char s[16];
 		snprintf(s, sizeof(s), "%u", seed);
-		const char *argv[] = { "rotate", "kill", s, NULL };
-		run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k",
-							  "LEEK_KEEP=256" } },
-			 argv);
-		if (!WIFSIGNALED(r.status) || WTERMSIG(r.status) != SIGKILL)
-			FAIL("seed %u: status %#x, expected SIGKILL; stderr:\n%s", seed, r.status,
-			     r.err);
-		const struct profile *p = check_chain(&r, 0, false);
+		chain_make(&c, "kill", s, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+		if (!WIFSIGNALED(c.r.status) || WTERMSIG(c.r.status) != SIGKILL)
+			FAIL("seed %u: status %#x, expected SIGKILL; stderr:\n%s", seed, c.r.status,
+			     c.r.err);
+		const struct profile *p = check_chain(&c, 0, false);
 		if (p->segment < 1) /* rotate.c kills after a rotation's worth of records */
 			FAIL("seed %u: killed in segment %u", seed, p->segment);
 		if (live_of(p, KEPT) != LIVE)
@@ -215,7 +225,7 @@ TEST(rotate_killed_anywhere)
 		if (live_of(p, CHURN) > 1) /* a pair cut between its malloc and its free */
 			FAIL("seed %u: %llu live churn blocks", seed,
 			     (unsigned long long)live_of(p, CHURN));
-		run_cleanup(&r);
+		run_cleanup(&c.r);
 	}
 }
 
@@ -223,32 +233,32 @@ TEST(rotate_killed_anywhere)
  * once, and the program and its first file go on whole. */
 TEST(rotate_fails_in_read_only_dir)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "ro", "100000", NULL };
+	struct chain c;
+	struct run *r = &c.r;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k" } }, argv);
-	int dfd = open(r.dir, O_RDONLY | O_DIRECTORY);
+	chain_make(&c, "ro", "100000", "LEEK_MAX_SIZE=64k", NULL);
+	int dfd = open(r->dir, O_RDONLY | O_DIRECTORY);
 	if (dfd >= 0) {
 		dir_read_only(dfd, false);
 		close(dfd);
 	}
-	expect_exit0(&r);
-	if (!strncmp(r.out, "skip ", 5)) {
-		char *nl = strchr(r.out, '\n');
+	expect_exit0(r);
+	if (!strncmp(r->out, "skip ", 5)) {
+		char *nl = strchr(r->out, '\n');
 		if (nl)
 			*nl = 0;
-		run_cleanup(&r);
-		SKIP("%s", r.out + 5);
+		run_cleanup(r);
+		SKIP("%s", r->out + 5);
 	}
-	ASSERT_EQ(r.nprof, 1);
-	const struct profile *p = main_profile(&r);
+	ASSERT_EQ(r->nprof, 1);
+	const struct profile *p = main_profile(r);
 	ASSERT_TRUE(p->trailer);
 	ASSERT_TRUE(p->counters[LK_CNT_ROTATE_FAILED] >= 1);
-	ASSERT_EQ(count_lines(r.err), 1);
-	ASSERT_CONTAINS(r.err, "cannot begin a new profile segment");
-	ASSERT_EQ(check_tallies(&r), 2);
-	check_counters(&r, p, 0);
-	run_cleanup(&r);
+	ASSERT_EQ(count_lines(r->err), 1);
+	ASSERT_CONTAINS(r->err, "cannot begin a new profile segment");
+	ASSERT_EQ(check_tallies(r), 2);
+	check_counters(r, p, 0);
+	run_cleanup(r);
 }
 
 /* `leek watch FILE` given the first segment follows the profile onto each new one, and its last
@@ -316,24 +326,21 @@ TEST(watch_follows_rotation)
  * says: none for a malformed age, 64 KiB for a size below it. */
 TEST(rotate_knobs_checked)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "20000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_AGE=5x", "LEEK_KEEP=0" } },
-		 argv);
-	expect_exit0(&r);
-	ASSERT_CONTAINS(r.err, "LEEK_MAX_AGE='5x' is not a duration");
-	ASSERT_CONTAINS(r.err, "LEEK_KEEP='0' is out of range");
-	ASSERT_EQ(r.nprof, 1);
-	run_cleanup(&r);
+	chain_make(&c, "run", "20000", "LEEK_MAX_AGE=5x", "LEEK_KEEP=0");
+	expect_exit0(&c.r);
+	ASSERT_CONTAINS(c.r.err, "LEEK_MAX_AGE='5x' is not a duration");
+	ASSERT_CONTAINS(c.r.err, "LEEK_KEEP='0' is out of range");
+	ASSERT_EQ(c.r.nprof, 1);
+	run_cleanup(&c.r);
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=1k", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
-	ASSERT_CONTAINS(r.err, "LEEK_MAX_SIZE is below 65536; using 65536");
-	ASSERT_TRUE(r.nprof >= 2); /* 160 KB of exact mode at 64 KiB */
-	check_chain(&r, 0, true);
-	run_cleanup(&r);
+	chain_make(&c, "run", "20000", "LEEK_MAX_SIZE=1k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_CONTAINS(c.r.err, "LEEK_MAX_SIZE is below 65536; using 65536");
+	ASSERT_TRUE(c.r.nprof >= 2); /* 160 KB of exact mode at 64 KiB */
+	check_chain(&c, 0, true);
+	run_cleanup(&c.r);
 }
 
 /* Read alone (--segment-only), two segments of one process are not summed: report --merge, and
@@ -342,43 +349,40 @@ TEST(rotate_knobs_checked)
  * chain once. */
 TEST(rotate_segments_only_not_merged)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "20000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
-	const struct profile *seg[4096];
-	ASSERT_TRUE(segments(&r, seg, 4096) >= 1);
+	chain_make(&c, "run", "20000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 1);
 	struct proc p = { 0 };
-	const char *merge[] = { LEEK_BIN, "report", "--segment-only", "--merge", seg[0]->path,
-				seg[1]->path, NULL };
-	proc_run(&p, r.dir, merge, NULL, 60);
+	const char *merge[] = { LEEK_BIN, "report", "--segment-only", "--merge", c.seg[0]->path,
+				c.seg[1]->path, NULL };
+	proc_run(&p, c.r.dir, merge, NULL, 60);
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
 	proc_free(&p);
 	char folded[300];
-	snprintf(folded, sizeof(folded), "%s/merged.folded", r.dir);
+	snprintf(folded, sizeof(folded), "%s/merged.folded", c.r.dir);
 	const char *exp[] = { LEEK_BIN, "export", "--segment-only", "--merge", "--format", "folded",
-			      "-o", folded, seg[0]->path, seg[1]->path, NULL };
-	proc_run(&p, r.dir, exp, NULL, 60);
+			      "-o", folded, c.seg[0]->path, c.seg[1]->path, NULL };
+	proc_run(&p, c.r.dir, exp, NULL, 60);
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "are segments 0 and 1 of one rotated profile");
 	proc_free(&p);
-	const char *one[] = { LEEK_BIN, "report", "--segment-only", seg[1]->path, NULL };
-	proc_run(&p, r.dir, one, NULL, 60);
+	const char *one[] = { LEEK_BIN, "report", "--segment-only", c.seg[1]->path, NULL };
+	proc_run(&p, c.r.dir, one, NULL, 60);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "segment      1 of a rotated profile");
 	proc_free(&p);
 	/* Joined: both names, one report of the whole chain. */
-	const char *both[] = { LEEK_BIN, "report", seg[0]->path, seg[1]->path, NULL };
-	proc_run(&p, r.dir, both, NULL, 60);
+	const char *both[] = { LEEK_BIN, "report", c.seg[0]->path, c.seg[1]->path, NULL };
+	proc_run(&p, c.r.dir, both, NULL, 60);
 	ASSERT_EQ(p.status, 0);
 	ASSERT_CONTAINS(p.out, "of a rotated profile, read as one");
 	if (strstr(strstr(p.out, "==") + 2, "\n=="))
 		FAIL("two reports of one chain:\n%s", p.out);
 	proc_free(&p);
-	run_cleanup(&r);
+	run_cleanup(&c.r);
 }
 
 /* The unsigned integer after the first `"key": ` that follows anchor in a JSON text (anchor NULL:
@@ -408,19 +412,17 @@ static void leek(struct proc *p, const struct run *r, const char *const *args)
 	proc_run(p, r->dir, argv, NULL, 120);
 }
 
-/* Sums over the segments of r (all of them, or the newest's live set alone). */
-static void chain_truth(const struct run *r, uint64_t *allocs, uint64_t *frees, uint64_t *live)
+/* Sums over the segments of c (all of them, or the newest's live set alone). */
+static void chain_truth(const struct chain *c, uint64_t *allocs, uint64_t *frees, uint64_t *live)
 {
-	const struct profile *seg[4096];
-	uint32_t newest = segments(r, seg, 4096);
+	const struct profile *n = c->seg[c->newest];
 
 	*allocs = *frees = 0;
-	for (size_t i = 0; i < r->nprof; i++) {
-		*allocs += r->prof[i].ntag[LK_REC_ALLOC];
-		*frees += r->prof[i].ntag[LK_REC_FREE];
+	for (size_t i = 0; i < c->r.nprof; i++) {
+		*allocs += c->r.prof[i].ntag[LK_REC_ALLOC];
+		*frees += c->r.prof[i].ntag[LK_REC_FREE];
 	}
-	*live = seg[newest]->ntag[LK_REC_ALLOC] + seg[newest]->ntag[LK_REC_INHERIT] -
-		seg[newest]->ntag[LK_REC_FREE];
+	*live = n->ntag[LK_REC_ALLOC] + n->ntag[LK_REC_INHERIT] - n->ntag[LK_REC_FREE];
 }
 
 /* A chain read as one, from any of its segments: in exact mode every count is the workload's,
@@ -428,24 +430,20 @@ static void chain_truth(const struct run *r, uint64_t *allocs, uint64_t *frees, 
  * site is one stack with its whole counts (the stacks of the segments are one). */
 TEST(chain_read_joined_equals_workload)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "200000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
-	const struct profile *seg[4096];
-	uint32_t newest = segments(&r, seg, 4096);
-	ASSERT_TRUE(newest >= 9);
+	chain_make(&c, "run", "200000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 9);
 	uint64_t allocs, frees, live;
-	chain_truth(&r, &allocs, &frees, &live);
+	chain_truth(&c, &allocs, &frees, &live);
 	ASSERT_EQ(live, LIVE / 2 + 1); /* and stdio's buffer */
-	const char *names[] = { seg[0]->path, seg[newest / 2]->path, seg[newest]->path };
+	const char *names[] = { c.seg[0]->path, c.seg[c.newest / 2]->path, c.seg[c.newest]->path };
 	for (size_t i = 0; i < 3; i++) {
 		struct proc p;
-		leek(&p, &r, (const char *[]){ "report", "--format", "json", names[i], NULL });
+		leek(&p, &c.r, (const char *[]){ "report", "--format", "json", names[i], NULL });
 		ASSERT_EQ(p.status, 0);
-		ASSERT_EQ(json_after(p.out, NULL, "segments"), newest + 1);
+		ASSERT_EQ(json_after(p.out, NULL, "segments"), c.newest + 1);
 		ASSERT_EQ(json_after(p.out, NULL, "segments_missing"), 0);
 		ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
 		ASSERT_EQ(json_after(p.out, NULL, "chain_dropped"), 0);
@@ -459,20 +457,20 @@ TEST(chain_read_joined_equals_workload)
 		proc_free(&p);
 	}
 	struct proc p;
-	leek(&p, &r, (const char *[]){ "report", "alloc", "--format", "json", names[1], NULL });
+	leek(&p, &c.r, (const char *[]){ "report", "alloc", "--format", "json", names[1], NULL });
 	ASSERT_EQ(p.status, 0);
 	ASSERT_EQ(json_after(p.out, "\"function\": \"pair\"", "alloc_objects"), 200000);
 	ASSERT_EQ(json_after(p.out, "\"function\": \"pair\"", "stacks"), 1);
 	proc_free(&p);
 	/* Text: which segments. */
-	leek(&p, &r, (const char *[]){ "report", names[2], NULL });
+	leek(&p, &c.r, (const char *[]){ "report", names[2], NULL });
 	ASSERT_EQ(p.status, 0);
 	char line[96];
-	snprintf(line, sizeof(line), "segments     0-%u of a rotated profile, read as one", newest);
+	snprintf(line, sizeof(line), "segments     0-%u of a rotated profile, read as one", c.newest);
 	ASSERT_CONTAINS(p.out, line);
 	ASSERT_TRUE(!strstr(p.err, "no trailer"));
 	proc_free(&p);
-	run_cleanup(&r);
+	run_cleanup(&c.r);
 }
 
 /* LEEK_KEEP deleted the oldest: the timeline begins at the oldest kept segment, whose INHERITs are
@@ -480,35 +478,31 @@ TEST(chain_read_joined_equals_workload)
  * in it. The live set is still whole. */
 TEST(chain_with_deleted_segments_says_so)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "200000", NULL };
+	struct chain c;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3" } },
-		 argv);
-	expect_exit0(&r);
-	const struct profile *seg[4096];
-	uint32_t newest = segments(&r, seg, 4096);
-	ASSERT_TRUE(newest >= 9);
+	chain_make(&c, "run", "200000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=3");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 9);
 	uint64_t allocs, frees, live;
-	chain_truth(&r, &allocs, &frees, &live);
+	chain_truth(&c, &allocs, &frees, &live);
 	struct proc p;
-	leek(&p, &r, (const char *[]){ "report", "--format", "json", seg[newest]->path, NULL });
+	leek(&p, &c.r, (const char *[]){ "report", "--format", "json", c.seg[c.newest]->path, NULL });
 	ASSERT_EQ(p.status, 0);
 	ASSERT_EQ(json_after(p.out, NULL, "segments"), 3);
-	ASSERT_EQ(json_after(p.out, NULL, "segments_missing"), newest - 2);
+	ASSERT_EQ(json_after(p.out, NULL, "segments_missing"), c.newest - 2);
 	ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
 	ASSERT_EQ(json_after(p.out, "\"totals\"", "samples"), allocs);
 	ASSERT_EQ(json_after(p.out, "\"totals\"", "live_objects_end"), live);
 	proc_free(&p);
-	leek(&p, &r, (const char *[]){ "report", seg[newest - 2]->path, NULL });
+	leek(&p, &c.r, (const char *[]){ "report", c.seg[c.newest - 2]->path, NULL });
 	ASSERT_EQ(p.status, 0);
 	char line[160];
-	snprintf(line, sizeof(line), "missing      segments 0-%u (deleted: LEEK_KEEP)", newest - 3);
+	snprintf(line, sizeof(line), "missing      segments 0-%u (deleted: LEEK_KEEP)", c.newest - 3);
 	ASSERT_CONTAINS(p.out, line);
-	snprintf(line, sizeof(line), "segment %u is not in the totals", newest - 2);
+	snprintf(line, sizeof(line), "segment %u is not in the totals", c.newest - 2);
 	ASSERT_CONTAINS(p.out, line);
 	proc_free(&p);
-	run_cleanup(&r);
+	run_cleanup(&c.r);
 }
 
 /* A segment missing between two kept ones is an error that names it; two files of one segment,
@@ -516,48 +510,119 @@ TEST(chain_with_deleted_segments_says_so)
  * still reads alone with --segment-only. */
 TEST(chain_gap_duplicate_foreign_refused)
 {
-	struct run r;
-	const char *argv[] = { "rotate", "run", "100000", NULL };
+	struct chain c;
 	char cmd[1200], copy[320];
 	struct proc p;
 
-	run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256" } },
-		 argv);
-	expect_exit0(&r);
-	const struct profile *seg[4096];
-	uint32_t newest = segments(&r, seg, 4096);
-	ASSERT_TRUE(newest >= 4);
+	chain_make(&c, "run", "100000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 4);
 	/* Two segment 3s. */
-	snprintf(copy, sizeof(copy), "%s.1", seg[3]->path);
-	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", seg[3]->path, copy);
+	snprintf(copy, sizeof(copy), "%s.1", c.seg[3]->path);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", c.seg[3]->path, copy);
 	ASSERT_EQ(system(cmd), 0);
-	leek(&p, &r, (const char *[]){ "report", seg[newest]->path, NULL });
+	leek(&p, &c.r, (const char *[]){ "report", c.seg[c.newest]->path, NULL });
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "are both segment 3 of pid");
 	proc_free(&p);
 	/* A foreign one: the copy's pid changed (bytes 20-23 of the header). */
 	FILE *f = fopen(copy, "r+b");
 	ASSERT_TRUE(f != NULL);
-	uint32_t other = (uint32_t)r.pid + 1;
+	uint32_t other = (uint32_t)c.r.pid + 1;
 	ASSERT_EQ(fseek(f, 20, SEEK_SET), 0);
 	ASSERT_EQ(fwrite(&other, 4, 1, f), 1);
 	ASSERT_EQ(fclose(f), 0);
-	leek(&p, &r, (const char *[]){ "report", seg[0]->path, NULL });
+	leek(&p, &c.r, (const char *[]){ "report", c.seg[0]->path, NULL });
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "but another process wrote it");
 	proc_free(&p);
 	ASSERT_EQ(unlink(copy), 0);
 	/* A gap: segment 2 gone. */
-	ASSERT_EQ(unlink(seg[2]->path), 0);
-	leek(&p, &r, (const char *[]){ "report", seg[newest]->path, NULL });
+	ASSERT_EQ(unlink(c.seg[2]->path), 0);
+	leek(&p, &c.r, (const char *[]){ "report", c.seg[c.newest]->path, NULL });
 	ASSERT_EQ(p.status, 2);
 	ASSERT_CONTAINS(p.err, "segment 2 of pid");
 	ASSERT_CONTAINS(p.err, "is missing");
 	proc_free(&p);
-	leek(&p, &r, (const char *[]){ "report", "--segment-only", seg[newest]->path, NULL });
+	leek(&p, &c.r, (const char *[]){ "report", "--segment-only", c.seg[c.newest]->path, NULL });
 	ASSERT_EQ(p.status, 0);
 	proc_free(&p);
-	run_cleanup(&r);
+	run_cleanup(&c.r);
+}
+
+/* The lines of text that begin with prefix. */
+static unsigned lines_with(const char *text, const char *prefix)
+{
+	unsigned n = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		n += !strncmp(l, prefix, strlen(prefix));
+	return n;
+}
+
+/* `leek dump --chain` of any segment prints every segment whole, oldest first, each under its
+ * FILE line, with no warning for the older ones' missing trailers (and a chain once, however
+ * many of its segments are named); without it, the named file alone. A gap is an error. */
+TEST(dump_chain_prints_each_segment)
+{
+	struct chain c;
+	struct proc p;
+	char line[400];
+
+	chain_make(&c, "run", "40000", "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+	expect_exit0(&c.r);
+	ASSERT_TRUE(c.newest >= 2);
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[1]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_STREQ(p.err, "");
+	ASSERT_EQ(lines_with(p.out, "FILE "), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "END "), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "END offset="), c.newest + 1);
+	const char *at = p.out;
+	for (uint32_t k = 0; k <= c.newest; k++) {
+		snprintf(line, sizeof(line), "FILE %s\nHEADER ", c.seg[k]->path);
+		if (!(at = strstr(at, line)))
+			FAIL("no FILE line of segment %u (%s) after segment %u's", k, c.seg[k]->path,
+			     k ? k - 1 : 0);
+		const char *end = strstr(at, "\nEND offset=");
+		ASSERT_TRUE(end != NULL);
+		const char *want = k == c.newest ? " trailer=yes\n" : " trailer=no\n";
+		const char *tr = strstr(end, " trailer=");
+		ASSERT_TRUE(tr && !strncmp(tr, want, strlen(want)));
+		at = end;
+	}
+	proc_free(&p);
+	/* Named twice, printed once. */
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[c.newest]->path, c.seg[0]->path,
+					 NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(lines_with(p.out, "FILE "), c.newest + 1);
+	proc_free(&p);
+	/* Summaries: one a segment; the older ones said to be continued, not crashed. */
+	leek(&p, &c.r, (const char *[]){ "dump", "--summary", "--chain", c.seg[0]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_STREQ(p.err, "");
+	ASSERT_EQ(lines_with(p.out, "file:"), c.newest + 1);
+	ASSERT_EQ(lines_with(p.out, "trailer:     no: an older segment of its chain"), c.newest);
+	ASSERT_EQ(lines_with(p.out, "trailer:     yes"), 1);
+	proc_free(&p);
+	/* Without --chain: the file alone, and its missing trailer said. */
+	leek(&p, &c.r, (const char *[]){ "dump", c.seg[1]->path, NULL });
+	ASSERT_EQ(p.status, 0);
+	ASSERT_EQ(lines_with(p.out, "FILE "), 1);
+	snprintf(line, sizeof(line), "FILE %s\n", c.seg[1]->path);
+	ASSERT_TRUE(!strncmp(p.out, line, strlen(line)));
+	ASSERT_CONTAINS(p.err, "warning: no trailer");
+	proc_free(&p);
+	/* A gap: segment 1 gone. */
+	ASSERT_EQ(unlink(c.seg[1]->path), 0);
+	leek(&p, &c.r, (const char *[]){ "dump", "--chain", c.seg[0]->path, NULL });
+	ASSERT_EQ(p.status, 2);
+	ASSERT_CONTAINS(p.err, "segment 1 of pid");
+	ASSERT_CONTAINS(p.err, "is missing");
+	ASSERT_EQ(lines_with(p.out, "FILE "), 0);
+	proc_free(&p);
+	run_cleanup(&c.r);
 }
 
 /* Killed at a random point of its rotations, the chain reads joined: the live set the program
@@ -565,19 +630,16 @@ TEST(chain_gap_duplicate_foreign_refused)
 TEST(chain_killed_reads_joined)
 {
 	for (unsigned seed = 3; seed <= 30; seed += 9) {
-		struct run r;
+		struct chain c;
 		char s[16];
 		snprintf(s, sizeof(s), "%u", seed);
-		const char *argv[] = { "rotate", "kill", s, NULL };
-		run_prog(&r, &(struct run_opts){ .env = { EXACT, "LEEK_MAX_SIZE=64k",
-							  "LEEK_KEEP=256" } },
-			 argv);
-		ASSERT_TRUE(WIFSIGNALED(r.status));
-		const struct profile *p0 = check_chain(&r, 0, false);
+		chain_make(&c, "kill", s, "LEEK_MAX_SIZE=64k", "LEEK_KEEP=256");
+		ASSERT_TRUE(WIFSIGNALED(c.r.status));
+		const struct profile *p0 = check_chain(&c, 0, false);
 		uint64_t allocs, frees, live;
-		chain_truth(&r, &allocs, &frees, &live);
+		chain_truth(&c, &allocs, &frees, &live);
 		struct proc p;
-		leek(&p, &r, (const char *[]){ "report", "--format", "json", p0->path, NULL });
+		leek(&p, &c.r, (const char *[]){ "report", "--format", "json", p0->path, NULL });
 		ASSERT_EQ(p.status, 0);
 		ASSERT_EQ(json_after(p.out, NULL, "segments"), p0->segment + 1);
 		ASSERT_EQ(json_after(p.out, NULL, "chain_unmatched"), 0);
@@ -587,7 +649,7 @@ TEST(chain_killed_reads_joined)
 		ASSERT_EQ(json_after(p.out, "\"totals\"", "live_objects_end"), live);
 		ASSERT_EQ(json_after(p.out, "\"function\": \"keep\"", "live_objects"), LIVE);
 		proc_free(&p);
-		run_cleanup(&r);
+		run_cleanup(&c.r);
 	}
 }
 

@@ -224,6 +224,42 @@ static int by_size_stack(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
+/* bpftrace prints the events its perf ring holds when it gets to them: stopped as soon as the
+ * program has exited, it may not have printed the last ones yet (under load, most of them: 18 of
+ * 78). So it is stopped once it has printed as many leek:sample and leek:free lines of r's process
+ * as r's profile has ALLOCs and FREEs, or after 60 s; the test then counts what it printed. */
+static void wait_printed(const struct proc *bt, const struct run *r)
+{
+	size_t want_s = 0, want_f = 0;
+	char s_line[32], f_line[32];
+
+	if (!WIFEXITED(r->status) || WEXITSTATUS(r->status) != 0)
+		return; /* the test fails on that once bpftrace is stopped */
+	for (size_t k = 0; k < r->nprof; k++) {
+		const struct profile *p = &r->prof[k];
+		if (p->h.pid != (uint32_t)r->pid)
+			continue;
+		for (size_t i = 0; i < p->nblocks; i++) {
+			want_s += !p->blocks[i].inherited;
+			want_f += !p->blocks[i].inherited && p->blocks[i].freed;
+		}
+	}
+	snprintf(s_line, sizeof(s_line), "S %d ", (int)r->pid);
+	snprintf(f_line, sizeof(f_line), "F %d ", (int)r->pid);
+	for (int i = 0; i < 600; i++) {
+		size_t n, ns = 0, nf = 0;
+		char *out = read_file_or_empty(bt->out_path, &n);
+		for (char *l = out; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+			ns += !strncmp(l, s_line, strlen(s_line));
+			nf += !strncmp(l, f_line, strlen(f_line));
+		}
+		free(out);
+		if (ns >= want_s && nf >= want_f)
+			return;
+		usleep(100 * 1000);
+	}
+}
+
 /* usdt.c under libleek (env: LEEK_PERIOD=...) while bpftrace prints every leek probe of a process
  * named usdt (other tests' programs fire them too: the semaphores are up in every process that
  * maps this libleek.so while bpftrace listens). Then its events against the profile: one
@@ -265,6 +301,7 @@ static void fires(const char *period_env, uint64_t period)
 	}
 
 	run_prog(&r, &(struct run_opts){ .env = { period_env } }, (const char *const[]){ "usdt", NULL });
+	wait_printed(&bt, &r);
 	kill(bt.pid, SIGINT);
 	proc_wait(&bt);
 	expect_exit0(&r);

@@ -389,7 +389,8 @@ def t_usage():
                        (["--pyroscope", "ftp://h", "x.lk"], "not an http:// or https://"),
                        (["--pyroscope", "http://h", "--label", "a b=c", "x.lk"], "--label"),
                        (["--pyroscope", "http://h", "--label", "a=b}", "x.lk"], "--label"),
-                       (["--pyroscope", "http://h", "--every", "100ms", "x.lk"], "1s or more"),
+                       (["--pyroscope", "http://h", "--every", "100ms", "x.lk"],
+                        "--every '100ms': too short (at least 1s)"),
                        (["--pyroscope", "http://h", "--auth-env", "LEEK_NO_SUCH_VAR", "x.lk"],
                         "not set"),
                        (["--pyroscope", "http://h", "--session", "1", "x.lk"], "not both")):

@@ -172,6 +172,7 @@ TEST(errors)
 	proc_free(&p);
 	leek_exec(&p, dir, NULL, (const char *[]){ "top", "--interval", "0", path, NULL }, 30);
 	ASSERT_EQ(p.status, 1);
+	ASSERT_CONTAINS(p.err, "top: --interval '0': too short (at least 1ns)\n");
 	proc_free(&p);
 	tmp_dir_remove(dir);
 }

@@ -553,6 +553,12 @@ TEST(errors)
 		if (p.status != 1)
 			FAIL("leek watch %s %s: exit %d, not 1", usage[i][1] ? usage[i][1] : "",
 			     usage[i][1] && usage[i][2] ? usage[i][2] : "", p.status);
+		/* The durations' two messages, as every command says them (util.h) */
+		if (i == 1)
+			ASSERT_CONTAINS(p.err, "watch: --every '0': too short (at least 1ns)\n");
+		if (i == 8)
+			ASSERT_CONTAINS(p.err, "watch: --max-lag 'soon': not a duration (e.g. 500ms, "
+					       "30s, 10m)\n");
 		proc_free(&p);
 	}
 	snprintf(path, sizeof(path), "%s/none.lk", dir);

@@ -14,6 +14,7 @@
 #include "profile-sim.h"
 #include "report.h"
 #include "site.h"
+#include "util.h"
 
 #define LIBC "/lib/x86_64-linux-gnu/libc.so.6"
 #define PROG "/usr/bin/prog"
@@ -378,6 +379,56 @@ TEST(durations)
 	ASSERT_EQ(lk_parse_duration("nan", &v), -EINVAL);
 	ASSERT_EQ(lk_parse_duration("1 s", &v), -EINVAL);
 	ASSERT_EQ(lk_parse_duration("1e300h", &v), -ERANGE);
+}
+
+/* lk_duration_arg(command, option, arg, min_ns): its exit status, *ret, and the line it prints
+ * (into buf). */
+static int duration_arg(const char *arg, uint64_t min_ns, uint64_t *ret, char *buf, size_t size)
+{
+	FILE *f = tmpfile();
+	int saved = dup(2), k;
+
+	ASSERT_TRUE(f != NULL && saved >= 0);
+	fflush(stderr);
+	ASSERT_TRUE(dup2(fileno(f), 2) == 2);
+	k = lk_duration_arg("cmd", "--opt", arg, min_ns, ret);
+	fflush(stderr);
+	ASSERT_TRUE(dup2(saved, 2) == 2);
+	close(saved);
+	rewind(f);
+	buf[fread(buf, 1, size - 1, f)] = 0;
+	fclose(f);
+	return k;
+}
+
+TEST(duration_args)
+{
+	char msg[256];
+	uint64_t v = 7;
+
+	ASSERT_EQ(duration_arg("1s", 1000000000, &v, msg, sizeof(msg)), 0);
+	ASSERT_EQ(v, 1000000000);
+	ASSERT_STREQ(msg, "");
+	ASSERT_EQ(duration_arg("0", 0, &v, msg, sizeof(msg)), 0);
+	ASSERT_EQ(v, 0);
+	v = 7;
+	ASSERT_EQ(duration_arg("soon", 0, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_EQ(v, 7); /* filled only on success */
+	ASSERT_STREQ(msg, "leek: cmd: --opt 'soon': not a duration (e.g. 500ms, 30s, 10m)\n");
+	ASSERT_EQ(duration_arg("999ms", 1000000000, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_EQ(v, 7);
+	ASSERT_STREQ(msg, "leek: cmd: --opt '999ms': too short (at least 1s)\n");
+	/* The least in its largest whole unit. */
+	ASSERT_EQ(duration_arg("0", 1, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_STREQ(msg, "leek: cmd: --opt '0': too short (at least 1ns)\n");
+	ASSERT_EQ(duration_arg("0", 1000000, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_STREQ(msg, "leek: cmd: --opt '0': too short (at least 1ms)\n");
+	ASSERT_EQ(duration_arg("1m", 1500000000, &v, msg, sizeof(msg)), 0);
+	ASSERT_EQ(duration_arg("1s", 1500000000, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_STREQ(msg, "leek: cmd: --opt '1s': too short (at least 1500ms)\n");
+	ASSERT_EQ(duration_arg("1m", 7200000000000, &v, msg, sizeof(msg)), LK_EXIT_USAGE);
+	ASSERT_STREQ(msg, "leek: cmd: --opt '1m': too short (at least 2h)\n");
+	ASSERT_EQ(v, 60000000000);
 }
 
 TEST(view_names)

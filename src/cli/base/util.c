@@ -1,6 +1,8 @@
 /* util.c: see util.h. Nothing here exits or keeps state. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -129,6 +131,68 @@ int lk_parse_size(const char *s, uint64_t *ret)
 	if (shift && v > UINT64_MAX >> shift)
 		return -ERANGE;
 	*ret = v << shift;
+	return 0;
+}
+
+int lk_parse_duration(const char *s, uint64_t *ret)
+{
+	static const struct {
+		const char *suffix;
+		double ns;
+	} units[] = { { "", 1e9 },  { "s", 1e9 },   { "ms", 1e6 }, { "us", 1e3 },
+		      { "ns", 1 },  { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 } };
+	char *end;
+	double v;
+
+	if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || !isfinite(v) || v < 0)
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(end, units[i].suffix) != 0)
+			continue;
+		v *= units[i].ns;
+		if (v >= 0x1p63)
+			return -ERANGE;
+		*ret = (uint64_t)llround(v);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* ns (> 0) in its largest whole unit: "1s", "1500ms", "1ns". */
+static void format_duration(char *buf, size_t size, uint64_t ns)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ns;
+	} units[] = { { "h", 3600000000000ull }, { "m", 60000000000ull }, { "s", 1000000000ull },
+		      { "ms", 1000000 },           { "us", 1000 },            { "ns", 1 } };
+	size_t i = 0;
+
+	while (ns && ns % units[i].ns)
+		i++;
+	snprintf(buf, size, "%" PRIu64 "%s", ns / units[i].ns, units[i].suffix);
+}
+
+int lk_duration_arg(const char *command, const char *option, const char *arg, uint64_t min_ns,
+		    uint64_t *ret)
+{
+	char least[32];
+	uint64_t v;
+
+	if (lk_parse_duration(arg, &v) < 0) {
+		lk_msg("%s: %s '%s': not a duration (e.g. 500ms, 30s, 10m)", command, option, arg);
+		return LK_EXIT_USAGE;
+	}
+	if (v < min_ns) {
+		format_duration(least, sizeof(least), min_ns);
+		lk_msg("%s: %s '%s': too short (at least %s)", command, option, arg, least);
+		return LK_EXIT_USAGE;
+	}
+	*ret = v;
 	return 0;
 }
 

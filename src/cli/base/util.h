@@ -1,5 +1,5 @@
-/* util.h: small helpers every leek command uses: messages, cleanup attributes, number parsing
- * and the escaping that keeps one record on one line.
+/* util.h: small helpers every leek command uses: messages, cleanup attributes, parsing of
+ * numbers and durations, and the escaping that keeps one record on one line.
  *
  * Messages go to stderr, prefixed "leek: ". Functions here never exit the program: commands
  * decide the exit status (LK_EXIT_*, documented in `leek help`).
@@ -63,6 +63,16 @@ int lk_open_regular(int dirfd, const char *path, struct stat *ret_st);
 /* "123", "64K", "4M", "4MiB", "1G" (as libleek's LEEK_PERIOD); 0 or -EINVAL / -ERANGE. */
 int lk_parse_size(const char *s, uint64_t *ret);
 int lk_parse_u64(const char *s, uint64_t *ret); /* decimal only */
+/* "1.5", "250ms", "2m", "90s", "1h" (also "us", "ns", "min"; a bare number is seconds): a
+ * duration in ns. 0, -EINVAL or -ERANGE. */
+int lk_parse_duration(const char *s, uint64_t *ret);
+/* A command's duration option, OPTION ARG, of min_ns or more (0: any): 0 and *ret, or
+ * LK_EXIT_USAGE after one line, the same for every command:
+ *   "COMMAND: OPTION 'ARG': not a duration (e.g. 500ms, 30s, 10m)"
+ *   "COMMAND: OPTION 'ARG': too short (at least MIN)"
+ * A time since the start (--from, --at) is a moment, not a duration: input.h's lk_input_moment. */
+int lk_duration_arg(const char *command, const char *option, const char *arg, uint64_t min_ns,
+		    uint64_t *ret);
 
 /* The length of the valid UTF-8 sequence at s (at most n bytes, n >= 1), or 0 if it is not one:
  * no overlong form, no surrogate, nothing above U+10FFFF. */

@@ -53,37 +53,33 @@ void lk_section_json_head(struct lk_json *j, const struct lk_section_head *h)
 	lk_json_bool(j, "complete", h->trailer);
 }
 
+/* key: null for a stack with no frames (the event had none, or the filter left none): true. */
+static bool null_stack(struct lk_json *j, const char *key, const struct lk_section_stack *s)
+{
+	if (s && s->n)
+		return false;
+	lk_json_value(j, key);
+	fputs("null", j->f);
+	return true;
+}
+
 void lk_section_json_site(struct lk_json *j, const char *key, const struct lk_section_stack *s)
 {
-	if (!s || !s->n) {
-		lk_json_value(j, key);
-		fputs("null", j->f);
+	if (null_stack(j, key, s))
 		return;
-	}
 	lk_json_key(j, key);
 	lk_json_open(j, '{', true);
 	lk_json_frame_key(j, s->frames[s->site]);
 	lk_json_close(j, '}');
 }
 
+/* The frames as `leek report`'s stacks (out-json.c), with no wrapper marked: a section's stacks
+ * carry no function flags. */
 void lk_section_json_stack(struct lk_json *j, const char *id_key, const char *key,
 			   const struct lk_section_stack *s)
 {
 	lk_json_u64(j, id_key, s ? s->id : 0);
-	if (!s || !s->n) {
-		lk_json_value(j, key);
-		fputs("null", j->f);
-		return;
-	}
-	lk_json_key(j, key);
-	lk_json_open(j, '[', false);
-	for (size_t i = 0; i < s->n; i++) {
-		lk_json_open(j, '{', true);
-		lk_json_frame_key(j, s->frames[i]);
-		lk_json_bool(j, "inlined", s->frames[i]->inlined);
-		if (i == s->site)
-			lk_json_bool(j, "site", true);
-		lk_json_close(j, '}');
-	}
-	lk_json_close(j, ']');
+	if (!null_stack(j, key, s))
+		lk_json_stack_named(j, key, (const struct lk_sym_frame *const *)s->frames, NULL,
+				    s->n, s->site);
 }

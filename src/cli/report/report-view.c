@@ -66,34 +66,6 @@ bool lk_mark_name_ok(const char *s)
 	return true;
 }
 
-int lk_parse_duration(const char *s, uint64_t *ret)
-{
-	static const struct {
-		const char *suffix;
-		double ns;
-	} units[] = { { "", 1e9 },  { "s", 1e9 },   { "ms", 1e6 }, { "us", 1e3 },
-		      { "ns", 1 },  { "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 } };
-	char *end;
-	double v;
-
-	if (!s || !((*s >= '0' && *s <= '9') || *s == '.'))
-		return -EINVAL;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || !isfinite(v) || v < 0)
-		return errno == ERANGE ? -ERANGE : -EINVAL;
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(end, units[i].suffix) != 0)
-			continue;
-		v *= units[i].ns;
-		if (v >= 0x1p63)
-			return -ERANGE;
-		*ret = (uint64_t)llround(v);
-		return 0;
-	}
-	return -EINVAL;
-}
-
 const struct lk_estimate *lk_report_figure(const struct lk_report_site *s, enum lk_view v)
 {
 	return LK_VIEW_FIGURE(s, v, bytes);

@@ -199,8 +199,6 @@ static inline void lk_report_freep(struct lk_report **r)
 /* Registers every module of p with the symbolizer as profile number `profile`. */
 int lk_report_add_modules(struct lk_symbolizer *sym, uint32_t profile, const struct lk_profile *p);
 
-/* "1.5", "250ms", "2m", "90s", "1h": a duration in ns. 0, -EINVAL or -ERANGE. */
-int lk_parse_duration(const char *s, uint64_t *ret);
 /* Whether s can be a mark's name (`leek ctl PID mark NAME`): 1 to LK_CTL_NAME_MAX bytes of 0x21 to
  * 0x7e (format.h). */
 bool lk_mark_name_ok(const char *s);
