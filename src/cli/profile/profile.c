@@ -732,6 +732,25 @@ int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **e
 	return r < 0 ? follow_fail(f, r, err) : 0;
 }
 
+void lk_profile_follow_whole(struct lk_profile_follow *f, uint64_t whole)
+{
+	if (!f->err)
+		lk_reader_follow_whole(f->rd, whole);
+}
+
+/* The live set walked into live_* (profile_snapshot_live, as the end's pass walks it) while the
+ * follower goes on: live_* are the follower's own fields, which no step reads and which
+ * lk_profile_follow_finish() sums again from zero when opts.at_ns is the end (sp.at_done then
+ * stays false), so a snapshot changes nothing that comes after it. Another at_ns keeps its own
+ * snapshot in live_*, which this one would overwrite: refused. */
+const struct lk_profile *lk_profile_follow_snapshot(struct lk_profile_follow *f)
+{
+	if (f->err || f->p->opts.window || f->p->opts.at_ns != UINT64_MAX)
+		return NULL;
+	profile_snapshot_live(f->p, &f->sp.ls);
+	return f->p;
+}
+
 int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err)
 {
 	int r = lk_profile_follow_step(f, UINT64_MAX, err);
