@@ -12,7 +12,8 @@ checked against `leek export --format pprof` and `leek report` of the same profi
 ended: the alloc deltas of a run sum exactly to the export's totals (both are sums of the same
 rounded per-stack totals, delta.c), and within half a unit per stack to `leek report`'s totals
 (which round the sum instead); the last in-use snapshot equals the export's in-use values. The
-time ranges of one profile are contiguous and cover its run. Failing receivers (503, refused
+time ranges of one profile are contiguous and cover its run. Over a run of many intervals push
+reads each record of the profile once (its count against `leek dump --summary`'s). Failing receivers (503, refused
 connections) lose and duplicate nothing within the queue's bound; past it the drops are counted
 and the exit status says so. HTTPS with a self-signed certificate made here by openssl (skipped
 without it), the tenant header, and authentication from a file and from the environment, the
@@ -235,6 +236,38 @@ def t_basic():
     check(f"{len(reqs)} intervals sent" in err and "0 dropped" in err, f"stderr: {err}")
 
 
+def dump_records(profile):
+    """The records of a finished profile by `leek dump --summary`'s count of each kind."""
+    r = subprocess.run([LEEK, "dump", "--summary", profile], capture_output=True, text=True,
+                       env=env())
+    check(r.returncode == 0, f"leek dump {profile}: {r.stderr}")
+    line = next(l for l in r.stdout.splitlines() if l.startswith("records:"))
+    return sum(int(kv.split("=")[1]) for kv in line.split()[1:])
+
+
+def t_incremental():
+    """An agent left on reads what is new, never the file again: over a run of many intervals
+    each record is read once (push's count of the records behind its intervals is the file's
+    count, where reading the file at each interval would read about intervals/2 times as many),
+    and the deltas still add up exactly to the export's totals."""
+    r = push_receiver.Receiver()
+    out = os.path.join(TMP, "incr.%p.lk")
+    fx = profiled([FX, "8", "200K", "1M", "2M", os.path.join(TMP, "incr.tally")], out)
+    p = push(["--pyroscope", r.url(), "--every", "1s", str(fx.pid)])
+    fx.wait()
+    st, err = finish(p)
+    r.stop()
+    check(st == 0, f"push exited {st}: {err}")
+    reqs = r.requests()
+    check(len(reqs) >= 5, f"{len(reqs)} requests in an 8 s run at 1 s")
+    profile = one_profile(out)
+    read = int(err.strip().splitlines()[-1].split("; ")[-1].split()[0])
+    want = dump_records(profile)
+    check(read == want, f"push read {read} records over {len(reqs)} intervals, the file has "
+          f"{want}: {err}")
+    check_series(reqs, profile)
+
+
 def t_outage():
     """503 for a while, then connections refused for a while: nothing lost, nothing twice."""
     r = push_receiver.Receiver()
@@ -421,7 +454,8 @@ def t_ended():
     check_series(reqs, profile)
 
 
-TESTS = [("usage", t_usage), ("ended", t_ended), ("basic", t_basic), ("outage", t_outage), ("bound", t_bound),
+TESTS = [("usage", t_usage), ("ended", t_ended), ("basic", t_basic),
+         ("incremental", t_incremental), ("outage", t_outage), ("bound", t_bound),
          ("https", t_https), ("session", t_session), ("run-push", t_run_push)]
 
 
