@@ -3,7 +3,10 @@
  * at every --every, and a last interval when the process ends or push is stopped (docs/push.md).
  *
  * It follows each profile as `leek watch` does (src/cli/live/source.c: the file's safe limit, a
- * SYNC before each interval, rotation); with --session it follows every profile of a `leek run`
+ * SYNC before each interval, rotation), with one follower for the profile's whole run that reads
+ * each record once: an interval is its snapshot (lk_profile_follow_snapshot), so it costs the
+ * records written since the last, the blocks live and the stacks sent, never the file read
+ * again (docs/push.md, "What is sent"). With --session it follows every profile of a `leek run`
  * session, found again at every look (run-follow.c's lk_follow_find_profiles), so that children
  * that start later are pushed too. Each interval of each profile is one request (push/delta.c
  * makes its pprof, push/sender.c sends it from its own thread): name=APP{labels}, from and until

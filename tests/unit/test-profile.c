@@ -1037,7 +1037,7 @@ static void expect_same_values(const struct lk_profile *a, const struct lk_profi
 TEST(follow_snapshot_as_loaded_below_limit)
 {
 	for (uint64_t seed = 1; seed <= 3; seed++) {
-		uint64_t period = seed == 2 ? 1 : 4096, replayed = 0, steps = 0;
+		uint64_t period = seed == 2 ? 1 : 4096, replayed = 0, steps = 0, told = 0;
 		const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1,
 						     .no_live_list = true, .segment_only = true };
 		struct lk_profile *whole = NULL, *loaded = NULL, *followed = NULL;
@@ -1067,12 +1067,27 @@ TEST(follow_snapshot_as_loaded_below_limit)
 			limit += 1 + lk_rng_next(&rng) % 40000;
 			if (limit > s.b.len)
 				limit = s.b.len;
+			if (steps % 3 == 2) {
+				/* A SYNC's reply (lk_profile_follow_whole): every record before the
+				 * end of those a read below a higher limit reads is whole, and they
+				 * are all read, not only those a record's room below it. */
+				below.limit = limit + 2 * LK_READ_RECORD_MAX < s.b.len
+						      ? limit + 2 * LK_READ_RECORD_MAX
+						      : s.b.len;
+				ASSERT_OK(lk_profile_load(path, &below, &loaded, &err));
+				limit = told = lk_profile_totals(loaded)->end_offset;
+				lk_profile_free(loaded);
+				lk_profile_follow_whole(f, told);
+			}
 			below.limit = limit;
+			below.limit_whole = told; /* what the follower was told, at later steps too */
 			ASSERT_OK(lk_profile_follow_step(f, limit, &err));
 			snap = lk_profile_follow_snapshot(f);
 			ASSERT_TRUE(snap != NULL);
 			ASSERT_OK(lk_profile_load(path, &below, &loaded, &err));
 			ASSERT_EQ(lk_profile_totals(snap)->records, lk_profile_totals(loaded)->records);
+			if (told == limit) /* every record below the limit: nothing waits */
+				ASSERT_EQ(lk_profile_follow_offset(f), limit);
 			replayed += lk_profile_totals(snap)->records - before;
 			steps++;
 			expect_same_values(snap, loaded);

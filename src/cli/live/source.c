@@ -6,6 +6,9 @@
  * another process after the exit is not told from the first one (a FILE whose process died long
  * ago and whose pid runs something else is followed until that ends). The heap follower reads each record once (lk_profile_follow),
  * so following costs what the process writes, never more; the views read the file again.
+ * `leek push` reads nothing else: its intervals are the follower's snapshots, so the follower
+ * reads below a SYNC's reply too, to the file's end once the process has gone, and keeps the
+ * message of its failure for push to report.
  *
  * A rotated profile (LEEK_MAX_SIZE, LEEK_MAX_AGE) goes on in FILE.seg1, FILE.seg2...: once the
  * next segment of the one followed is there, with the same pid and origin, it is followed

@@ -627,6 +627,8 @@ struct lk_profile_follow {
 	char *msg; /* the first failure; every later call returns it */
 	int err;
 	bool live;  /* sp.ls to be given back */
+	uint64_t whole; /* lk_profile_follow_whole's: given to the reader at each step, after the
+			 * step's limit (the reader holds it to the limit it has then) */
 };
 
 const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f)
@@ -726,6 +728,7 @@ int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **e
 		return follow_fail(f, f->err, err);
 	r = lk_reader_follow(f->rd, limit);
 	if (r >= 0) {
+		lk_reader_follow_whole(f->rd, f->whole); /* 0 unless lk_profile_follow_whole */
 		f->ah.r = 1; /* the reader stopped for now, not for good */
 		r = replay(f->p, &f->sp, &f->ah, &f->msg);
 	}
@@ -734,8 +737,8 @@ int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **e
 
 void lk_profile_follow_whole(struct lk_profile_follow *f, uint64_t whole)
 {
-	if (!f->err)
-		lk_reader_follow_whole(f->rd, whole);
+	if (whole > f->whole)
+		f->whole = whole;
 }
 
 /* The live set walked into live_* (profile_snapshot_live, as the end's pass walks it) while the

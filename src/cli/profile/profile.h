@@ -252,9 +252,9 @@ struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /
  * the last record read (since start): `leek watch --high-water` between its reports. */
 void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
 			    uint64_t *t_ns);
-/* And every record that starts before `whole` (at most the next step's limit) is whole before
- * it: a SYNC's reply (lk_reader_follow_whole; lk_profile_opts.limit_whole). Never lowers what an
- * earlier call said. */
+/* And every record that starts before `whole` is whole before it: a SYNC's reply
+ * (lk_reader_follow_whole; lk_profile_opts.limit_whole). Taken at the next steps, up to each
+ * one's limit. Never lowers what an earlier call said. */
 void lk_profile_follow_whole(struct lk_profile_follow *f, uint64_t whole);
 /* The profile as read so far, with each stack's live_bytes and live_objects set to the blocks
  * live after the last record read (their value, var, observed and samples, as the end's pass sums
