@@ -13,7 +13,8 @@ ended: the alloc deltas of a run sum exactly to the export's totals (both are su
 rounded per-stack totals, delta.c), and within half a unit per stack to `leek report`'s totals
 (which round the sum instead); the last in-use snapshot equals the export's in-use values. The
 time ranges of one profile are contiguous and cover its run. Over a run of many intervals push
-reads each record of the profile once (its count against `leek dump --summary`'s). Failing receivers (503, refused
+reads each record of the profile once (its count against `leek dump --summary`'s). A rotated
+profile is followed into its next segments, the deltas starting over in each. Failing receivers (503, refused
 connections) lose and duplicate nothing within the queue's bound; past it the drops are counted
 and the exit status says so. HTTPS with a self-signed certificate made here by openssl (skipped
 without it), the tenant header, and authentication from a file and from the environment, the
@@ -268,6 +269,52 @@ def t_incremental():
     check_series(reqs, profile)
 
 
+def export_totals(profile, *flags):
+    out = os.path.join(TMP, os.path.basename(profile) + ".x.pb.gz")
+    r = subprocess.run([LEEK, "export", "--format", "pprof", *flags, "-o", out, profile],
+                       capture_output=True, text=True, env=env())
+    check(r.returncode == 0, f"leek export {profile}: {r.stderr}")
+    return raw_totals(out)[0]
+
+
+def t_rotated():
+    """A rotated profile (LEEK_MAX_AGE) is followed into each next segment, its follower from the
+    new segment's start, and the deltas start over there (docs/push.md, "Limits"): none is
+    negative, the last in-use snapshot is the newest segment's (which holds the whole live set),
+    and the alloc deltas sum to at least the newest segment's totals and at most the chain's (the
+    records of a segment after its last interval are missing from the sums)."""
+    r = push_receiver.Receiver()
+    out = os.path.join(TMP, "rot.%p.lk")
+    fx = profiled([FX, "7", "200K", "1M", "2M", os.path.join(TMP, "rot.tally")], out,
+                  LEEK_MAX_AGE="2s", LEEK_KEEP="100")
+    p = push(["--pyroscope", r.url(), "--every", "1s", str(fx.pid)])
+    fx.wait()
+    st, err = finish(p)
+    r.stop()
+    check(st == 0, f"push exited {st}: {err}")
+    first = os.path.join(TMP, f"rot.{fx.pid}.lk")
+    segs = sorted((f for f in os.listdir(TMP) if f.startswith(f"rot.{fx.pid}.lk.seg")),
+                  key=lambda f: int(f.rsplit("seg", 1)[1]))
+    check(len(segs) >= 2, f"segments {segs}")
+    newest = os.path.join(TMP, segs[-1])
+    reqs = sorted(r.requests(), key=lambda q: int(q.query["from"]))
+    check(len(reqs) >= 5, f"{len(reqs)} requests in a 7 s run at 1 s")
+    alloc = {"alloc_space": 0, "alloc_objects": 0}
+    for n, q in enumerate(reqs):
+        t = body_totals(q, n)
+        for k in alloc:
+            check(t[k] >= 0, f"a negative delta {k} {t[k]}")
+            alloc[k] += t[k]
+    last = t
+    seg = export_totals(newest, "--segment-only")
+    chain = export_totals(first)
+    for k in ("inuse_space", "inuse_objects"):
+        check(last[k] == seg[k], f"the last {k} is {last[k]}, the newest segment's {seg[k]}")
+    for k in alloc:
+        check(seg[k] <= alloc[k] <= chain[k], f"the deltas' {k} sum to {alloc[k]}: the newest "
+              f"segment has {seg[k]}, the chain {chain[k]}")
+
+
 def t_outage():
     """503 for a while, then connections refused for a while: nothing lost, nothing twice."""
     r = push_receiver.Receiver()
@@ -455,8 +502,9 @@ def t_ended():
 
 
 TESTS = [("usage", t_usage), ("ended", t_ended), ("basic", t_basic),
-         ("incremental", t_incremental), ("outage", t_outage), ("bound", t_bound),
-         ("https", t_https), ("session", t_session), ("run-push", t_run_push)]
+         ("incremental", t_incremental), ("rotated", t_rotated), ("outage", t_outage),
+         ("bound", t_bound), ("https", t_https), ("session", t_session),
+         ("run-push", t_run_push)]
 
 
 def main():
