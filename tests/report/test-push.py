@@ -5,7 +5,8 @@
   test-push.py LEEK LIBLEEK FX_SERVICE PUSH_SAMPLE [CASE...]
 
 LIBLEEK and FX_SERVICE may be "-" (a sanitizer build, where no program runs under libleek): the
-unit suite runs only the cases that need neither, "usage" and "ended" (push-sample.c's profile).
+unit suite runs only the cases that need neither, "usage", "ended" and "damaged" (push-sample.c's
+profile).
 
 Every body the receiver accepts is read back with `go tool pprof -raw` (skipped without go), and
 checked against `leek export --format pprof` and `leek report` of the same profile once it has
@@ -501,7 +502,28 @@ def t_ended():
     check_series(reqs, profile)
 
 
-TESTS = [("usage", t_usage), ("ended", t_ended), ("basic", t_basic),
+def t_damaged():
+    """A damaged record (a reserved tag where push-sample's profile has a FREE): push says where,
+    as `leek report` says it, sends nothing of the profile and exits 3 (an interval could not be
+    made)."""
+    profile = os.path.join(TMP, "damaged.lk")
+    r = subprocess.run([SAMPLE, profile], capture_output=True, text=True)
+    check(r.returncode == 0, f"push-sample: {r.returncode}")
+    r = subprocess.run([LEEK, "dump", profile], capture_output=True, text=True, env=env())
+    off = next(int(l.split()[0][1:]) for l in r.stdout.splitlines() if " FREE " in l)
+    with open(profile, "r+b") as f:
+        f.seek(off)
+        f.write(b"\x50")  # a reserved tag (format.h: 18..0x7f)
+    rep = subprocess.run([LEEK, "report", profile], capture_output=True, text=True, env=env())
+    check(rep.returncode == 2 and f"offset {off}" in rep.stderr, f"leek report: {rep.stderr}")
+    rv = push_receiver.Receiver()
+    st, err = finish(push(["--pyroscope", rv.url(), "--flush-timeout", "0", profile]))
+    rv.stop()
+    check(st == 3 and f"offset {off}" in err and "0 intervals sent" in err and
+          not rv.requests(), f"exit {st}, {len(rv.requests())} requests: {err}")
+
+
+TESTS = [("usage", t_usage), ("ended", t_ended), ("damaged", t_damaged), ("basic", t_basic),
          ("incremental", t_incremental), ("rotated", t_rotated), ("outage", t_outage),
          ("bound", t_bound), ("https", t_https), ("session", t_session),
          ("run-push", t_run_push)]
@@ -514,7 +536,7 @@ def main():
         if only and name not in only:
             continue
         try:
-            if not GO and name not in ("usage", "ended"):
+            if not GO and name not in ("usage", "ended", "damaged"):
                 raise Skip("no go in PATH to read the bodies with `go tool pprof` "
                            "(Debian: golang-go)")
             fn()
