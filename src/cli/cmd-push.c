@@ -3,7 +3,10 @@
  * at every --every, and a last interval when the process ends or push is stopped (docs/push.md).
  *
  * It follows each profile as `leek watch` does (src/cli/live/source.c: the file's safe limit, a
- * SYNC before each interval, rotation); with --session it follows every profile of a `leek run`
+ * SYNC before each interval, rotation), with one follower for the profile's whole run that reads
+ * each record once: an interval is its snapshot (lk_profile_follow_snapshot), so it costs the
+ * records written since the last, the blocks live and the stacks sent, never the file read
+ * again (docs/push.md, "What is sent"). With --session it follows every profile of a `leek run`
  * session, found again at every look (run-follow.c's lk_follow_find_profiles), so that children
  * that start later are pushed too. Each interval of each profile is one request (push/delta.c
  * makes its pprof, push/sender.c sends it from its own thread): name=APP{labels}, from and until
@@ -312,6 +315,7 @@ struct target {
 	uint32_t segment;    /* the segment the deltas are of */
 	pid_t pid;           /* its process, and the start its segments share: who it is, once */
 	uint64_t origin_ns;  /* done (--session's look for new profiles) */
+	uint64_t records;    /* the follower's records behind the intervals made (of the segment) */
 	bool done;           /* its last interval is queued; src and d are freed */
 };
 
@@ -322,6 +326,8 @@ struct push {
 	struct lk_push_sender *sender;
 	char host[256];
 	uint64_t failed_intervals; /* that could not be made (a profile unreadable) */
+	uint64_t records;          /* records behind the intervals made, all profiles: each read
+				    * once (the end's line says it; test-push checks it) */
 	struct lk_push_stats shown; /* the counts the last status line showed */
 };
 
@@ -459,28 +465,48 @@ static void find_session(struct push *p)
 	free(list);
 }
 
-/* One interval of t, queued. */
+/* One interval of t, queued: the follower's snapshot (source.c follows the profile at every look,
+ * each record once), never the file read again. */
 static void interval(struct push *p, struct target *t)
 {
 	struct lk_live_source *s = t->src;
+	const struct lk_profile *prof;
 	_cleanup_(freep) char *err = NULL;
 	char *url = NULL;
 	void *body = NULL;
 	size_t len = 0;
+	uint64_t records;
 	int r;
 
 	if (s->segment != t->segment) { /* a rotation: the new segment's totals start over */
 		lk_push_deltas_done(&t->d);
 		lk_push_deltas_init(&t->d, t->d.number);
 		t->segment = s->segment;
+		t->records = 0; /* its follower's, from its start */
 	}
-	if (!s->ended && s->lim.limit <= s->header_size)
+	if (s->follow_failed) { /* a damaged record (or the budget): every interval says so */
+		lk_error_of(s->path, s->follow_err, s->follow_msg);
+		p->failed_intervals++;
+		return;
+	}
+	if (!s->f && s->ended) {
+		lk_msg("push: %s: its header is not whole", s->path);
+		p->failed_intervals++;
+		return;
+	}
+	if (!s->f || (!s->ended && s->lim.limit <= s->header_size))
 		return; /* nothing written for good yet: the next interval covers this one */
+	prof = lk_profile_follow_snapshot(s->f);
+	if (!prof) { /* source.c's follower: at_ns is the end, no window; so never */
+		lk_msg("push: %s: no snapshot of the profile", s->path);
+		p->failed_intervals++;
+		return;
+	}
+	records = lk_profile_totals(prof)->records;
 	uint64_t until = realtime_s();
 	if (until <= t->from_s)
 		until = t->from_s + 1;
-	r = lk_push_interval(&t->d, p->sym, s->path, s->ended ? 0 : s->lim.limit,
-			     s->ended ? 0 : s->lim.whole, t->from_s, until, &body, &len, &err);
+	r = lk_push_interval(&t->d, p->sym, s->path, prof, t->from_s, until, &body, &len, &err);
 	if (r < 0) {
 		lk_error_of(s->path, r, err);
 		p->failed_intervals++;
@@ -494,6 +520,8 @@ static void interval(struct push *p, struct target *t)
 		return;
 	}
 	t->from_s = until;
+	p->records += records - t->records;
+	t->records = records;
 	lk_push_sender_add(p->sender, url, body, len);
 }
 
@@ -650,8 +678,9 @@ int lk_cmd_push(int argc, char *argv[])
 	push_loop(&p, sfd);
 	lk_push_sender_finish(p.sender, arg_flush, &st);
 	lk_msg("push: %" PRIu64 " intervals sent (%" PRIu64 " bytes), %" PRIu64 " dropped (%" PRIu64
-	       " left unsent at the end), %" PRIu64 " rejected, %" PRIu64 " retries",
-	       st.sent, st.bytes, st.dropped, st.unsent, st.rejected, st.retries);
+	       " left unsent at the end), %" PRIu64 " rejected, %" PRIu64 " retries; %" PRIu64
+	       " records read", st.sent, st.bytes, st.dropped, st.unsent, st.rejected, st.retries,
+	       p.records);
 	k = st.dropped || st.rejected || p.failed_intervals ? PUSH_EXIT_LOST : LK_EXIT_OK;
 out:
 	for (size_t i = 0; i < p.n; i++)

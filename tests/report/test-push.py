@@ -5,14 +5,17 @@
   test-push.py LEEK LIBLEEK FX_SERVICE PUSH_SAMPLE [CASE...]
 
 LIBLEEK and FX_SERVICE may be "-" (a sanitizer build, where no program runs under libleek): the
-unit suite runs only the cases that need neither, "usage" and "ended" (push-sample.c's profile).
+unit suite runs only the cases that need neither, "usage", "ended" and "damaged" (push-sample.c's
+profile).
 
 Every body the receiver accepts is read back with `go tool pprof -raw` (skipped without go), and
 checked against `leek export --format pprof` and `leek report` of the same profile once it has
 ended: the alloc deltas of a run sum exactly to the export's totals (both are sums of the same
 rounded per-stack totals, delta.c), and within half a unit per stack to `leek report`'s totals
 (which round the sum instead); the last in-use snapshot equals the export's in-use values. The
-time ranges of one profile are contiguous and cover its run. Failing receivers (503, refused
+time ranges of one profile are contiguous and cover its run. Over a run of many intervals push
+reads each record of the profile once (its count against `leek dump --summary`'s). A rotated
+profile is followed into its next segments, the deltas starting over in each. Failing receivers (503, refused
 connections) lose and duplicate nothing within the queue's bound; past it the drops are counted
 and the exit status says so. HTTPS with a self-signed certificate made here by openssl (skipped
 without it), the tenant header, and authentication from a file and from the environment, the
@@ -235,6 +238,84 @@ def t_basic():
     check(f"{len(reqs)} intervals sent" in err and "0 dropped" in err, f"stderr: {err}")
 
 
+def dump_records(profile):
+    """The records of a finished profile by `leek dump --summary`'s count of each kind."""
+    r = subprocess.run([LEEK, "dump", "--summary", profile], capture_output=True, text=True,
+                       env=env())
+    check(r.returncode == 0, f"leek dump {profile}: {r.stderr}")
+    line = next(l for l in r.stdout.splitlines() if l.startswith("records:"))
+    return sum(int(kv.split("=")[1]) for kv in line.split()[1:])
+
+
+def t_incremental():
+    """An agent left on reads what is new, never the file again: over a run of many intervals
+    each record is read once (push's count of the records behind its intervals is the file's
+    count, where reading the file at each interval would read about intervals/2 times as many),
+    and the deltas still add up exactly to the export's totals."""
+    r = push_receiver.Receiver()
+    out = os.path.join(TMP, "incr.%p.lk")
+    fx = profiled([FX, "8", "200K", "1M", "2M", os.path.join(TMP, "incr.tally")], out)
+    p = push(["--pyroscope", r.url(), "--every", "1s", str(fx.pid)])
+    fx.wait()
+    st, err = finish(p)
+    r.stop()
+    check(st == 0, f"push exited {st}: {err}")
+    reqs = r.requests()
+    check(len(reqs) >= 5, f"{len(reqs)} requests in an 8 s run at 1 s")
+    profile = one_profile(out)
+    read = int(err.strip().splitlines()[-1].split("; ")[-1].split()[0])
+    want = dump_records(profile)
+    check(read == want, f"push read {read} records over {len(reqs)} intervals, the file has "
+          f"{want}: {err}")
+    check_series(reqs, profile)
+
+
+def export_totals(profile, *flags):
+    out = os.path.join(TMP, os.path.basename(profile) + ".x.pb.gz")
+    r = subprocess.run([LEEK, "export", "--format", "pprof", *flags, "-o", out, profile],
+                       capture_output=True, text=True, env=env())
+    check(r.returncode == 0, f"leek export {profile}: {r.stderr}")
+    return raw_totals(out)[0]
+
+
+def t_rotated():
+    """A rotated profile (LEEK_MAX_AGE) is followed into each next segment, its follower from the
+    new segment's start, and the deltas start over there (docs/push.md, "Limits"): none is
+    negative, the last in-use snapshot is the newest segment's (which holds the whole live set),
+    and the alloc deltas sum to at least the newest segment's totals and at most the chain's (the
+    records of a segment after its last interval are missing from the sums)."""
+    r = push_receiver.Receiver()
+    out = os.path.join(TMP, "rot.%p.lk")
+    fx = profiled([FX, "7", "200K", "1M", "2M", os.path.join(TMP, "rot.tally")], out,
+                  LEEK_MAX_AGE="2s", LEEK_KEEP="100")
+    p = push(["--pyroscope", r.url(), "--every", "1s", str(fx.pid)])
+    fx.wait()
+    st, err = finish(p)
+    r.stop()
+    check(st == 0, f"push exited {st}: {err}")
+    first = os.path.join(TMP, f"rot.{fx.pid}.lk")
+    segs = sorted((f for f in os.listdir(TMP) if f.startswith(f"rot.{fx.pid}.lk.seg")),
+                  key=lambda f: int(f.rsplit("seg", 1)[1]))
+    check(len(segs) >= 2, f"segments {segs}")
+    newest = os.path.join(TMP, segs[-1])
+    reqs = sorted(r.requests(), key=lambda q: int(q.query["from"]))
+    check(len(reqs) >= 5, f"{len(reqs)} requests in a 7 s run at 1 s")
+    alloc = {"alloc_space": 0, "alloc_objects": 0}
+    for n, q in enumerate(reqs):
+        t = body_totals(q, n)
+        for k in alloc:
+            check(t[k] >= 0, f"a negative delta {k} {t[k]}")
+            alloc[k] += t[k]
+    last = t
+    seg = export_totals(newest, "--segment-only")
+    chain = export_totals(first)
+    for k in ("inuse_space", "inuse_objects"):
+        check(last[k] == seg[k], f"the last {k} is {last[k]}, the newest segment's {seg[k]}")
+    for k in alloc:
+        check(seg[k] <= alloc[k] <= chain[k], f"the deltas' {k} sum to {alloc[k]}: the newest "
+              f"segment has {seg[k]}, the chain {chain[k]}")
+
+
 def t_outage():
     """503 for a while, then connections refused for a while: nothing lost, nothing twice."""
     r = push_receiver.Receiver()
@@ -422,8 +503,31 @@ def t_ended():
     check_series(reqs, profile)
 
 
-TESTS = [("usage", t_usage), ("ended", t_ended), ("basic", t_basic), ("outage", t_outage), ("bound", t_bound),
-         ("https", t_https), ("session", t_session), ("run-push", t_run_push)]
+def t_damaged():
+    """A damaged record (a reserved tag where push-sample's profile has a FREE): push says where,
+    as `leek report` says it, sends nothing of the profile and exits 3 (an interval could not be
+    made)."""
+    profile = os.path.join(TMP, "damaged.lk")
+    r = subprocess.run([SAMPLE, profile], capture_output=True, text=True)
+    check(r.returncode == 0, f"push-sample: {r.returncode}")
+    r = subprocess.run([LEEK, "dump", profile], capture_output=True, text=True, env=env())
+    off = next(int(l.split()[0][1:]) for l in r.stdout.splitlines() if " FREE " in l)
+    with open(profile, "r+b") as f:
+        f.seek(off)
+        f.write(b"\x50")  # a reserved tag (format.h: 18..0x7f)
+    rep = subprocess.run([LEEK, "report", profile], capture_output=True, text=True, env=env())
+    check(rep.returncode == 2 and f"offset {off}" in rep.stderr, f"leek report: {rep.stderr}")
+    rv = push_receiver.Receiver()
+    st, err = finish(push(["--pyroscope", rv.url(), "--flush-timeout", "0", profile]))
+    rv.stop()
+    check(st == 3 and f"offset {off}" in err and "0 intervals sent" in err and
+          not rv.requests(), f"exit {st}, {len(rv.requests())} requests: {err}")
+
+
+TESTS = [("usage", t_usage), ("ended", t_ended), ("damaged", t_damaged), ("basic", t_basic),
+         ("incremental", t_incremental), ("rotated", t_rotated), ("outage", t_outage),
+         ("bound", t_bound), ("https", t_https), ("session", t_session),
+         ("run-push", t_run_push)]
 
 
 def main():
@@ -433,7 +537,7 @@ def main():
         if only and name not in only:
             continue
         try:
-            if not GO and name not in ("usage", "ended"):
+            if not GO and name not in ("usage", "ended", "damaged"):
                 raise Skip("no go in PATH to read the bodies with `go tool pprof` "
                            "(Debian: golang-go)")
             fn()

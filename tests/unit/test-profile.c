@@ -1005,6 +1005,112 @@ TEST(followed_as_loaded)
 	}
 }
 
+/* The values `leek push` sends, by stack: what it takes from the snapshot (delta.c). */
+static void expect_same_values(const struct lk_profile *a, const struct lk_profile *b)
+{
+	const struct lk_stack_stats *sa, *sb;
+	size_t n = lk_profile_stacks(a, &sa);
+
+	ASSERT_EQ(n, lk_profile_stacks(b, &sb));
+	for (size_t i = 0; i < n; i++) {
+		const struct lk_estimate *x[] = { &sa[i].alloc_bytes, &sa[i].alloc_objects,
+						  &sa[i].live_bytes, &sa[i].live_objects };
+		const struct lk_estimate *y[] = { &sb[i].alloc_bytes, &sb[i].alloc_objects,
+						  &sb[i].live_bytes, &sb[i].live_objects };
+		ASSERT_EQ(sa[i].id, sb[i].id);
+		for (size_t k = 0; k < 4; k++) {
+			ASSERT_EQ(x[k]->value, y[k]->value);
+			ASSERT_EQ(x[k]->var, y[k]->var);
+			ASSERT_EQ(x[k]->observed, y[k]->observed);
+			ASSERT_EQ(x[k]->samples, y[k]->samples);
+		}
+	}
+}
+
+/* `leek push`'s intervals (lk_profile_follow_snapshot): the follower stepped to a limit gives,
+ * for every stack, the alloc_* and live_* that lk_profile_load() gives for the file read below
+ * that limit, exactly (the same sums in the same order), having replayed only the records added
+ * since its last step: its count of records read is the load's at every limit, so the records a
+ * step replays are those between the two limits, and over the run each record is replayed once
+ * (the sum of the steps is the file's count), where a load at each interval reads them all again.
+ * A snapshot changes nothing after it: the follower's end is still the loaded file's. */
+TEST(follow_snapshot_as_loaded_below_limit)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		uint64_t period = seed == 2 ? 1 : 4096, replayed = 0, steps = 0, told = 0;
+		const struct lk_profile_opts one = { .at_ns = UINT64_MAX, .buckets = 1,
+						     .no_live_list = true, .segment_only = true };
+		struct lk_profile *whole = NULL, *loaded = NULL, *followed = NULL;
+		struct lk_profile_follow *f = NULL;
+		const struct lk_profile *snap;
+		char *err = NULL, path[64];
+		size_t limit, header = 0;
+		struct lk_rng rng;
+		struct sim s;
+		int fd;
+
+		build_random(&s, period, seed, 60000, seed != 3);
+		ASSERT_OK(sim_load(&s, &one, &whole, &err));
+		fd = memfd_create("pushed", MFD_CLOEXEC);
+		ASSERT_TRUE(fd >= 0);
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		write_real(fd, &s.b, 0, s.b.len);
+		memcpy(&header, s.b.p + 12, 4); /* header_size, little-endian */
+		header &= 0xffffffff;
+		lk_rng_seed(&rng, seed, 2);
+		limit = header;
+		ASSERT_OK(lk_profile_follow_open(path, limit, &one, &f, &err));
+		while (limit < s.b.len) {
+			struct lk_profile_opts below = one;
+			uint64_t before = lk_profile_totals(lk_profile_follow_partial(f))->records;
+
+			limit += 1 + lk_rng_next(&rng) % 40000;
+			if (limit > s.b.len)
+				limit = s.b.len;
+			if (steps % 3 == 2) {
+				/* A SYNC's reply (lk_profile_follow_whole): every record before the
+				 * end of those a read below a higher limit reads is whole, and they
+				 * are all read, not only those a record's room below it. */
+				below.limit = limit + 2 * LK_READ_RECORD_MAX < s.b.len
+						      ? limit + 2 * LK_READ_RECORD_MAX
+						      : s.b.len;
+				ASSERT_OK(lk_profile_load(path, &below, &loaded, &err));
+				limit = told = lk_profile_totals(loaded)->end_offset;
+				lk_profile_free(loaded);
+				lk_profile_follow_whole(f, told);
+			}
+			below.limit = limit;
+			below.limit_whole = told; /* what the follower was told, at later steps too */
+			ASSERT_OK(lk_profile_follow_step(f, limit, &err));
+			snap = lk_profile_follow_snapshot(f);
+			ASSERT_TRUE(snap != NULL);
+			ASSERT_OK(lk_profile_load(path, &below, &loaded, &err));
+			ASSERT_EQ(lk_profile_totals(snap)->records, lk_profile_totals(loaded)->records);
+			if (told == limit) /* every record below the limit: nothing waits */
+				ASSERT_EQ(lk_profile_follow_offset(f), limit);
+			replayed += lk_profile_totals(snap)->records - before;
+			steps++;
+			expect_same_values(snap, loaded);
+			lk_profile_free(loaded);
+		}
+		/* The writer has gone: the rest, as the last interval reads it. */
+		uint64_t before = lk_profile_totals(lk_profile_follow_partial(f))->records;
+		ASSERT_OK(lk_profile_follow_step(f, UINT64_MAX, &err));
+		snap = lk_profile_follow_snapshot(f);
+		replayed += lk_profile_totals(snap)->records - before;
+		ASSERT_EQ(replayed, lk_profile_totals(whole)->records); /* each once */
+		expect_same_values(snap, whole);
+		ASSERT_TRUE(steps >= 10); /* intervals enough to have reread the file many times */
+		ASSERT_OK(lk_profile_follow_finish(f, &followed, &err));
+		expect_same_values(followed, whole);
+		lk_profile_free(followed);
+		lk_profile_follow_free(f);
+		lk_profile_free(whole);
+		close(fd);
+		free(s.b.p);
+	}
+}
+
 /* A compressed profile, zstd or gzip, is read only once it is whole. */
 TEST(follow_refuses_compressed)
 {

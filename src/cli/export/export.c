@@ -5,7 +5,8 @@
  * report's lk_report_add_modules), fed through lk_export_stacks(), and freed before the next:
  * only the writer's tables and the symbolizer grow with the files.
  *
- * Never: print (the command does), or keep a profile after lk_export_add_file() returns.
+ * Never: print (the command does), or keep a profile after lk_export_add_file() or
+ * lk_export_add_profile() returns.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -157,12 +158,22 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		.segment_only = x->opts.segment_only,
 	};
 	struct lk_profile *p = NULL;
-	struct lk_export_process proc = { .path = path, .number = number, .sym = x->sym,
-					  .base = base };
 	int r = lk_profile_load(path, &po, &p, err);
 
 	if (r < 0)
 		return r;
+	r = lk_export_add_profile(x, path, p, number, base, trailer, err);
+	lk_profile_free(p);
+	return r;
+}
+
+int lk_export_add_profile(struct lk_export *x, const char *path, const struct lk_profile *p,
+			  uint32_t number, bool base, bool *trailer, char **err)
+{
+	struct lk_export_process proc = { .path = path, .number = number, .sym = x->sym,
+					  .base = base };
+	int r;
+
 	/* Two segments of one rotated profile on one side: the blocks live across the rotation are
 	 * in both, and the sum would count them twice (report.c refuses the same). Each was read
 	 * with its whole chain unless --segment-only: then the later one is the same timeline. */
@@ -175,7 +186,6 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 			if (chain) {
 				if (trailer)
 					*trailer = lk_profile_totals(p)->trailer;
-				lk_profile_free(p);
 				return 0; /* the same chain, named twice */
 			}
 			if (err && asprintf(err, "%s and %s are segments %" PRIu32 " and %" PRIu32
@@ -184,22 +194,17 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 					    "are in both): export them without it, as one timeline",
 					    x->seen[i].path, path, x->seen[i].segment, h->segment) < 0)
 				*err = NULL;
-			lk_profile_free(p);
 			return -EINVAL;
 		}
 	struct seen *seen = reallocarray(x->seen, x->nprocs + 1, sizeof(*seen));
-	if (!seen) {
-		lk_profile_free(p);
+	if (!seen)
 		return -ENOMEM;
-	}
 	x->seen = seen;
 	seen[x->nprocs] = (struct seen){ .path = strdup(path), .pid = h->h.pid,
 					 .segment = h->segment, .origin_ns = h->origin_ns,
 					 .base = base };
-	if (!seen[x->nprocs].path) {
-		lk_profile_free(p);
+	if (!seen[x->nprocs].path)
 		return -ENOMEM;
-	}
 	proc.profile = p;
 	r = x->opts.reread ? add_modules_again(x->sym, number, p)
 			   : lk_report_add_modules(x->sym, number, p);
@@ -216,7 +221,6 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		free(x->seen[x->nprocs].path);
 	}
 	lk_site_stack_trim(&x->st);
-	lk_profile_free(p);
 	return r == -E2BIG ? fail_budget(x, err) : r;
 }
 

@@ -148,6 +148,12 @@ int lk_export_new(const struct lk_export_format *fmt, const struct lk_export_opt
  * ...", or "the profile needs more than ... of memory to export (--max-memory; ...)"). */
 int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, bool base,
 		       bool *trailer, char **err);
+/* The same for a profile loaded or followed by the caller (`leek push`'s follower, read a few
+ * records at a time: lk_profile_follow_snapshot), named path, which it keeps: its stacks with the
+ * values they have now. opts.limit, limit_whole and segment_only are the caller's to have
+ * applied. */
+int lk_export_add_profile(struct lk_export *x, const char *path, const struct lk_profile *p,
+			  uint32_t number, bool base, bool *trailer, char **err);
 size_t lk_export_processes(const struct lk_export *x); /* added so far, bases too */
 /* The writer's state, as its format's open() made it: for a format that wraps another's
  * (src/cli/push/delta.c), to read what it kept. */

@@ -42,6 +42,9 @@ struct lk_live_source {
 	struct lk_profile_follow *f; /* its records as they become safe to read, for the heap; NULL
 				      * until the header is below the limit, or after a failure */
 	bool follow_failed;        /* f failed: the heap is no longer followed */
+	int follow_err;            /* why (< 0), with the reader's "offset N: ..." in follow_msg
+				    * (malloc'd, maybe NULL): `leek push` reports it */
+	char *follow_msg;
 	struct lk_symbolizer *sym; /* shared by every view (files are opened once) */
 	uint32_t loads;            /* views made */
 	struct lk_ctl ctl;         /* its control block, for SYNC (lk_live_sync); fd -1: none */
@@ -69,7 +72,10 @@ int lk_live_sync(struct lk_live_source *s, uint64_t max_lag_ns, const char **why
 /* A SYNC now (with lk_live_sync on), and its reply waited for up to wait_ns: before a report. */
 void lk_live_sync_now(struct lk_live_source *s, uint64_t wait_ns);
 /* One look: the file's size, the limit, the heap follower's step, and whether the process still
- * runs (1) or has gone (0; ended is set, and stays). < 0 if the file has become unreadable. */
+ * runs (1) or has gone (0; ended is set, and stays). < 0 if the file has become unreadable.
+ * The heap follower (f) reads up to the limit, and every record below a SYNC's reply; once the
+ * process has gone, the file to its end, as a finished file is read (`leek push` takes each
+ * interval from it: lk_profile_follow_snapshot). */
 int lk_live_poll(struct lk_live_source *s);
 /* The heap estimate after the records followed so far, its highest value, and their time since
  * the start (0, 0, 0 before the header is read). */

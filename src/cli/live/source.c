@@ -6,6 +6,9 @@
  * another process after the exit is not told from the first one (a FILE whose process died long
  * ago and whose pid runs something else is followed until that ends). The heap follower reads each record once (lk_profile_follow),
  * so following costs what the process writes, never more; the views read the file again.
+ * `leek push` reads nothing else: its intervals are the follower's snapshots, so the follower
+ * reads below a SYNC's reply too, to the file's end once the process has gone, and keeps the
+ * message of its failure for push to report.
  *
  * A rotated profile (LEEK_MAX_SIZE, LEEK_MAX_AGE) goes on in FILE.seg1, FILE.seg2...: once the
  * next segment of the one followed is there, with the same pid and origin, it is followed
@@ -108,6 +111,9 @@ static void next_segment(struct lk_live_source *s)
 	*s = next;
 	s->f = NULL;
 	s->follow_failed = false;
+	free(s->follow_msg); /* the old segment's failure, if any: the new one is read afresh */
+	s->follow_msg = NULL;
+	s->follow_err = 0;
 	s->lim = (struct lk_follow_limit){ 0 };
 	s->synced_ns = 0;
 	if (s->max_lag_ns)
@@ -149,34 +155,52 @@ int lk_live_open(const char *arg, uint64_t wait_ns, struct lk_symbolizer *sym,
 	return 0;
 }
 
-/* The heap follower's reading up to the limit; it stops for good after a failure (the views read
- * the file themselves, and say what is wrong with it). */
-static void follow_heap(struct lk_live_source *s)
+/* The heap follower stops for good: the views read the file themselves, and say what is wrong
+ * with it; `leek push`, which reads only the follower, says it from follow_err and follow_msg. */
+static void follow_fail(struct lk_live_source *s, int r, char *msg)
 {
+	s->f = lk_profile_follow_free(s->f);
+	s->follow_failed = true; /* no second try */
+	s->follow_err = r;
+	free(s->follow_msg);
+	s->follow_msg = msg;
+}
+
+/* The heap follower's reading up to the limit (to the end once the process has gone: `end`). */
+static void follow_heap(struct lk_live_source *s, bool end)
+{
+	uint64_t limit = end ? UINT64_MAX : s->lim.limit;
+	char *msg = NULL;
+	int r;
+
 	if (!s->f) {
 		struct lk_file_header h;
-		if (s->lim.limit < LK_HEADER_FIXED_SIZE ||
+		if (limit < LK_HEADER_FIXED_SIZE ||
 		    pread(s->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-		    le32toh(h.header_size) > s->lim.limit - LK_HEADER_FIXED_SIZE)
+		    le32toh(h.header_size) > limit - LK_HEADER_FIXED_SIZE)
 			return; /* its header is not all below the limit yet */
-		if (lk_profile_follow_open(s->path, s->lim.limit,
+		r = lk_profile_follow_open(s->path, limit,
 					   &(struct lk_profile_opts){ .at_ns = UINT64_MAX,
 								      .no_live_list = true },
-					   &s->f, NULL) < 0) {
-			s->follow_failed = true; /* no second try */
+					   &s->f, &msg);
+		if (r < 0) {
+			follow_fail(s, r, msg);
 			return;
 		}
 	}
+	/* A SYNC's reply: the records before it are read up to it, not only those a whole
+	 * record's room below the limit (an interval of push holds what was written up to it). */
+	lk_profile_follow_whole(s->f, s->lim.whole);
 	for (;;) {
 		uint64_t from = lk_profile_follow_offset(s->f), at = from + FOLLOW_STEP;
-		if (at > s->lim.limit)
-			at = s->lim.limit;
-		if (lk_profile_follow_step(s->f, at, NULL) < 0) {
-			s->f = lk_profile_follow_free(s->f);
-			s->follow_failed = true;
+		if (at > limit || end) /* at the end, the rest at once: nothing waits on it */
+			at = limit;
+		r = lk_profile_follow_step(s->f, at, &msg);
+		if (r < 0) {
+			follow_fail(s, r, msg);
 			return;
 		}
-		if (at == s->lim.limit || lk_profile_follow_offset(s->f) == from)
+		if (at == limit || lk_profile_follow_offset(s->f) == from)
 			return;
 	}
 }
@@ -255,10 +279,10 @@ int lk_live_poll(struct lk_live_source *s)
 	lk_follow_limit_update(&s->lim, (uint64_t)st.st_size);
 	if (s->max_lag_ns && alive)
 		sync_step(s, (uint64_t)st.st_size);
-	if (!s->follow_failed)
-		follow_heap(s);
 	if (!alive)
 		s->ended = true;
+	if (!s->follow_failed)
+		follow_heap(s, s->ended);
 	return alive ? 1 : 0;
 }
 
@@ -275,6 +299,7 @@ void lk_live_close(struct lk_live_source *s)
 	if (!s)
 		return;
 	lk_profile_follow_free(s->f);
+	free(s->follow_msg);
 	lk_ctl_close(&s->ctl);
 	if (s->fd >= 0)
 		close(s->fd);

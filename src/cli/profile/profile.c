@@ -627,6 +627,8 @@ struct lk_profile_follow {
 	char *msg; /* the first failure; every later call returns it */
 	int err;
 	bool live;  /* sp.ls to be given back */
+	uint64_t whole; /* lk_profile_follow_whole's: given to the reader at each step, after the
+			 * step's limit (the reader holds it to the limit it has then) */
 };
 
 const struct lk_profile *lk_profile_follow_partial(const struct lk_profile_follow *f)
@@ -726,10 +728,30 @@ int lk_profile_follow_step(struct lk_profile_follow *f, uint64_t limit, char **e
 		return follow_fail(f, f->err, err);
 	r = lk_reader_follow(f->rd, limit);
 	if (r >= 0) {
+		lk_reader_follow_whole(f->rd, f->whole); /* 0 unless lk_profile_follow_whole */
 		f->ah.r = 1; /* the reader stopped for now, not for good */
 		r = replay(f->p, &f->sp, &f->ah, &f->msg);
 	}
 	return r < 0 ? follow_fail(f, r, err) : 0;
+}
+
+void lk_profile_follow_whole(struct lk_profile_follow *f, uint64_t whole)
+{
+	if (whole > f->whole)
+		f->whole = whole;
+}
+
+/* The live set walked into live_* (profile_snapshot_live, as the end's pass walks it) while the
+ * follower goes on: live_* are the follower's own fields, which no step reads and which
+ * lk_profile_follow_finish() sums again from zero when opts.at_ns is the end (sp.at_done then
+ * stays false), so a snapshot changes nothing that comes after it. Another at_ns keeps its own
+ * snapshot in live_*, which this one would overwrite: refused. */
+const struct lk_profile *lk_profile_follow_snapshot(struct lk_profile_follow *f)
+{
+	if (f->err || f->p->opts.window || f->p->opts.at_ns != UINT64_MAX)
+		return NULL;
+	profile_snapshot_live(f->p, &f->sp.ls);
+	return f->p;
 }
 
 int lk_profile_follow_finish(struct lk_profile_follow *f, struct lk_profile **ret, char **err)

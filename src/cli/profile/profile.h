@@ -252,6 +252,20 @@ struct lk_profile_follow *lk_profile_follow_free(struct lk_profile_follow *f); /
  * the last record read (since start): `leek watch --high-water` between its reports. */
 void lk_profile_follow_heap(const struct lk_profile_follow *f, double *now, double *peak,
 			    uint64_t *t_ns);
+/* And every record that starts before `whole` is whole before it: a SYNC's reply
+ * (lk_reader_follow_whole; lk_profile_opts.limit_whole). Taken at the next steps, up to each
+ * one's limit. Never lowers what an earlier call said. */
+void lk_profile_follow_whole(struct lk_profile_follow *f, uint64_t whole);
+/* The profile as read so far, with each stack's live_bytes and live_objects set to the blocks
+ * live after the last record read (their value, var, observed and samples, as the end's pass sums
+ * them: the same values, added in the same order, so the snapshot after the last record is the
+ * finished profile's live_*; lo, hi and the others are not finished). alloc_* are the running
+ * sums so far, totals.records the records read so far. `leek push`'s in-use values at each
+ * interval, without ending the follower. It walks the live set once (profile-result.c's
+ * profile_snapshot_live): its cost follows the blocks live now, never the records read. Valid
+ * until the next call on f; NULL after a failure, with opts.window, or with an opts.at_ns other
+ * than UINT64_MAX (their live_* are a snapshot of their own). */
+const struct lk_profile *lk_profile_follow_snapshot(struct lk_profile_follow *f);
 static inline void lk_profile_freep(struct lk_profile **p)
 {
 	lk_profile_free(*p);

@@ -13,8 +13,12 @@
  * profile, whatever the number of intervals. A stack whose deltas and in-use values are all 0 is
  * left out by pprof's writer, as `leek export` leaves it out.
  *
+ * The profile is the one `leek push` follows (lk_profile_follow_snapshot: the records read so
+ * far, each once over the whole run), never read again here: an interval costs its own records,
+ * the live set and the stacks it sends, not the file's length.
+ *
  * Never: change the deltas' state unless the body was made whole (a failed interval is made
- * again, from the same state, at the next look), or print.
+ * again, from the same state, at the next look), read a file, or print.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -147,15 +151,11 @@ static int commit(struct lk_push_deltas *d, const struct delta_writer *dw)
 }
 
 int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const char *path,
-		     uint64_t limit, uint64_t limit_whole, uint64_t from_s, uint64_t until_s,
-		     void **body, size_t *len, char **err)
+		     const struct lk_profile *p, uint64_t from_s, uint64_t until_s, void **body,
+		     size_t *len, char **err)
 {
 	struct lk_export_opts o = { .at = LK_EXPORT_AT_END, .value = LK_EXPORT_INUSE_SPACE,
-				    .limit = limit, .limit_whole = limit_whole, .reread = true,
-				    /* the followed segment alone: a chain's totals fall when its
-				     * oldest segment is deleted (LEEK_KEEP), and a delta would go
-				     * negative (docs/push.md, rotation) */
-				    .segment_only = true,
+				    .reread = true,
 				    .span_from_ns = from_s * 1000000000ull,
 				    .span_until_ns = until_s * 1000000000ull, .writer_ctx = d };
 	struct lk_export *x = NULL;
@@ -168,7 +168,7 @@ int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const 
 	r = lk_export_new(&delta_format, &o, sym, &x);
 	if (r < 0)
 		return r;
-	r = lk_export_add_file(x, path, d->number, false, &trailer, err);
+	r = lk_export_add_profile(x, path, p, d->number, false, &trailer, err);
 	if (r >= 0) {
 		f = open_memstream(&buf, &n);
 		if (!f) {

@@ -1,9 +1,10 @@
 /* push.h: `leek push`, an agent outside the profiled process that sends its heap profile to
  * Grafana Pyroscope's ingest API at every interval (cmd-push.c; docs/push.md).
  *
- *   delta.c   one interval of one profile as a pprof body (export/, the one pprof encoder):
- *             inuse_* at the interval's end, alloc_* for the interval alone (a delta, as Go's
- *             godeltaprof sends), and the state that carries from one interval to the next
+ *   delta.c   one interval of one followed profile as a pprof body (export/, the one pprof
+ *             encoder): inuse_* at the interval's end, alloc_* for the interval alone (a delta,
+ *             as Go's godeltaprof sends), and the state that carries from one interval to the
+ *             next
  *   sender.c  the bounded queue of intervals waiting to go, and the thread that POSTs them with
  *             libcurl: timeouts, retries with exponential backoff, the oldest dropped past the
  *             bound and counted
@@ -32,14 +33,15 @@ struct lk_push_deltas {
 void lk_push_deltas_init(struct lk_push_deltas *d, uint32_t number);
 void lk_push_deltas_done(struct lk_push_deltas *d);
 
-/* The pprof (gzip, as `leek export` writes it) of path read below limit (0: whole; limit_whole
- * as lk_profile_opts), its alloc values made deltas against d, which moves on to this interval;
- * its time and duration are the interval's, from_s to until_s (Unix seconds).
+/* The pprof (gzip, as `leek export` writes it) of profile p as read so far (the follower's
+ * snapshot, lk_profile_follow_snapshot: in-use values now, alloc totals so far; path names it),
+ * its alloc values made deltas against d, which moves on to this interval; its time and duration
+ * are the interval's, from_s to until_s (Unix seconds).
  * A failure leaves d as it was, so a retry of the interval computes the same deltas. 0 and a
  * malloc'd body in *body, *len; < 0 with a malloc'd message in *err, maybe. */
 int lk_push_interval(struct lk_push_deltas *d, struct lk_symbolizer *sym, const char *path,
-		     uint64_t limit, uint64_t limit_whole, uint64_t from_s, uint64_t until_s,
-		     void **body, size_t *len, char **err);
+		     const struct lk_profile *p, uint64_t from_s, uint64_t until_s, void **body,
+		     size_t *len, char **err);
 
 /* One request: the ingest URL with its query (name, from, until, format), and the body. */
 struct lk_push_request {
