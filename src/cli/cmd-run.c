@@ -408,7 +408,12 @@ static void summarize_one(struct lk_symbolizer *sym, struct lk_run_follower *fol
 
 	if (compress)
 		threaded = pthread_create(&th, NULL, compress_job_run, &job) == 0;
-	/* What the follower has not read yet, or, if it read nothing or failed, the whole file. */
+	/* What the follower has not read yet; if it did not follow this file, the whole file in the
+	 * follower's one pass, since the summary has no timeline to cut (run.h) and a first pass
+	 * would only count the records; if that fails, the two passes of `leek report`, whose
+	 * message says what is wrong and where. */
+	if (show && sym && !f)
+		lk_profile_follow_open(path, UINT64_MAX, &lk_run_summary_opts, &f, NULL);
 	k = show && sym && f ? lk_profile_follow_finish(f, &p, NULL) : -ENOMEM;
 	lk_profile_follow_free(f);
 	if (show && sym && k < 0)
