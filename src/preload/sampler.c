@@ -130,20 +130,21 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
- * old's own sample, else a new one; NULL if the arena has none. */
+ * old's own sample, else a new one: in guard mode the slot opened for it (*slot, then
+ * LK_GUARD_NONE: used) if there is one; NULL if the arena has none. */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
 					       size_t align, struct lk_trec *r, uint32_t tid,
-					       uint64_t now, uint32_t stack)
+					       uint64_t now, uint32_t stack, uint32_t *slot)
 {
 	if (old && lk_arena_block(old) && lk_arena_resize(old, *usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
 		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
-	if (lk_unlikely(lk_guard.span)) { /* guard mode: a slot if the block fits one */
-		struct lk_block *b = lk_guard_take(size, align, usable);
-		if (b)
-			return b;
+	if (lk_unlikely(*slot != LK_GUARD_NONE)) { /* guard mode: a slot, opened before lk_lock */
+		struct lk_block *b = lk_guard_use(*slot, size, align, usable);
+		*slot = LK_GUARD_NONE;
+		return b;
 	}
 	return lk_arena_take(*usable, align);
 }
@@ -168,6 +169,16 @@ static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usab
 	lk_writer_rss_maybe(now);
 }
 
+/* Guard mode, after lk_lock: the slot opened for a sample that did not use it closed again, and
+ * the pages of guarded blocks freed meanwhile (drain_deferred) closed (guard.c: no mprotect under
+ * lk_lock). */
+static LK_COLD LK_NOINLINE void guard_after(uint32_t slot)
+{
+	if (slot != LK_GUARD_NONE)
+		lk_guard_unopen(slot, true);
+	lk_guard_settled();
+}
+
 /* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
  * is old itself, and the caller copies nothing). */
 static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, size_t align,
@@ -188,6 +199,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	size_t usable = lk_real_usable_fast(size, align);
 	struct lk_trec *r = lk_trec_get(t);
 	uint64_t now = lk_now_ns();
+	uint32_t slot = lk_unlikely(lk_guard.span) ? lk_guard_open(size, align) : LK_GUARD_NONE;
 
 	lk_lock();
 	drain_deferred(r, t->tid, now);
@@ -198,7 +210,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
 		enabled = running = false;
-	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack))) {
+	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack, &slot))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
@@ -208,6 +220,8 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		record_sample(b, size, usable, stack, r, t->tid, now);
 	}
 	lk_unlock();
+	if (lk_unlikely(lk_guard.span))
+		guard_after(slot);
 	lk_stack_learned(ticket, stack);
 	if (p && zero)
 		memset(p, 0, usable);
@@ -244,15 +258,20 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
 			usable = lk_real_usable(size, align);
+		uint32_t slot = lk_unlikely(lk_guard.span) && stack ? lk_guard_open(size, align)
+								    : LK_GUARD_NONE;
 		lk_lock();
 		if (lk_likely(stack)) {
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack)))
+			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack,
+						      &slot)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
+		if (lk_unlikely(lk_guard.span))
+			guard_after(slot);
 		if (b && cut)
 			lk_stack_count_cut();
 		if (b && zero)
@@ -436,6 +455,7 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 			lk_lock();
 			lk_arena_free_spill(r, b);
 			lk_unlock();
+			lk_guard_settled();
 		}
 	}
 	t->in_slow = 0;
@@ -457,6 +477,7 @@ static LK_INLINE bool free_under_lock(struct lk_thread *t, struct lk_block *b, s
 	drain_deferred(r, tid, now);
 	bool done = free_locked(b, r, tid, now);
 	lk_unlock();
+	lk_guard_settled();
 	t->in_slow = 0;
 	*err = saved;
 	return done;
@@ -511,6 +532,7 @@ static LK_COLD LK_NOINLINE bool free_with_stack(struct lk_thread *t, struct lk_b
 		done = true;
 	}
 	lk_unlock();
+	lk_guard_settled(); /* its page closed now, lk_lock given back */
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
@@ -596,6 +618,7 @@ static bool keep_quiet(struct lk_thread *t, void *p, size_t size, const void *fr
 		kept = true;
 	}
 	lk_unlock();
+	lk_guard_settled();
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
@@ -690,6 +713,7 @@ void lk_sampler_stop(void)
 	lk_writer_close();
 	enabled = running = false;
 	lk_unlock();
+	lk_guard_settled();
 }
 
 bool lk_sampler_switch(bool want)
