@@ -34,8 +34,9 @@
  * - use (lk_guard_use, under lk_lock): the block's fields, then LIVE, stored with release.
  * - free (lk_guard_free, under lk_lock): the freed block's fields (its stacks, its size), then
  *   CLOSING with release, and the slot on the closing queue (glock). Only then, after lk_lock is
- *   given back, settle (lk_guard_settle, the freeing thread, or the next guarded sample) makes
- *   the page PROT_NONE, and the slot FREED joins the quarantine (glock).
+ *   given back, settle (lk_guard_settle: the freeing thread, or the next guarded sample) makes
+ *   the page PROT_NONE, and the slot FREED joins the quarantine (glock). A free returns once its
+ *   page is closed (lk_guard_close), by itself or by another thread that took it from the queue.
  * A slot on neither list is owned by the one thread that moves it on: the states have one writer
  * at a time. The fault handler reads the word (acquire), the fields, and the word again: a change
  * between is a transition, read again. The live fields (user, size, usable) change only before
@@ -183,6 +184,24 @@ void lk_guard_settle(void)
 		set_state(&slots[s], S_FREED);
 		quarantine(s);
 		glock_give();
+	}
+}
+
+/* After the free of the guarded block at p, lk_lock given back: its page PROT_NONE before the free
+ * returns, so that a use after it faults, whichever thread settles it (another that took it from
+ * the closing queue is in its mprotect: waited for). No lock held; in_slow. */
+void lk_guard_close(const void *p)
+{
+	const struct slot *x = &slots[slot_at((uintptr_t)p)];
+	uint32_t w = __atomic_load_n(&x->word, __ATOMIC_ACQUIRE);
+
+	lk_guard_settle();
+	if (STATE(w) != S_CLOSING) /* settled already: the slot may be another block's by now */
+		return;
+	for (unsigned i = 1; __atomic_load_n(&x->word, __ATOMIC_ACQUIRE) == w; i++) {
+		__builtin_ia32_pause();
+		if (i % 64 == 0)
+			sched_yield();
 	}
 }
 

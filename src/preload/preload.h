@@ -391,6 +391,7 @@ struct lk_block *lk_guard_block(const void *p);  /* lk_arena_block for the guard
  * closed, and the slot quarantined, by lk_guard_settle, with no lock held (lk_guard_settled). */
 void lk_guard_free(struct lk_block *b, uint32_t free_stack);
 void lk_guard_settle(void);
+void lk_guard_close(const void *p); /* settle, and p's page closed before the free returns */
 extern int lk_guard_pending;
 static inline void lk_guard_settled(void)
 {

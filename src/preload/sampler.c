@@ -532,7 +532,10 @@ static LK_COLD LK_NOINLINE bool free_with_stack(struct lk_thread *t, struct lk_b
 		done = true;
 	}
 	lk_unlock();
-	lk_guard_settled(); /* its page closed now, lk_lock given back */
+	if (lk_unlikely(lk_guard_owns(p)) && done)
+		lk_guard_close(p); /* its page closed before the free returns, lk_lock given back */
+	else
+		lk_guard_settled();
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
