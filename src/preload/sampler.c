@@ -131,7 +131,9 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
  * old's own sample, else a new one: in guard mode the slot opened for it (*slot, then
- * LK_GUARD_NONE: used) if there is one; NULL if the arena has none. */
+ * LK_GUARD_NONE: used) if there is one; NULL if the arena has none, or in guard mode for a caller
+ * that opened no slot (slot NULL: exact mode's paths, which leave guard mode's samples to
+ * take_sample, so that no mprotect is made under lk_lock). */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
 					       size_t align, struct lk_trec *r, uint32_t tid,
 					       uint64_t now, uint32_t stack, uint32_t *slot)
@@ -141,10 +143,14 @@ static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *u
 		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
-	if (lk_unlikely(*slot != LK_GUARD_NONE)) { /* guard mode: a slot, opened before lk_lock */
-		struct lk_block *b = lk_guard_use(*slot, size, align, usable);
-		*slot = LK_GUARD_NONE;
-		return b;
+	if (lk_unlikely(lk_guard.span)) { /* guard mode: the slot opened before lk_lock, if any */
+		if (!slot)
+			return NULL;
+		if (*slot != LK_GUARD_NONE) {
+			struct lk_block *b = lk_guard_use(*slot, size, align, usable);
+			*slot = LK_GUARD_NONE;
+			return b;
+		}
 	}
 	return lk_arena_take(*usable, align);
 }
@@ -258,20 +264,16 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
 			usable = lk_real_usable(size, align);
-		uint32_t slot = lk_unlikely(lk_guard.span) && stack ? lk_guard_open(size, align)
-								    : LK_GUARD_NONE;
 		lk_lock();
 		if (lk_likely(stack)) {
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
 			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack,
-						      &slot)))
+						      NULL)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
-		if (lk_unlikely(lk_guard.span))
-			guard_after(slot);
 		if (b && cut)
 			lk_stack_count_cut();
 		if (b && zero)
@@ -455,7 +457,6 @@ static LK_HOT bool free_own(struct lk_thread *t, struct lk_trec *r, struct lk_bl
 			lk_lock();
 			lk_arena_free_spill(r, b);
 			lk_unlock();
-			lk_guard_settled();
 		}
 	}
 	t->in_slow = 0;
@@ -477,7 +478,6 @@ static LK_INLINE bool free_under_lock(struct lk_thread *t, struct lk_block *b, s
 	drain_deferred(r, tid, now);
 	bool done = free_locked(b, r, tid, now);
 	lk_unlock();
-	lk_guard_settled();
 	t->in_slow = 0;
 	*err = saved;
 	return done;
