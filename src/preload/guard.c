@@ -34,7 +34,8 @@
  * - use (lk_guard_use, under lk_lock): the block's fields, then LIVE, stored with release.
  * - free (lk_guard_free, under lk_lock): the freed block's fields (its stacks, its size), then
  *   CLOSING with release, and the slot on the closing queue (glock). Only then, after lk_lock is
- *   given back, settle (lk_guard_settle: the freeing thread, or the next guarded sample) makes
+ *   given back, settle (lk_guard_settle: the freeing thread, else the next guarded sample or
+ *   free, for a free deferred from a signal handler or made once the profile is closed) makes
  *   the page PROT_NONE, and the slot FREED joins the quarantine (glock). A free returns once its
  *   page is closed (lk_guard_close), by itself or by another thread that took it from the queue.
  * A slot on neither list is owned by the one thread that moves it on: the states have one writer
@@ -42,7 +43,9 @@
  * between is a transition, read again. The live fields (user, size, usable) change only before
  * LIVE and the freed ones (fuser, fsize, stack, free_stack) only before CLOSING, so a state read
  * twice with the same generation vouches for the fields it selects: LIVE's for LIVE, the freed
- * block's for OPENING (which keeps them until LIVE), CLOSING and FREED.
+ * block's for OPENING (which keeps them until LIVE), CLOSING and FREED. A LIVE block's header
+ * (its stack and number) is read in its page, which cannot close while the reader holds lk_lock,
+ * as guard-fault.c does unless the faulting thread was inside leek already.
  *
  * Never: allocate; mprotect or memset a page under lk_lock or glock; take lk_lock under glock;
  * touch a slot's page once freed; put a slot in the quarantine before its page is PROT_NONE.
@@ -63,11 +66,11 @@ enum { S_FRESH = 0, S_OPENING, S_LIVE, S_CLOSING, S_FREED };
 #define STATE(w) ((w) & 7u)
 
 struct slot {
-	uint32_t word;             /* gen << 3 | state; atomic */
+	uint32_t word;              /* gen << 3 | state; atomic */
 	uint32_t stack, free_stack; /* the freed block's (lk_stack_intern's ids; 0: none) */
-	uintptr_t user;            /* the live block's address, */
-	uint64_t size, usable;     /* size and room */
-	uintptr_t fuser;           /* the block freed last here (0: none yet), and its size */
+	uintptr_t user;             /* the live block's address, */
+	uint64_t size, usable;      /* size and room */
+	uintptr_t fuser;            /* the block freed last here (0: none yet), and its size */
 	uint64_t fsize;
 };
 
