@@ -208,16 +208,21 @@ void lk_guard_close(const void *p)
 	}
 }
 
+/* Whether a block of size bytes at align fits a slot: its header and its size, rounded to the
+ * alignment, in a page. */
+bool lk_guard_fits(size_t size, size_t align)
+{
+	if (align < 16)
+		align = 16;
+	return size && align <= PAGE &&
+	       ((size + align - 1) & ~(align - 1)) + sizeof(struct lk_block) <= PAGE;
+}
+
 /* The slot of a guarded sample of size bytes at align, its page read-write, or LK_GUARD_NONE if
  * the block does not fit a slot or none can be had. Before lk_lock; in_slow. */
 uint32_t lk_guard_open(size_t size, size_t align)
 {
-	const size_t hs = sizeof(struct lk_block);
-
-	if (align < 16)
-		align = 16;
-	size_t room = (size + align - 1) & ~(align - 1);
-	if (align > PAGE || room + hs > PAGE || size == 0)
+	if (!lk_guard_fits(size, align))
 		return LK_GUARD_NONE;
 	if (__atomic_load_n(&lk_guard_pending, __ATOMIC_RELAXED))
 		lk_guard_settle();

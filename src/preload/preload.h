@@ -384,6 +384,7 @@ bool lk_guard_classify(uintptr_t a, bool write, bool known, struct lk_error_info
  * and not used. */
 #define LK_GUARD_NONE UINT32_MAX
 uint32_t lk_guard_open(size_t size, size_t align);
+bool lk_guard_fits(size_t size, size_t align); /* a block a slot can take: it fits a page */
 struct lk_block *lk_guard_use(uint32_t slot, size_t size, size_t align, size_t *usable);
 void lk_guard_unopen(uint32_t slot, bool open);
 struct lk_block *lk_guard_block(const void *p);  /* lk_arena_block for the guard run; lk_lock */

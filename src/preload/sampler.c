@@ -132,7 +132,7 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
  * old's own sample, else a new one: in guard mode the slot opened for it (*slot, then
  * LK_GUARD_NONE: used) if there is one; NULL if the arena has none, or in guard mode for a caller
- * that opened no slot (slot NULL: exact mode's paths, which leave guard mode's samples to
+ * that opened no slot (slot NULL: exact mode's paths, which leave the samples a slot could take to
  * take_sample, so that no mprotect is made under lk_lock). */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
 					       size_t align, struct lk_trec *r, uint32_t tid,
@@ -144,8 +144,8 @@ static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *u
 		return b;
 	}
 	if (lk_unlikely(lk_guard.span)) { /* guard mode: the slot opened before lk_lock, if any */
-		if (!slot)
-			return NULL;
+		if (!slot) /* exact mode's paths: a block a slot could take is take_sample's */
+			return lk_guard_fits(size, align) ? NULL : lk_arena_take(*usable, align);
 		if (*slot != LK_GUARD_NONE) {
 			struct lk_block *b = lk_guard_use(*slot, size, align, usable);
 			*slot = LK_GUARD_NONE;
