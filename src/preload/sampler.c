@@ -132,8 +132,8 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
  * old's own sample, else a new one: in guard mode the slot opened for it (*slot, then
  * LK_GUARD_NONE: used) if there is one; NULL if the arena has none, or in guard mode for a caller
- * that opened no slot (slot NULL: exact mode's paths, which leave the samples a slot could take to
- * take_sample, so that no mprotect is made under lk_lock). */
+ * that opened no slot (slot NULL: exact mode's paths, whose samples a slot could take go to
+ * exact_guard, so that no mprotect is made under lk_lock). */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
 					       size_t align, struct lk_trec *r, uint32_t tid,
 					       uint64_t now, uint32_t stack, uint32_t *slot)
@@ -241,6 +241,32 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	return p;
 }
 
+/* Guard mode's sample of a kept walk in exact_take_body, of a block a slot could take: the slot
+ * opened before lk_lock, the sample taken under it with the walk's stack, into the slot or, if
+ * none could be had, the arena; NULL (take_sample then) if it cannot be taken here. */
+static LK_COLD LK_NOINLINE struct lk_block *exact_guard(struct lk_thread *t, struct lk_trec *r,
+							size_t size, size_t align, uint32_t stack,
+							size_t *usable)
+{
+	struct lk_block *b = NULL;
+	uint32_t slot = lk_guard_open(size, align);
+	lk_lock();
+	uint64_t now = lk_now_ns();
+	if (!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready()) {
+		if (slot != LK_GUARD_NONE) {
+			b = lk_guard_use(slot, size, align, usable);
+			slot = LK_GUARD_NONE;
+		} else {
+			b = lk_arena_take(*usable, align);
+		}
+		if (b)
+			record_sample(b, size, *usable, stack, r, t->tid, now);
+	}
+	lk_unlock();
+	guard_after(slot);
+	return b;
+}
+
 /* Exact mode's common sample: take_sample's steps without what it does not need, for the stack of
  * a kept walk (lk_stack_kept), the file open and no frees deferred. NULL when any of that is not
  * so, with nothing done: take_sample does it all then. Apart from take_sample, whose frame holds a
@@ -264,6 +290,10 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
 			usable = lk_real_usable(size, align);
+		if (lk_unlikely(lk_guard.span) && stack && lk_guard_fits(size, align)) {
+			b = exact_guard(t, r, size, align, stack, &usable); /* takes lk_lock itself */
+			goto taken;
+		}
 		lk_lock();
 		if (lk_likely(stack)) {
 			uint64_t now = lk_now_ns();
@@ -274,6 +304,7 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
+	taken:
 		if (b && cut)
 			lk_stack_count_cut();
 		if (b && zero)
