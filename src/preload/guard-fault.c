@@ -159,8 +159,8 @@ LK_COLD LK_NOINLINE void lk_guard_fault(const void *addr, void *uc)
 	bool known = false, write = false;
 #endif
 	e.tid = t->tid ? t->tid : (uint64_t)gettid();
-	/* The slots change under lk_lock; a thread that holds it (in_slow) faulted inside leek,
-	 * where the state may be half-changed: reported without the record. */
+	/* The slots are read with no lock (guard.c); the record is written under lk_lock, which a
+	 * thread inside leek (in_slow) may hold already: reported without the record then. */
 	bool locked = !t->in_slow && lk_init_done();
 	if (locked)
 		lk_lock();

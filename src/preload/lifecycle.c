@@ -7,9 +7,10 @@
  * thread's own allocations (dlsym's calloc) come from the arena's boot area (sampler.c).
  *
  * fork's handlers keep every lock of leek's out of the child's way: the prepare handler takes them
- * (the loader's count, the modules' mutex, lk_lock), the parent gives them back, and the child
- * starts them fresh, with a file of its own at its next event (writer-open.c) and a sampling
- * stream of its own (sampler.c). At a clean exit the destructor writes the trailer; _exit and
+ * (the loader's count, the modules' mutex, lk_lock, guard mode's glock), the parent gives them
+ * back, and the child starts them fresh, with a file of its own at its next event (writer-open.c),
+ * a sampling stream of its own (sampler.c) and the guarded slots that other threads were opening
+ * or closing put away (guard.c). At a clean exit the destructor writes the trailer; _exit and
  * _Exit, which skip destructors, write it first. LEEK_INHERIT=0 takes libleek out of LD_PRELOAD,
  * so that the programs it execs run unprofiled.
  *
@@ -62,10 +63,12 @@ static void atfork_prepare(void)
 	lk_loader_atfork(LK_FORK_PREPARE);
 	lk_modules_atfork(LK_FORK_PREPARE);
 	lk_lock_atfork(LK_FORK_PREPARE);
+	lk_guard_atfork(LK_FORK_PREPARE);
 }
 
 static void atfork_parent(void)
 {
+	lk_guard_atfork(LK_FORK_PARENT);
 	lk_lock_atfork(LK_FORK_PARENT);
 	lk_modules_atfork(LK_FORK_PARENT);
 	lk_loader_atfork(LK_FORK_PARENT);
@@ -75,6 +78,7 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	lk_lock_atfork(LK_FORK_CHILD);
+	lk_guard_atfork(LK_FORK_CHILD);
 	lk_modules_atfork(LK_FORK_CHILD);
 	lk_stack_atfork_child();
 	lk_loader_atfork(LK_FORK_CHILD);

@@ -375,13 +375,31 @@ void lk_guard_fault(const void *addr, void *uc);
 bool lk_guard_setup(uint32_t n, bool left); /* its run and slots; lk_lock */
 struct lk_error_info;
 /* The error of a fault at a in the guard run, its block's stacks and number: false if no block
- * explains it. lk_lock, or none in a thread that holds it. */
+ * explains it. No lock needed (guard.c reads each slot's state word twice). */
 bool lk_guard_classify(uintptr_t a, bool write, bool known, struct lk_error_info *e,
 		       uint32_t *stack, uint32_t *free_stack, uint64_t *id);
-/* A slot's block for size bytes at align, or NULL; *usable set to its room. lk_lock. */
-struct lk_block *lk_guard_take(size_t size, size_t align, size_t *usable);
+/* A guarded sample in three steps, so that no mprotect is made under lk_lock: lk_guard_open before
+ * it (a slot for size bytes at align, its page made read-write, or LK_GUARD_NONE), lk_guard_use
+ * under it (the block; *usable set to its room), and lk_guard_unopen after it for a slot opened
+ * and not used. */
+#define LK_GUARD_NONE UINT32_MAX
+uint32_t lk_guard_open(size_t size, size_t align);
+bool lk_guard_fits(size_t size, size_t align); /* a block a slot can take: it fits a page */
+struct lk_block *lk_guard_use(uint32_t slot, size_t size, size_t align, size_t *usable);
+void lk_guard_unopen(uint32_t slot, bool open);
 struct lk_block *lk_guard_block(const void *p);  /* lk_arena_block for the guard run; lk_lock */
-void lk_guard_free(struct lk_block *b, uint32_t free_stack); /* to the quarantine; lk_lock */
+/* A guarded block's free, under lk_lock: recorded, its slot on the closing queue; its page is
+ * closed, and the slot quarantined, by lk_guard_settle, with no lock held (lk_guard_settled). */
+void lk_guard_free(struct lk_block *b, uint32_t free_stack);
+void lk_guard_settle(void);
+void lk_guard_close(const void *p); /* settle, and p's page closed before the free returns */
+extern int lk_guard_pending;
+static inline void lk_guard_settled(void)
+{
+	if (lk_unlikely(__atomic_load_n(&lk_guard_pending, __ATOMIC_RELAXED)))
+		lk_guard_settle();
+}
+void lk_guard_atfork(int phase); /* glock around fork; the child finishes what others began */
 size_t lk_guard_usable(const struct lk_block *b);
 void lk_guard_foreach(lk_block_visit_fn fn, void *ctx);     /* its live samples; lk_lock */
 

@@ -130,20 +130,27 @@ static LK_COLD void end_sample_by(struct lk_block *b, struct lk_trec *r, uint32_
 
 /* The block of a sample, the file ready (caller holds lk_lock): old (a block of the arena being
  * realloc'ed, by a call whose stack is `stack`) if the arena can resize it in place, which ends
- * old's own sample, else a new one; NULL if the arena has none. */
+ * old's own sample, else a new one: in guard mode the slot opened for it (*slot, then
+ * LK_GUARD_NONE: used) if there is one; NULL if the arena has none, or in guard mode for a caller
+ * that opened no slot (slot NULL: exact mode's paths, whose samples a slot could take go to
+ * exact_guard, so that no mprotect is made under lk_lock). */
 static LK_INLINE struct lk_block *sample_block(void *old, size_t size, size_t *usable,
 					       size_t align, struct lk_trec *r, uint32_t tid,
-					       uint64_t now, uint32_t stack)
+					       uint64_t now, uint32_t stack, uint32_t *slot)
 {
 	if (old && lk_arena_block(old) && lk_arena_resize(old, *usable)) {
 		struct lk_block *b = (struct lk_block *)old - 1;
 		end_sample_by(b, r, tid, now, stack); /* its new sample starts in record_sample */
 		return b;
 	}
-	if (lk_unlikely(lk_guard.span)) { /* guard mode: a slot if the block fits one */
-		struct lk_block *b = lk_guard_take(size, align, usable);
-		if (b)
+	if (lk_unlikely(lk_guard.span)) { /* guard mode: the slot opened before lk_lock, if any */
+		if (!slot) /* exact mode's paths: a block a slot could take is take_sample's */
+			return lk_guard_fits(size, align) ? NULL : lk_arena_take(*usable, align);
+		if (*slot != LK_GUARD_NONE) {
+			struct lk_block *b = lk_guard_use(*slot, size, align, usable);
+			*slot = LK_GUARD_NONE;
 			return b;
+		}
 	}
 	return lk_arena_take(*usable, align);
 }
@@ -168,6 +175,16 @@ static LK_INLINE void record_sample(struct lk_block *b, size_t size, size_t usab
 	lk_writer_rss_maybe(now);
 }
 
+/* Guard mode, after lk_lock: the slot opened for a sample that did not use it closed again, and
+ * the pages of guarded blocks freed meanwhile (drain_deferred) closed (guard.c: no mprotect under
+ * lk_lock). */
+static LK_COLD LK_NOINLINE void guard_after(uint32_t slot)
+{
+	if (slot != LK_GUARD_NONE)
+		lk_guard_unopen(slot, true);
+	lk_guard_settled();
+}
+
 /* old: a block of the arena being realloc'ed, resized in place if the arena can (then the sample
  * is old itself, and the caller copies nothing). */
 static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, size_t align,
@@ -188,6 +205,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	size_t usable = lk_real_usable_fast(size, align);
 	struct lk_trec *r = lk_trec_get(t);
 	uint64_t now = lk_now_ns();
+	uint32_t slot = lk_unlikely(lk_guard.span) ? lk_guard_open(size, align) : LK_GUARD_NONE;
 
 	lk_lock();
 	drain_deferred(r, t->tid, now);
@@ -198,7 +216,7 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		stack = known ? known : lk_stack_intern(frames, n, hash);
 	if (!lk_writer_ready()) {
 		enabled = running = false;
-	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack))) {
+	} else if (!(b = sample_block(old, size, &usable, align, r, t->tid, now, stack, &slot))) {
 		if (usable < lk_arena_span / 2) /* not a request that no heap could serve */
 			lk_counters[LK_CNT_ARENA_FULL]++;
 	} else {
@@ -208,6 +226,8 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 		record_sample(b, size, usable, stack, r, t->tid, now);
 	}
 	lk_unlock();
+	if (lk_unlikely(lk_guard.span))
+		guard_after(slot);
 	lk_stack_learned(ticket, stack);
 	if (p && zero)
 		memset(p, 0, usable);
@@ -219,6 +239,32 @@ static LK_HOT LK_NOINLINE void *take_sample(struct lk_thread *t, size_t size, si
 	t->in_slow = 0;
 	*err = saved;
 	return p;
+}
+
+/* Guard mode's sample of a kept walk in exact_take_body, of a block a slot could take: the slot
+ * opened before lk_lock, the sample taken under it with the walk's stack, into the slot or, if
+ * none could be had, the arena; NULL (take_sample then) if it cannot be taken here. */
+static LK_COLD LK_NOINLINE struct lk_block *exact_guard(struct lk_thread *t, struct lk_trec *r,
+							size_t size, size_t align, uint32_t stack,
+							size_t *usable)
+{
+	struct lk_block *b = NULL;
+	uint32_t slot = lk_guard_open(size, align);
+	lk_lock();
+	uint64_t now = lk_now_ns();
+	if (!__atomic_load_n(&deferred, __ATOMIC_RELAXED) && lk_writer_ready()) {
+		if (slot != LK_GUARD_NONE) {
+			b = lk_guard_use(slot, size, align, usable);
+			slot = LK_GUARD_NONE;
+		} else {
+			b = lk_arena_take(*usable, align);
+		}
+		if (b)
+			record_sample(b, size, *usable, stack, r, t->tid, now);
+	}
+	lk_unlock();
+	guard_after(slot);
+	return b;
 }
 
 /* Exact mode's common sample: take_sample's steps without what it does not need, for the stack of
@@ -244,15 +290,21 @@ static LK_INLINE void *exact_take_body(struct lk_thread *t, struct lk_trec *r, b
 		 * here: mimalloc's answer is a block it allocates and frees. */
 		if (lk_unlikely(stack && !usable))
 			usable = lk_real_usable(size, align);
+		if (lk_unlikely(lk_guard.span) && stack && lk_guard_fits(size, align)) {
+			b = exact_guard(t, r, size, align, stack, &usable); /* takes lk_lock itself */
+			goto taken;
+		}
 		lk_lock();
 		if (lk_likely(stack)) {
 			uint64_t now = lk_now_ns();
 			if (lk_likely(!__atomic_load_n(&deferred, __ATOMIC_RELAXED) &&
 				      lk_writer_ready()) &&
-			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack)))
+			    (b = sample_block(old, size, &usable, align, r, t->tid, now, stack,
+						      NULL)))
 				record_sample(b, size, usable, stack, r, t->tid, now);
 		}
 		lk_unlock();
+	taken:
 		if (b && cut)
 			lk_stack_count_cut();
 		if (b && zero)
@@ -511,6 +563,10 @@ static LK_COLD LK_NOINLINE bool free_with_stack(struct lk_thread *t, struct lk_b
 		done = true;
 	}
 	lk_unlock();
+	if (lk_unlikely(lk_guard_owns(p)) && done)
+		lk_guard_close(p); /* its page closed before the free returns, lk_lock given back */
+	else
+		lk_guard_settled();
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
@@ -596,6 +652,7 @@ static bool keep_quiet(struct lk_thread *t, void *p, size_t size, const void *fr
 		kept = true;
 	}
 	lk_unlock();
+	lk_guard_settled();
 	lk_stack_learned(ticket, stack);
 	t->bytes_left = left;
 	t->in_slow = 0;
@@ -690,6 +747,7 @@ void lk_sampler_stop(void)
 	lk_writer_close();
 	enabled = running = false;
 	lk_unlock();
+	lk_guard_settled();
 }
 
 bool lk_sampler_switch(bool want)

@@ -22,10 +22,14 @@
  * program's mask and flags. The kernel delivers a fault that is blocked as SIG_DFL, so sigprocmask
  * and pthread_sigmask never block a kept signal: a thread that blocks every signal (the common
  * sigwait design of servers) keeps it unblocked, sees it blocked when it asks, and an asynchronous
- * one (kill) that arrives while it believes the signal blocked waits until it unblocks it.
+ * one (kill) that arrives while it believes the signal blocked waits until it unblocks it. Nor
+ * does another signal's handler: sigaction of any signal takes the kept signals out of the
+ * sa_mask the kernel gets, and puts them back in the one it shows (a handler whose sa_mask is
+ * every signal, which faults on a guarded page, is still reported).
  *
- * Not covered, as documented in docs/design.md ("Threat model"): a kept signal blocked through
- * another signal's sa_mask while that handler allocates, temporary masks (sigsuspend, ppoll), a
+ * Not covered, as documented in docs/design.md ("Threat model"): the mask a thread reads inside
+ * such a handler (without the kept signal the handler's sa_mask held), the sa_mask of an action
+ * set before leek keeps the signal, temporary masks (sigsuspend, ppoll), a
  * thread's view of the mask it inherited from a thread that believed the signal blocked, actions
  * set with raw system calls (Go's runtime: it replaces on_fault and forwards the faults that are
  * not in Go code, C code's, to the handler it found, which is on_fault; a fault in Go code it
@@ -67,6 +71,8 @@ static struct sigaction prog[K_N][2];
 static int prog_at[K_N];
 static bool installed[K_N]; /* on_fault is the kernel action: prog holds the program's */
 static bool any_installed;  /* installed[K_BUS] || installed[K_SEGV]: the mask's one test */
+static uint8_t masked[NSIG]; /* bit k: the program's sa_mask for that signal holds kept_sig[k],
+			      * which the kernel action's does not (lock held to change) */
 static int lock_word;       /* sigaction's updates of prog, taken with every signal blocked */
 
 static __thread uint8_t view_blocked; /* bit k: the program believes kept_sig[k] blocked here */
@@ -214,13 +220,48 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 }
 
+/* sigaction of a signal that is not kept, once one is: the kept signals out of the sa_mask the
+ * kernel gets, and back in the one shown. */
+static int other_action(int sig, const struct sigaction *act, struct sigaction *old)
+{
+	struct sigaction copy;
+	sigset_t saved;
+	uint8_t in = 0;
+
+	if (sig <= 0 || sig >= NSIG)
+		return __sigaction(sig, act, old); /* its EINVAL */
+	if (act) {
+		copy = *act;
+		for (int k = 0; k < K_N; k++)
+			if (__atomic_load_n(&installed[k], __ATOMIC_ACQUIRE) &&
+			    sigismember(&copy.sa_mask, kept_sig[k]) == 1) {
+				in |= 1u << k;
+				sigdelset(&copy.sa_mask, kept_sig[k]);
+			}
+	}
+	lock(&saved);
+	uint8_t was = masked[sig];
+	int r = __sigaction(sig, act ? &copy : NULL, old);
+	if (r == 0) {
+		for (int k = 0; k < K_N; k++)
+			if (old && (was & 1u << k))
+				sigaddset(&old->sa_mask, kept_sig[k]);
+		if (act)
+			masked[sig] = in;
+	}
+	unlock(&saved);
+	return r;
+}
+
 LK_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	sigset_t saved;
 	int k = kept(sig);
 
 	if (k < 0)
-		return __sigaction(sig, act, old);
+		return __atomic_load_n(&any_installed, __ATOMIC_ACQUIRE)
+			       ? other_action(sig, act, old)
+			       : __sigaction(sig, act, old);
 	lock(&saved);
 	set_prog(k, act, old);
 	unlock(&saved);
