@@ -224,8 +224,7 @@ uint32_t lk_guard_open(size_t size, size_t align)
 {
 	if (!lk_guard_fits(size, align))
 		return LK_GUARD_NONE;
-	if (__atomic_load_n(&lk_guard_pending, __ATOMIC_RELAXED))
-		lk_guard_settle();
+	lk_guard_settled();
 	uint32_t s;
 	glock_take();
 	if (fresh < nslots) {

@@ -153,8 +153,6 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 	struct lk_profile_opts po = {
 		.at_ns = x->opts.at == LK_EXPORT_AT_TIME ? x->opts.at_ns : UINT64_MAX,
 		.no_live_list = true, /* no format shows a block: the list and its sort spared */
-		.limit = x->opts.limit,
-		.limit_whole = x->opts.limit_whole,
 		.segment_only = x->opts.segment_only,
 	};
 	struct lk_profile *p = NULL;

@@ -64,8 +64,6 @@ struct lk_export_opts {
 	uint64_t at_ns;                      /* LK_EXPORT_AT_TIME */
 	enum lk_export_value value;          /* folded: the one value written */
 	const struct lk_site_filter *filter; /* --focus, --ignore; NULL: every stack */
-	uint64_t limit, limit_whole;         /* a file still being written: read below limit only
-					      * (lk_profile_opts.limit, `leek push`); 0: whole */
 	uint64_t span_from_ns, span_until_ns; /* both set: the pprof's time_nanos and duration (push:
 					      * its interval, real time); else the profiles' span */
 	bool reread;                         /* files are read again with the same number (push's
@@ -150,8 +148,7 @@ int lk_export_add_file(struct lk_export *x, const char *path, uint32_t number, b
 		       bool *trailer, char **err);
 /* The same for a profile loaded or followed by the caller (`leek push`'s follower, read a few
  * records at a time: lk_profile_follow_snapshot), named path, which it keeps: its stacks with the
- * values they have now. opts.limit, limit_whole and segment_only are the caller's to have
- * applied. */
+ * values they have now. opts.segment_only is the caller's to have applied. */
 int lk_export_add_profile(struct lk_export *x, const char *path, const struct lk_profile *p,
 			  uint32_t number, bool base, bool *trailer, char **err);
 size_t lk_export_processes(const struct lk_export *x); /* added so far, bases too */
